@@ -1,0 +1,44 @@
+"""calibkit: measure and fix the calibration of probabilistic classifiers.
+
+Implements "Measuring Calibration in Deep Learning" (Nixon et al.): the General Calibration
+Error over its whole parameter space, with the heavy lifting in Rust.
+"""
+
+from __future__ import annotations
+
+from ._softmax import log_softmax, softmax
+from .bins import CalibrationBins, calibration_bins, reduce_bins
+from .errors import (
+    CalibkitError,
+    InputTypeError,
+    InvalidLabelsError,
+    InvalidParameterError,
+    InvalidProbabilitiesError,
+    ShapeMismatchError,
+)
+from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "gce",
+    "ece",
+    "cce",
+    "sce",
+    "ace",
+    "tace",
+    "rmsce",
+    "mce",
+    "calibration_bins",
+    "CalibrationBins",
+    "reduce_bins",
+    "softmax",
+    "log_softmax",
+    "CalibkitError",
+    "InvalidProbabilitiesError",
+    "InvalidLabelsError",
+    "ShapeMismatchError",
+    "InvalidParameterError",
+    "InputTypeError",
+]

@@ -1,0 +1,131 @@
+"""Every input check of the metric functions and its message, in one place.
+
+Cheap structural checks (types, dimensions, lengths, parameters) run here, before crossing
+into Rust; checks that must read every value (finite, within [0, 1], rows summing to 1, labels
+in range) run inside the Rust pass that reads the data anyway, and raise the same exception
+classes (see :mod:`calibkit.errors`).
+
+Accepted input, and what is copied:
+
+* ``probs``: float32 or float64, shape (N, K); a 1-D array or an (N, 1) array is the binary
+  probability of class 1 and becomes ``[1 - p, p]`` (a new array). Other real dtypes (ints,
+  float16, bool) are converted to float64. Non-contiguous or Fortran-ordered arrays are copied
+  to C order; a C-contiguous float32/float64 array is used without a copy.
+* ``labels``: integers of any width, or floats holding exact integer values (``3.0``), shape
+  (N,). They are converted to int64 (a copy of N values unless already int64 and contiguous).
+  Booleans are accepted as 0/1 for binary problems.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import (
+    InputTypeError,
+    InvalidLabelsError,
+    InvalidParameterError,
+    ShapeMismatchError,
+)
+
+__all__ = ["validate_inputs", "check_gce_params", "as_probs", "as_labels", "BINNINGS", "NORMS"]
+
+BINNINGS = ("even", "adaptive")
+NORMS = ("l1", "l2", "max")
+
+
+def as_probs(probs, name: str = "probs") -> np.ndarray:
+    """``probs`` as a C-contiguous 2-D float32/float64 array (binary 1-D / (N, 1) expanded)."""
+    if isinstance(probs, (str, bytes)) or probs is None:
+        raise InputTypeError(
+            f"{name} must be an array of probabilities of shape (N, K), got {type(probs).__name__}"
+        )
+    try:
+        p = np.asarray(probs)
+    except Exception as exc:  # ragged lists and the like
+        raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+    if p.dtype.kind not in "fiub":
+        raise InputTypeError(
+            f"{name} must hold real numbers, got dtype {p.dtype}; pass float32 or float64 probabilities"
+        )
+    if p.dtype not in (np.float32, np.float64):
+        p = p.astype(np.float64)
+    if p.ndim == 1 or (p.ndim == 2 and p.shape[1] == 1):
+        q = p.reshape(-1)
+        p = np.stack([1 - q, q], axis=1)
+    elif p.ndim != 2:
+        raise ShapeMismatchError(
+            f"{name} must be 2-D (N samples, K classes) or 1-D binary P(y=1), got shape {p.shape}"
+        )
+    if p.shape[0] == 0:
+        raise ShapeMismatchError(f"{name} is empty (0 rows); pass at least one prediction")
+    if p.shape[1] == 0:
+        raise ShapeMismatchError(f"{name} has 0 columns; it needs one column per class")
+    return np.ascontiguousarray(p)
+
+
+def as_labels(labels, name: str = "labels") -> np.ndarray:
+    """``labels`` as a contiguous 1-D int64 array (range is checked by the kernel)."""
+    if isinstance(labels, (str, bytes)) or labels is None:
+        raise InputTypeError(f"{name} must be an array of integer class indices, got {type(labels).__name__}")
+    try:
+        y = np.asarray(labels)
+    except Exception as exc:
+        raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+    if y.ndim != 1:
+        raise ShapeMismatchError(
+            f"{name} must be 1-D (one class index per row), got shape {y.shape}; "
+            "for multilabel data pass an (N, K) 0/1 matrix to the functions that accept it"
+        )
+    if y.dtype.kind == "b":
+        y = y.astype(np.int64)
+    elif y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise InvalidLabelsError(f"{name} contains NaN or infinite values; labels must be class indices")
+        if not np.all(y == np.round(y)):
+            bad = int(np.flatnonzero(y != np.round(y))[0])
+            raise InvalidLabelsError(
+                f"{name}[{bad}] is {y[bad]!r}, not an integer: labels must be class indices "
+                "(did you pass probabilities or scores as labels?)"
+            )
+    elif y.dtype.kind not in "iu":
+        raise InputTypeError(f"{name} must hold integers, got dtype {y.dtype}")
+    if y.dtype.kind == "u" and y.size and y.max() > np.iinfo(np.int64).max:
+        raise InvalidLabelsError(f"{name} holds values too large to be class indices")
+    return np.ascontiguousarray(y, dtype=np.int64)
+
+
+def validate_inputs(labels, probs):
+    """Structural validation of a (labels, probs) pair; returns (labels int64, probs 2-D C-order).
+
+    Values (finite, in range, row sums, label range) are checked by the Rust pass.
+    """
+    p = as_probs(probs)
+    y = as_labels(labels)
+    if y.shape[0] != p.shape[0]:
+        raise ShapeMismatchError(
+            f"labels has {y.shape[0]} entries but probs has {p.shape[0]} rows; pass one label per row"
+        )
+    return y, p
+
+
+def check_gce_params(binning, norm, threshold, num_bins) -> tuple[str, str, float, int]:
+    """Validate the GCE keywords; returns them normalised (threshold as float, num_bins as int)."""
+    if not isinstance(binning, str) or binning not in BINNINGS:
+        raise InvalidParameterError(f"binning must be one of {BINNINGS}, got {binning!r}")
+    if not isinstance(norm, str) or norm not in NORMS:
+        raise InvalidParameterError(f"norm must be one of {NORMS}, got {norm!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        raise InvalidParameterError(f"threshold must be a number in [0, 1), got {threshold!r}")
+    threshold = float(threshold)
+    if not (0.0 <= threshold < 1.0):
+        raise InvalidParameterError(
+            f"threshold must be in [0, 1) (scores <= threshold are dropped), got {threshold!r}"
+        )
+    if isinstance(num_bins, bool) or not isinstance(num_bins, numbers.Integral):
+        raise InvalidParameterError(f"num_bins must be a positive integer, got {num_bins!r}")
+    num_bins = int(num_bins)
+    if num_bins < 1:
+        raise InvalidParameterError(f"num_bins must be a positive integer (>= 1), got {num_bins}")
+    return binning, norm, threshold, num_bins

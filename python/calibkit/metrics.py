@@ -1,0 +1,194 @@
+"""The General Calibration Error and the named metrics built on it.
+
+Every function takes ``labels`` first (like scikit-learn and the paper's own library), then
+``probs``. Semantics follow ``SPEC.md`` exactly (the paper's released library, as corrected on
+its main branch): see :func:`gce` for the definitions and the README for the differences from
+torchmetrics, netcal and scikit-learn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native
+from ._validate import check_gce_params, validate_inputs
+
+__all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
+
+
+def _is_label_matrix(labels) -> bool:
+    return getattr(labels, "ndim", None) == 2 or (
+        not hasattr(labels, "ndim") and np.ndim(labels) == 2
+    )
+
+
+def gce(
+    labels,
+    probs,
+    *,
+    binning: str = "even",
+    max_prob: bool = True,
+    class_conditional: bool = False,
+    threshold: float = 0.0,
+    norm: str = "l1",
+    num_bins: int = 15,
+) -> float:
+    """General Calibration Error (Nixon et al., 2019) for any combination of its properties.
+
+    Parameters
+    ----------
+    labels : array_like of shape (N,)
+        True class indices in ``[0, K)``: integers of any width, or floats holding exact
+        integers. An (N, K) 0/1 matrix means multilabel (each column its own one-vs-rest
+        problem; only ``max_prob=False`` is defined, see :mod:`calibkit.multilabel`).
+    probs : array_like of shape (N, K), (N, 1) or (N,)
+        Predicted probabilities, float32 or float64, rows summing to 1 within 1e-3 and values
+        within [0, 1] up to 1e-4. 1-D or (N, 1) input is the binary P(y=1) and becomes
+        ``[1 - p, p]``. K always comes from ``probs``.
+    binning : {"even", "adaptive"}, default "even"
+        ``"even"``: B equal-width bins with upper edges ``np.linspace(0, 1, B+1)[1:]``; scores
+        equal to 1.0 fall in an extra bin of their own (as in the paper's library and
+        torchmetrics). ``"adaptive"``: B equal-mass bins per group, edges at the sorted scores
+        of positions ``round_half_even(j * n / B)``; ties on an edge go to the upper bin.
+    max_prob : bool, default True
+        True: only each row's top probability (argmax, lowest index on ties) with outcome
+        "prediction correct". False: every entry of the matrix, with outcome "this column is
+        the true label".
+    class_conditional : bool, default False
+        True: one group per class (the rows predicted as k if ``max_prob``, else column k),
+        and the result is the mean over **all K** classes (a class with no kept score counts
+        0). False: one pooled group.
+    threshold : float in [0, 1), default 0.0
+        A score is kept only if ``score > threshold`` (strict; applied after the max-prob
+        selection), so with 0.0 exact zeros are dropped.
+    norm : {"l1", "l2", "max"}, default "l1"
+        Per group: l1 ``sum_b w_b |acc_b - conf_b|``; l2 ``sum_b w_b (acc_b - conf_b)^2`` with
+        the weight outside the square (the paper's and Hendrycks' RMS form) and one square root
+        after the class average; max ``max_b |acc_b - conf_b|`` over non-empty bins. ``w_b`` is
+        the bin's share of its group.
+    num_bins : int, default 15
+        B, the number of bins (>= 1).
+
+    Returns
+    -------
+    float
+        The calibration error, in [0, 1].
+
+    Raises
+    ------
+    calibkit.errors.InvalidProbabilitiesError
+        NaN/inf, values outside [0, 1] (e.g. logits: use :func:`calibkit.softmax`), rows not
+        summing to 1.
+    calibkit.errors.InvalidLabelsError
+        Labels that are not integers or are outside ``[0, K)``.
+    calibkit.errors.ShapeMismatchError
+        Wrong number of dimensions, length mismatch, empty input.
+    calibkit.errors.InvalidParameterError
+        Unknown binning or norm, threshold outside [0, 1), num_bins < 1.
+    calibkit.errors.InputTypeError
+        Non-numeric input.
+
+    Examples
+    --------
+    >>> import numpy as np, calibkit
+    >>> probs = np.array([[0.7, 0.2, 0.1], [0.5, 0.3, 0.2], [0.15, 0.6, 0.25]])
+    >>> labels = np.array([0, 1, 1])
+    >>> round(calibkit.gce(labels, probs, num_bins=3), 6)
+    0.283333
+    """
+    binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
+    if _is_label_matrix(labels):
+        from .multilabel import multilabel_gce
+
+        return multilabel_gce(
+            labels,
+            probs,
+            binning=binning,
+            max_prob=max_prob,
+            class_conditional=class_conditional,
+            threshold=threshold,
+            norm=norm,
+            num_bins=num_bins,
+        )
+    y, p = validate_inputs(labels, probs)
+    return _native.gce(
+        y, p, binning, bool(max_prob), bool(class_conditional), threshold, norm, num_bins
+    )
+
+
+def ece(labels, probs, *, num_bins: int = 15) -> float:
+    """Expected Calibration Error (Guo et al., 2017; Naeini et al., 2015).
+
+    :func:`gce` with even binning, top-label (``max_prob=True``), pooled over classes,
+    threshold 0, l1 norm. ``num_bins`` defaults to 15 (torchmetrics' default; the paper's
+    library defaults to 30: pass ``num_bins=30`` or use :mod:`calibkit.compat.uncertainty_metrics`).
+
+    Examples
+    --------
+    >>> import calibkit
+    >>> round(calibkit.ece([0, 1], [[0.9, 0.1], [0.2, 0.8]]), 6)
+    0.15
+    """
+    return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
+               threshold=0.0, norm="l1", num_bins=num_bins)
+
+
+def cce(labels, probs, *, num_bins: int = 15) -> float:
+    """Class-conditional ECE: ECE computed per predicted class, averaged over all K classes.
+
+    :func:`gce` with even binning, ``max_prob=True``, ``class_conditional=True``, threshold 0,
+    l1 norm (index 0 of the paper's 32-metric space).
+    """
+    return gce(labels, probs, binning="even", max_prob=True, class_conditional=True,
+               threshold=0.0, norm="l1", num_bins=num_bins)
+
+
+def sce(labels, probs, *, num_bins: int = 15) -> float:
+    """Static Calibration Error (Nixon et al.): every class's probabilities, even bins.
+
+    :func:`gce` with even binning, ``max_prob=False``, ``class_conditional=True``, threshold 0,
+    l1 norm (index 8).
+    """
+    return gce(labels, probs, binning="even", max_prob=False, class_conditional=True,
+               threshold=0.0, norm="l1", num_bins=num_bins)
+
+
+def ace(labels, probs, *, num_bins: int = 15) -> float:
+    """Adaptive Calibration Error (Nixon et al.): equal-mass bins per class.
+
+    :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
+    threshold 0, l1 norm (index 24). Bins are weighted by their counts, as the paper's released
+    code does (the paper's formula writes a uniform 1/(K R) weight).
+    """
+    return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
+               threshold=0.0, norm="l1", num_bins=num_bins)
+
+
+def tace(labels, probs, *, num_bins: int = 15, threshold: float = 0.01) -> float:
+    """Thresholded Adaptive Calibration Error: ACE over scores above ``threshold`` (0.01).
+
+    :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
+    ``threshold=0.01``, l1 norm (index 26).
+    """
+    return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
+               threshold=threshold, norm="l1", num_bins=num_bins)
+
+
+def rmsce(labels, probs, *, num_bins: int = 15) -> float:
+    """Root-mean-square calibration error (Hendrycks et al.): top-label, adaptive bins, l2.
+
+    :func:`gce` with adaptive binning, ``max_prob=True``, pooled, threshold 0, l2 norm with the
+    weight outside the square (index 21). Unlike ``uncertainty_metrics`` 0.0.81 it honours
+    ``num_bins``.
+    """
+    return gce(labels, probs, binning="adaptive", max_prob=True, class_conditional=False,
+               threshold=0.0, norm="l2", num_bins=num_bins)
+
+
+def mce(labels, probs, *, num_bins: int = 15) -> float:
+    """Maximum Calibration Error: the largest |accuracy - confidence| over non-empty bins.
+
+    :func:`gce` with even binning, ``max_prob=True``, pooled, threshold 0, ``norm="max"``.
+    """
+    return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
+               threshold=0.0, norm="max", num_bins=num_bins)

@@ -1,0 +1,41 @@
+//! Fixed partitions of the rows and deterministic parallel reductions over them.
+//!
+//! Chunk boundaries depend only on the shape (N, K), never on the number of threads, and
+//! partial results are combined strictly in chunk order, so every floating-point sum is
+//! performed in the same order for any `RAYON_NUM_THREADS`: results are bitwise identical.
+
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// About this many matrix entries per chunk.
+pub const CHUNK_ENTRIES: usize = 1 << 17;
+/// Chunks evaluated in parallel before their partials are folded in order (bounds memory).
+pub const WAVE: usize = 8;
+
+/// Row ranges of about [`CHUNK_ENTRIES`] entries each.
+pub fn row_chunks(n: usize, k: usize) -> Vec<Range<usize>> {
+    let rows = (CHUNK_ENTRIES / k.max(1)).max(1);
+    (0..n).step_by(rows).map(|s| s..(s + rows).min(n)).collect()
+}
+
+/// Maps every chunk (in parallel, in waves of [`WAVE`]) and folds the partials in chunk order.
+/// The first error, in chunk order, wins.
+pub fn map_fold<P, E, M, F>(chunks: &[Range<usize>], map: M, mut fold: F) -> Result<(), E>
+where
+    P: Send,
+    E: Send,
+    M: Fn(Range<usize>) -> Result<P, E> + Sync,
+    F: FnMut(P),
+{
+    if chunks.len() == 1 {
+        fold(map(chunks[0].clone())?);
+        return Ok(());
+    }
+    for wave in chunks.chunks(WAVE) {
+        let parts: Vec<Result<P, E>> = wave.par_iter().map(|r| map(r.clone())).collect();
+        for p in parts {
+            fold(p?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,21 @@
+//! Typed kernel errors; the glue maps each variant to a specific Python exception class.
+
+use thiserror::Error;
+
+use crate::kernels::validate::{RANGE_TOL, ROW_SUM_TOL};
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum KernelError {
+    #[error("probs[{row}, {col}] is {value}: probabilities must be finite; remove or replace NaN/inf rows before measuring calibration")]
+    NonFinite { row: usize, col: usize, value: f64 },
+    #[error("probs[{row}, {col}] is {value}, outside [0, 1] (tolerance {RANGE_TOL:e}); these look like logits or unnormalised scores: convert them with calibkit.softmax(logits) first")]
+    OutOfRange { row: usize, col: usize, value: f64 },
+    #[error("row {row} of probs sums to {sum}, not 1 (tolerance {ROW_SUM_TOL:e}); pass normalised probabilities (calibkit.softmax(logits) for logits), or a 0/1 label matrix for multilabel data")]
+    RowSum { row: usize, sum: f64 },
+    #[error("labels[{index}] is {label}, outside [0, {num_classes}): labels must be class indices of the {num_classes} columns of probs")]
+    LabelOutOfRange { index: usize, label: i64, num_classes: usize },
+    #[error("{0}")]
+    Shape(String),
+    #[error("{0}")]
+    Parameter(String),
+}

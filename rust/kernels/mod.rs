@@ -1,0 +1,110 @@
+//! Pure-Rust kernels. Nothing here knows about Python.
+//!
+//! Data flow for one metric: [`validate`] (fused into the row passes where possible) ->
+//! score groups and bins ([`toplabel`], [`allprobs_even`], [`allprobs_adaptive`]) ->
+//! per-(group, bin) sufficient statistics ([`stats::BinStats`]) -> [`reduce`].
+//! [`space`] evaluates many metrics and bin counts sharing that work.
+
+pub mod allprobs_adaptive;
+pub mod allprobs_even;
+pub mod chunks;
+pub mod edges;
+pub mod error;
+pub mod reduce;
+pub mod score;
+pub mod space;
+pub mod spec;
+pub mod stats;
+pub mod toplabel;
+pub mod validate;
+
+pub use error::KernelError;
+pub use score::Score;
+pub use space::evaluate;
+pub use spec::{Binning, GceSpec, Grouping, Norm};
+pub use stats::BinStats;
+
+/// Input matrix view: `n` rows of `k` scores, row-major, plus one label per row.
+#[derive(Clone, Copy)]
+pub struct Inputs<'a, T: Score> {
+    pub probs: &'a [T],
+    pub labels: &'a [i64],
+    pub n: usize,
+    pub k: usize,
+}
+
+impl<'a, T: Score> Inputs<'a, T> {
+    /// Checks the shapes agree (values are checked by [`validate`]).
+    pub fn new(probs: &'a [T], labels: &'a [i64], k: usize) -> Result<Self, KernelError> {
+        if k == 0 {
+            return Err(KernelError::Shape("probs has 0 columns; it needs at least one class".into()));
+        }
+        if probs.len() % k != 0 {
+            return Err(KernelError::Shape(format!(
+                "probs has {} values, not a multiple of {k} columns",
+                probs.len()
+            )));
+        }
+        let n = probs.len() / k;
+        if labels.len() != n {
+            return Err(KernelError::Shape(format!(
+                "labels has {} entries but probs has {n} rows; pass one label per row",
+                labels.len()
+            )));
+        }
+        if n == 0 {
+            return Err(KernelError::Shape("probs and labels are empty; pass at least one row".into()));
+        }
+        Ok(Inputs { probs, labels, n, k })
+    }
+
+    #[inline]
+    pub fn row(&self, i: usize) -> &'a [T] {
+        &self.probs[i * self.k..(i + 1) * self.k]
+    }
+}
+
+/// Per-(group, bin) statistics of one metric's grouping and binning (no norm yet).
+pub fn bin_stats<T: Score>(
+    x: &Inputs<T>,
+    grouping: &Grouping,
+    num_bins: usize,
+    check: &validate::Checks,
+) -> Result<BinStats, KernelError> {
+    grouping.check(num_bins)?;
+    let mut v = stats_many(x, grouping, &[num_bins], check)?;
+    Ok(v.pop().expect("one bin count in, one table out"))
+}
+
+/// Statistics for several bin counts of the same grouping, sharing the pass over the data.
+pub fn stats_many<T: Score>(
+    x: &Inputs<T>,
+    grouping: &Grouping,
+    bins: &[usize],
+    check: &validate::Checks,
+) -> Result<Vec<BinStats>, KernelError> {
+    for &b in bins {
+        grouping.check(b)?;
+    }
+    if grouping.max_prob {
+        let top = toplabel::summarise(x, check)?;
+        Ok(bins
+            .iter()
+            .map(|&b| toplabel::stats(&top, x.k, grouping, b))
+            .collect())
+    } else {
+        match grouping.binning {
+            Binning::Even => allprobs_even::stats(x, grouping, bins, check),
+            Binning::Adaptive => {
+                validate::scan(x, check)?;
+                allprobs_adaptive::stats(x, grouping, bins)
+            }
+        }
+    }
+}
+
+/// The General Calibration Error of one metric.
+pub fn gce<T: Score>(x: &Inputs<T>, spec: &GceSpec, check: &validate::Checks) -> Result<f64, KernelError> {
+    let st = bin_stats(x, &spec.grouping, spec.num_bins, check)?;
+    Ok(reduce::reduce(&st, spec.norm, spec.grouping.class_conditional))
+}

@@ -1,0 +1,146 @@
+//! Max-prob (top-label) metrics: one pass over the rows finds each row's prediction (argmax,
+//! lowest index on ties) and confidence, validating the row it has just read; the binning then
+//! works on N (score, outcome) pairs.
+
+use rayon::prelude::*;
+
+use crate::kernels::chunks::row_chunks;
+use crate::kernels::edges::{adaptive_boundaries, adaptive_edges, bin_by_edges, EvenEdges};
+use crate::kernels::validate::{first_row_error, labels as check_labels, row_ok, Checks};
+use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
+
+/// Per-row prediction, its confidence, and whether it is correct.
+pub struct TopLabel {
+    pub pred: Vec<u32>,
+    pub conf: Vec<f64>,
+    pub correct: Vec<bool>,
+}
+
+/// Max, first argmax, sum and a bad-value flag of one row, in one read.
+#[inline(always)]
+fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
+    let (sum, bad) = crate::kernels::validate::row_sum_and_bad(row);
+    // Lane-wise maxima vectorise; the first index holding the maximum is then found in the
+    // row that is still in L1.
+    const L: usize = 8;
+    let mut m = [f64::NEG_INFINITY; L];
+    let mut it = row.chunks_exact(L);
+    for c in &mut it {
+        for l in 0..L {
+            let v = c[l].to_f64();
+            m[l] = if v > m[l] { v } else { m[l] };
+        }
+    }
+    let mut mx = f64::NEG_INFINITY;
+    for l in 0..L {
+        mx = if m[l] > mx { m[l] } else { mx };
+    }
+    for v in it.remainder() {
+        let v = v.to_f64();
+        mx = if v > mx { v } else { mx };
+    }
+    let arg = row.iter().position(|v| v.to_f64() == mx).unwrap_or(0);
+    (arg, mx, sum, bad)
+}
+
+/// The validated top-label summary of every row.
+pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, KernelError> {
+    if check.labels {
+        check_labels(x)?;
+    }
+    let n = x.n;
+    let mut pred = vec![0u32; n];
+    let mut conf = vec![0.0f64; n];
+    let mut correct = vec![false; n];
+    let chunks = row_chunks(n, x.k);
+    let rows = chunks[0].len();
+    let work = |(ci, ((p, c), o)): (usize, ((&mut [u32], &mut [f64]), &mut [bool]))| -> bool {
+        let start = ci * rows;
+        let mut all_ok = true;
+        for j in 0..p.len() {
+            let i = start + j;
+            let (a, mx, s, bad) = scan_row(x.row(i));
+            all_ok &= row_ok(s, bad, check);
+            p[j] = a as u32;
+            c[j] = mx;
+            o[j] = x.labels[i] == a as i64;
+        }
+        all_ok
+    };
+    let ok = if chunks.len() == 1 {
+        work((0, ((&mut pred[..], &mut conf[..]), &mut correct[..])))
+    } else {
+        pred.par_chunks_mut(rows)
+            .zip(conf.par_chunks_mut(rows))
+            .zip(correct.par_chunks_mut(rows))
+            .enumerate()
+            .map(work)
+            .reduce(|| true, |a, b| a & b)
+    };
+    if !ok {
+        return Err(first_row_error(x, 0..n, check).expect("a failing row exists"));
+    }
+    Ok(TopLabel { pred, conf, correct })
+}
+
+/// Statistics of the top-label grouping for `b` bins.
+pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
+    let groups = g.groups(k);
+    let group_of = |i: usize| if g.class_conditional { top.pred[i] as usize } else { 0 };
+    match g.binning {
+        Binning::Even => {
+            let e = EvenEdges::new(b);
+            let mut st = BinStats::zeros(groups, e.num_bins());
+            for i in 0..top.conf.len() {
+                let s = top.conf[i];
+                if s > g.threshold {
+                    st.push(group_of(i), e.bin(s), s, top.correct[i] as u8 as f64);
+                }
+            }
+            let bounds = e.boundaries();
+            st.edges = (0..groups).flat_map(|_| bounds.iter().copied()).collect();
+            st
+        }
+        Binning::Adaptive => {
+            let mut members: Vec<Vec<(f64, bool)>> = vec![Vec::new(); groups];
+            for i in 0..top.conf.len() {
+                let s = top.conf[i];
+                if s > g.threshold {
+                    members[group_of(i)].push((s, top.correct[i]));
+                }
+            }
+            let mut st = BinStats::zeros(groups, b);
+            let per_group: Vec<(Vec<f64>, BinStats)> = members
+                .into_par_iter()
+                .map(|m| adaptive_group(m, b, g.threshold))
+                .collect();
+            st.edges.clear();
+            for (gi, (bounds, one)) in per_group.into_iter().enumerate() {
+                let r = gi * b..(gi + 1) * b;
+                st.count[r.clone()].copy_from_slice(&one.count);
+                st.sum_score[r.clone()].copy_from_slice(&one.sum_score);
+                st.sum_outcome[r].copy_from_slice(&one.sum_outcome);
+                st.edges.extend(bounds);
+            }
+            st
+        }
+    }
+}
+
+/// Sorts one group's (score, outcome) pairs and bins them with the adaptive rule.
+pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
+    m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
+    let edges = adaptive_edges(&sorted, b);
+    let mut st = BinStats::zeros(1, b);
+    // Sorted scores have non-decreasing bins: advance the bin as we sweep.
+    let mut bin = 0usize;
+    for &(s, o) in &m {
+        while bin < edges.len() && edges[bin] <= s {
+            bin += 1;
+        }
+        debug_assert_eq!(bin, bin_by_edges(&edges, s));
+        st.push(0, bin, s, o as u8 as f64);
+    }
+    (adaptive_boundaries(&edges, b, threshold), st)
+}

@@ -1,0 +1,138 @@
+//! Input value checks: finite, in [0, 1] within [`RANGE_TOL`], rows summing to 1 within
+//! [`ROW_SUM_TOL`], labels in [0, K). Row passes call [`row_ok`] on the row they already read;
+//! [`scan`] is the stand-alone pass for kernels that read the data column-wise. Only when a row
+//! fails do we spend time finding the first offending entry, to name it in the error.
+
+use rayon::prelude::*;
+
+use crate::kernels::chunks::row_chunks;
+use crate::kernels::{Inputs, KernelError, Score};
+
+/// Probabilities may leave [0, 1] by this much (float rounding in softmax outputs).
+pub const RANGE_TOL: f64 = 1e-4;
+/// Rows may sum to 1 within this absolute tolerance.
+pub const ROW_SUM_TOL: f64 = 1e-3;
+
+/// Which checks to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Checks {
+    /// Check finiteness and range of every value.
+    pub values: bool,
+    /// Check each row sums to 1 (off for multilabel scores).
+    pub row_sums: bool,
+    /// Check every label is in [0, K).
+    pub labels: bool,
+}
+
+impl Checks {
+    pub const ALL: Checks = Checks { values: true, row_sums: true, labels: true };
+    pub const NONE: Checks = Checks { values: false, row_sums: false, labels: false };
+}
+
+/// Per-row sum and a flag that some value is non-finite or out of range; vectorisable.
+#[inline(always)]
+pub fn row_sum_and_bad<T: Score>(row: &[T]) -> (f64, bool) {
+    const L: usize = 8;
+    let lo = -RANGE_TOL;
+    let hi = 1.0 + RANGE_TOL;
+    let mut s = [0.0f64; L];
+    let mut bad = [false; L];
+    let mut it = row.chunks_exact(L);
+    for c in &mut it {
+        for l in 0..L {
+            let v = c[l].to_f64();
+            s[l] += v;
+            bad[l] |= !(v >= lo && v <= hi);
+        }
+    }
+    let mut sum = 0.0;
+    let mut any_bad = false;
+    for l in 0..L {
+        sum += s[l];
+        any_bad |= bad[l];
+    }
+    for v in it.remainder() {
+        let v = v.to_f64();
+        sum += v;
+        any_bad |= !(v >= lo && v <= hi);
+    }
+    (sum, any_bad)
+}
+
+/// Whether a row passes the value and row-sum checks requested.
+#[inline(always)]
+pub fn row_ok(sum: f64, bad: bool, check: &Checks) -> bool {
+    !(check.values && bad) && !(check.row_sums && !((sum - 1.0).abs() <= ROW_SUM_TOL))
+}
+
+/// The precise error for row `i`, which is known to have failed a check.
+pub fn row_error<T: Score>(x: &Inputs<T>, i: usize, check: &Checks) -> KernelError {
+    let row = x.row(i);
+    for (j, v) in row.iter().enumerate() {
+        let v = v.to_f64();
+        if !v.is_finite() {
+            return KernelError::NonFinite { row: i, col: j, value: v };
+        }
+    }
+    for (j, v) in row.iter().enumerate() {
+        let v = v.to_f64();
+        if check.values && !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL) {
+            return KernelError::OutOfRange { row: i, col: j, value: v };
+        }
+    }
+    let sum: f64 = row.iter().map(|v| v.to_f64()).sum();
+    KernelError::RowSum { row: i, sum }
+}
+
+/// First row in `rows` that fails a check, as an error.
+pub fn first_row_error<T: Score>(
+    x: &Inputs<T>,
+    rows: std::ops::Range<usize>,
+    check: &Checks,
+) -> Option<KernelError> {
+    rows.into_iter().find_map(|i| {
+        let (s, b) = row_sum_and_bad(x.row(i));
+        (!row_ok(s, b, check)).then(|| row_error(x, i, check))
+    })
+}
+
+/// Checks every label is in [0, K).
+pub fn labels(x: &Inputs<impl Score>) -> Result<(), KernelError> {
+    let k = x.k as i64;
+    let ok = x.labels.iter().fold(true, |acc, &l| acc & (l >= 0) & (l < k));
+    if ok {
+        return Ok(());
+    }
+    let (index, &label) = x
+        .labels
+        .iter()
+        .enumerate()
+        .find(|(_, &l)| l < 0 || l >= k)
+        .expect("a failing label exists");
+    Err(KernelError::LabelOutOfRange { index, label, num_classes: x.k })
+}
+
+/// A stand-alone parallel pass running all requested checks; the error names the first bad
+/// row (lowest index), whatever the number of threads.
+pub fn scan<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> {
+    if check.labels {
+        labels(x)?;
+    }
+    if !check.values && !check.row_sums {
+        return Ok(());
+    }
+    let chunks = row_chunks(x.n, x.k);
+    let first_bad = chunks
+        .par_iter()
+        .map(|r| {
+            r.clone().find(|&i| {
+                let (s, b) = row_sum_and_bad(x.row(i));
+                !row_ok(s, b, check)
+            })
+        })
+        .collect::<Vec<_>>();
+    match first_bad.into_iter().flatten().next() {
+        Some(i) => Err(row_error(x, i, check)),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,140 @@
+//! Thin PyO3 glue: array extraction, dtype dispatch, GIL release, error mapping. No computing.
+
+mod errors;
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::kernels::validate::Checks;
+use crate::kernels::{self, BinStats, Binning, GceSpec, Grouping, Inputs, KernelError, Norm, Score};
+use errors::to_py;
+
+/// Below this many entries the work is too short to be worth releasing the GIL or threading.
+const DETACH_ENTRIES: usize = 1 << 16;
+
+fn grouping(binning: &str, max_prob: bool, class_conditional: bool, threshold: f64) -> Result<Grouping, KernelError> {
+    Ok(Grouping { binning: Binning::parse(binning)?, max_prob, class_conditional, threshold })
+}
+
+fn checks(check_row_sums: bool) -> Checks {
+    Checks { values: true, row_sums: check_row_sums, labels: true }
+}
+
+/// Runs `f` on the validated inputs, with the GIL released when the input is large.
+fn run<T, R, F>(py: Python<'_>, labels: &PyReadonlyArray1<i64>, probs: &PyReadonlyArray2<T>, f: F) -> PyResult<R>
+where
+    T: Score + numpy::Element,
+    R: Send,
+    F: FnOnce(&Inputs<T>) -> Result<R, KernelError> + Send,
+{
+    let k = probs.shape()[1];
+    let p = probs.as_slice().map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err("probs must be C-contiguous (calibkit validates and copies before this call)")
+    })?;
+    let l = labels.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("labels must be contiguous"))?;
+    let x = Inputs::new(p, l, k).map_err(|e| to_py(py, e))?;
+    let res = if p.len() >= DETACH_ENTRIES { py.detach(|| f(&x)) } else { f(&x) };
+    res.map_err(|e| to_py(py, e))
+}
+
+macro_rules! dispatch {
+    ($py:expr, $labels:expr, $probs:expr, |$x:ident| $body:expr) => {{
+        if let Ok(p) = $probs.extract::<PyReadonlyArray2<f64>>() {
+            run($py, &$labels, &p, |$x: &Inputs<f64>| $body)
+        } else if let Ok(p) = $probs.extract::<PyReadonlyArray2<f32>>() {
+            run($py, &$labels, &p, |$x: &Inputs<f32>| $body)
+        } else {
+            Err(pyo3::exceptions::PyTypeError::new_err(
+                "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
+            ))
+        }
+    }};
+}
+
+/// gce(labels, probs, binning, max_prob, class_conditional, threshold, norm, num_bins, check_row_sums=True) -> float
+#[pyfunction]
+#[pyo3(signature = (labels, probs, binning, max_prob, class_conditional, threshold, norm, num_bins, check_row_sums=true))]
+#[allow(clippy::too_many_arguments)]
+fn gce(
+    py: Python<'_>,
+    labels: PyReadonlyArray1<i64>,
+    probs: &Bound<'_, PyAny>,
+    binning: &str,
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: f64,
+    norm: &str,
+    num_bins: usize,
+    check_row_sums: bool,
+) -> PyResult<f64> {
+    let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+    let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
+    let c = checks(check_row_sums);
+    dispatch!(py, labels, probs, |x| kernels::gce(x, &spec, &c))
+}
+
+fn stats_to_py<'py>(py: Python<'py>, st: BinStats) -> PyResult<Bound<'py, PyTuple>> {
+    let shape = [st.groups, st.nb];
+    let count: Vec<i64> = st.count.iter().map(|&c| c as i64).collect();
+    let count = PyArray1::from_vec(py, count).reshape(shape)?;
+    let ss = st.sum_score.into_pyarray(py).reshape(shape)?;
+    let so = st.sum_outcome.into_pyarray(py).reshape(shape)?;
+    let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
+    PyTuple::new(py, [count.into_any(), ss.into_any(), so.into_any(), edges.into_any()])
+}
+
+/// bin_stats(labels, probs, binning, max_prob, class_conditional, threshold, num_bins, check_row_sums=True)
+/// -> (counts int64 (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1))
+#[pyfunction]
+#[pyo3(signature = (labels, probs, binning, max_prob, class_conditional, threshold, num_bins, check_row_sums=true))]
+#[allow(clippy::too_many_arguments)]
+fn bin_stats<'py>(
+    py: Python<'py>,
+    labels: PyReadonlyArray1<i64>,
+    probs: &Bound<'py, PyAny>,
+    binning: &str,
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: f64,
+    num_bins: usize,
+    check_row_sums: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+    let c = checks(check_row_sums);
+    let st = dispatch!(py, labels, probs, |x| kernels::bin_stats(x, &g, num_bins, &c))?;
+    stats_to_py(py, st)
+}
+
+/// evaluate(labels, probs, specs, num_bins, check_row_sums=True) -> float64 (len(specs), len(num_bins))
+/// where each spec is (binning, max_prob, class_conditional, threshold, norm).
+#[pyfunction]
+#[pyo3(signature = (labels, probs, specs, num_bins, check_row_sums=true))]
+fn evaluate<'py>(
+    py: Python<'py>,
+    labels: PyReadonlyArray1<i64>,
+    probs: &Bound<'py, PyAny>,
+    specs: Vec<(String, bool, bool, f64, String)>,
+    num_bins: Vec<usize>,
+    check_row_sums: bool,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let metrics = specs
+        .iter()
+        .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
+        .collect::<Result<Vec<_>, KernelError>>()
+        .map_err(|e| to_py(py, e))?;
+    let c = checks(check_row_sums);
+    let nb = num_bins.len();
+    let out = dispatch!(py, labels, probs, |x| kernels::evaluate(x, &metrics, &num_bins, &c))?;
+    out.into_pyarray(py).reshape([metrics.len(), nb])
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(gce, m)?)?;
+    m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
+    m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
+    Ok(())
+}
