@@ -1,42 +1,69 @@
 //! All-probabilities metrics with adaptive (equal-mass) bins: ACE, TACE and their relatives.
 //!
 //! Only the B-1 order statistics of each group matter, so nothing is sorted whole:
-//! 1. one pass per block of classes builds, per class, a histogram over a monotone bucket key
-//!    of the value (the top bits of its float pattern) holding count and score sum;
-//! 2. prefix sums over a group's histogram locate the bucket holding each wanted rank (for every
+//! 1. a histogram over a monotone bucket key of the value (the top bits of its float pattern,
+//!    see `Score::key`) holding count and score sum per bucket;
+//! 2. prefix sums over the histogram locate the bucket holding each wanted rank (for every
 //!    requested bin count at once);
-//! 3. a second pass gathers only the members of those buckets, which are sorted to read the
-//!    exact edge values;
+//! 3. a second pass gathers only the members of those buckets, sorted to read the exact edges;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
 //!    sums; members of the edge buckets are binned one by one; outcomes (1 only at the true
-//!    label) are binned from a per-class list of the true-label scores.
-//! Blocks of classes are independent and each sum runs in a fixed order, so results do not
-//! depend on the number of threads.
+//!    label) are binned from the list of true-label scores.
+//! Class-conditional: blocks of classes are transposed (in parallel over row chunks) so that
+//! each class's column is contiguous, then classes are processed in parallel with their
+//! histogram in cache. Pooled: one histogram over row chunks, merged in chunk order.
+//! Every sum runs in an order fixed by the shape, so results do not depend on the thread count.
 
 use rayon::prelude::*;
 
+use crate::kernels::chunks::row_chunks;
 use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
 use crate::kernels::score::MAX_KEY;
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
-/// Number of bucket keys.
+/// Number of bucket keys, plus one slot for dropped (thresholded) entries.
 const NKEYS: usize = MAX_KEY as usize + 1;
-/// Histogram stride per class: the keys plus one slot for dropped (thresholded) entries.
-const STRIDE: usize = NKEYS + 1;
 const DROP: usize = NKEYS;
-/// Classes per block: small enough that the block's histograms stay in cache.
-const MAX_BLOCK: usize = 8;
+/// At most this many classes are transposed at once ...
+const MAX_BLOCK: usize = 64;
+/// ... and the transposed block holds at most this many bytes (unless one class is larger).
+const BLOCK_BYTES: usize = 64 << 20;
+/// Rows per transposition chunk.
+const TRANSPOSE_ROWS: usize = 4096;
 
-/// One group's histogram over the bucket keys.
+/// One group's histogram over the bucket keys (slot `DROP` counts dropped entries).
 #[derive(Clone)]
-struct GroupHist {
-    cnt: Vec<u64>,
+struct Hist {
+    cnt: Vec<u32>,
     sum: Vec<f64>,
 }
 
-impl GroupHist {
+impl Hist {
     fn zeros() -> Self {
-        GroupHist { cnt: vec![0; NKEYS], sum: vec![0.0; NKEYS] }
+        Hist { cnt: vec![0; NKEYS + 1], sum: vec![0.0; NKEYS + 1] }
+    }
+
+    fn count(&self, q: usize) -> u64 {
+        self.cnt[q] as u64
+    }
+
+    #[inline(always)]
+    fn add_values<T: Score>(&mut self, vals: &[T], thr: f64) {
+        for &v in vals {
+            let s = v.to_f64();
+            let key = if s > thr { v.key() as usize } else { DROP };
+            self.cnt[key] += 1;
+            self.sum[key] += s;
+        }
+    }
+
+    /// Adds another histogram. Counts are u32: a chunk holds far fewer than 2^32 entries, and
+    /// a pooled group of 2^32 or more entries is refused up front.
+    fn merge(&mut self, o: &Hist) {
+        for q in 0..=NKEYS {
+            self.cnt[q] += o.cnt[q];
+            self.sum[q] += o.sum[q];
+        }
     }
 }
 
@@ -49,12 +76,12 @@ struct Selection {
 }
 
 impl Selection {
-    fn new(h: &GroupHist, bins: &[usize]) -> Self {
+    fn new(h: &Hist, bins: &[usize]) -> Self {
         let mut cum_before = vec![0u64; NKEYS];
         let mut acc = 0u64;
         for q in 0..NKEYS {
             cum_before[q] = acc;
-            acc += h.cnt[q];
+            acc += h.count(q);
         }
         let n = acc;
         let mut wanted = vec![false; NKEYS];
@@ -68,7 +95,7 @@ impl Selection {
         for q in 0..NKEYS {
             cand_offset[q] = off;
             if wanted[q] {
-                off += h.cnt[q];
+                off += h.count(q);
             }
         }
         Selection { n, wanted, cum_before, cand_offset }
@@ -85,25 +112,30 @@ impl Selection {
         let pos = self.cand_offset[q] + (r - self.cum_before[q]);
         (cand_sorted[pos as usize], q)
     }
+
+    /// Appends the kept values of `vals` whose bucket is wanted.
+    #[inline(always)]
+    fn gather<T: Score>(&self, vals: &[T], thr: f64, out: &mut Vec<f64>) {
+        for &v in vals {
+            let s = v.to_f64();
+            if s > thr && self.wanted[v.key() as usize] {
+                out.push(s);
+            }
+        }
+    }
 }
 
 /// Bin statistics of one group for `b` bins, and its bin boundaries.
-fn finalize(
-    h: &GroupHist,
-    sel: &Selection,
-    cand_sorted: &[f64],
-    positives: &[f64],
-    b: usize,
-    threshold: f64,
-) -> (Vec<f64>, BinStats) {
+fn finalize(h: &Hist, sel: &Selection, cand_sorted: &[f64], positives: &[f64], b: usize, thr: f64) -> (Vec<f64>, BinStats) {
     let mut st = BinStats::zeros(1, b);
     if sel.n == 0 {
-        return (adaptive_boundaries(&[], b, threshold), st);
+        return (adaptive_boundaries(&[], b, thr), st);
     }
     let (edges, edge_buckets): (Vec<f64>, Vec<usize>) = adaptive_positions(sel.n as usize, b)
         .into_iter()
         .map(|r| sel.edge(cand_sorted, r as u64))
         .unzip();
+    // A bucket that holds no edge lies wholly in the bin numbered by the edges below it.
     let mut bin = 0usize;
     for q in 0..NKEYS {
         if h.cnt[q] == 0 || sel.wanted[q] {
@@ -126,54 +158,7 @@ fn finalize(
     for &s in positives {
         st.sum_outcome[bin_by_edges(&edges, s)] += 1.0;
     }
-    (adaptive_boundaries(&edges, b, threshold), st)
-}
-
-/// Blocks of contiguous classes of nearly equal width.
-fn class_blocks(k: usize) -> Vec<std::ops::Range<usize>> {
-    let nblocks = k.div_ceil(MAX_BLOCK);
-    let w = k.div_ceil(nblocks);
-    (0..k).step_by(w).map(|s| s..(s + w).min(k)).collect()
-}
-
-/// Histogram pass over one block of classes: per class `STRIDE` slots.
-fn block_hist<T: Score>(x: &Inputs<T>, cols: &std::ops::Range<usize>, thr: f64) -> (Vec<u32>, Vec<f64>) {
-    let w = cols.len();
-    let mut cnt = vec![0u32; w * STRIDE];
-    let mut sum = vec![0.0f64; w * STRIDE];
-    for i in 0..x.n {
-        let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
-        for (j, &v) in row.iter().enumerate() {
-            let s = v.to_f64();
-            let key = if s > thr { v.key() as usize } else { DROP };
-            let idx = j * STRIDE + key;
-            cnt[idx] += 1;
-            sum[idx] += s;
-        }
-    }
-    (cnt, sum)
-}
-
-/// Gather pass over one block: the kept values whose bucket is wanted, per class of the block
-/// (`wanted` is indexed by the class's position in the block, or shared when `shared`).
-fn block_gather<T: Score>(
-    x: &Inputs<T>,
-    cols: &std::ops::Range<usize>,
-    thr: f64,
-    wanted: &[&[bool]],
-) -> Vec<Vec<f64>> {
-    let w = cols.len();
-    let mut out = vec![Vec::new(); w];
-    for i in 0..x.n {
-        let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
-        for (j, &v) in row.iter().enumerate() {
-            let s = v.to_f64();
-            if s > thr && wanted[j][v.key() as usize] {
-                out[j].push(s);
-            }
-        }
-    }
-    out
+    (adaptive_boundaries(&edges, b, thr), st)
 }
 
 fn sort_values(v: &mut [f64]) {
@@ -194,68 +179,109 @@ fn positives<T: Score>(x: &Inputs<T>, thr: f64) -> Vec<Vec<f64>> {
     pos
 }
 
+/// One group's full computation from its values (given as contiguous segments).
+fn group_from_segments<T: Score>(segs: &[&[T]], pos: &[f64], bins: &[usize], thr: f64) -> Vec<(Vec<f64>, BinStats)> {
+    let mut h = Hist::zeros();
+    for s in segs {
+        h.add_values(s, thr);
+    }
+    let sel = Selection::new(&h, bins);
+    let mut cand = Vec::new();
+    for s in segs {
+        sel.gather(s, thr, &mut cand);
+    }
+    sort_values(&mut cand);
+    bins.iter().map(|&b| finalize(&h, &sel, &cand, pos, b, thr)).collect()
+}
+
+/// Classes per transposed block, balanced over the blocks.
+fn class_blocks(n: usize, k: usize, elem: usize) -> Vec<std::ops::Range<usize>> {
+    let by_bytes = (BLOCK_BYTES / (n * elem).max(1)).max(1);
+    let w = MAX_BLOCK.min(by_bytes).min(k);
+    let nblocks = k.div_ceil(w);
+    let w = k.div_ceil(nblocks);
+    (0..k).step_by(w).map(|s| s..(s + w).min(k)).collect()
+}
+
+/// Column-major copies of the block's columns, one tile per chunk of rows.
+fn transpose_block<T: Score>(x: &Inputs<T>, cols: &std::ops::Range<usize>) -> Vec<(usize, usize, Vec<T>)> {
+    let w = cols.len();
+    let chunks: Vec<std::ops::Range<usize>> =
+        (0..x.n).step_by(TRANSPOSE_ROWS).map(|s| s..(s + TRANSPOSE_ROWS).min(x.n)).collect();
+    chunks
+        .par_iter()
+        .map(|r| {
+            let m = r.len();
+            // Pad the column stride by one cache line so the block's columns do not all map
+            // to the same cache set (power-of-two strides thrash L1 in a transpose).
+            let stride = m + 64 / std::mem::size_of::<T>();
+            let mut t = vec![T::default(); w * stride];
+            for (ii, i) in r.clone().enumerate() {
+                let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
+                for (j, &v) in row.iter().enumerate() {
+                    t[j * stride + ii] = v;
+                }
+            }
+            (m, stride, t)
+        })
+        .collect()
+}
+
 /// Statistics for each bin count in `bins`. Inputs must already be validated.
 pub fn stats<T: Score>(x: &Inputs<T>, g: &Grouping, bins: &[usize]) -> Result<Vec<BinStats>, KernelError> {
     let thr = g.threshold;
-    let blocks = class_blocks(x.k);
+    let per_group_entries = if g.class_conditional { x.n } else { x.probs.len() };
+    if per_group_entries >= u32::MAX as usize {
+        return Err(KernelError::Shape(format!(
+            "adaptive binning of one group of {per_group_entries} scores exceeds the 2^32 limit; \
+             use calibkit.dask or calibkit.Accumulator for data this large"
+        )));
+    }
     let pos = positives(x, thr);
     let groups = g.groups(x.k);
-    // Per group and bin count: (boundaries, 1-group stats).
+    // Per group, per bin count: (boundaries, one-group stats).
     let per_group: Vec<Vec<(Vec<f64>, BinStats)>> = if g.class_conditional {
-        blocks
-            .par_iter()
-            .flat_map_iter(|cols| {
-                let (cnt, sum) = block_hist(x, cols, thr);
-                let hists: Vec<GroupHist> = (0..cols.len())
-                    .map(|j| GroupHist {
-                        cnt: cnt[j * STRIDE..j * STRIDE + NKEYS].iter().map(|&c| c as u64).collect(),
-                        sum: sum[j * STRIDE..j * STRIDE + NKEYS].to_vec(),
+        if x.k == 1 {
+            vec![group_from_segments(&[x.probs], &pos[0], bins, thr)]
+        } else {
+            let mut out = Vec::with_capacity(x.k);
+            for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
+                let tiles = transpose_block(x, &cols);
+                let w = cols.len();
+                let res: Vec<_> = (0..w)
+                    .into_par_iter()
+                    .map(|j| {
+                        let segs: Vec<&[T]> = tiles.iter().map(|(m, stride, t)| &t[j * stride..j * stride + m]).collect();
+                        group_from_segments(&segs, &pos[cols.start + j], bins, thr)
                     })
                     .collect();
-                drop((cnt, sum));
-                let sels: Vec<Selection> = hists.iter().map(|h| Selection::new(h, bins)).collect();
-                let wanted: Vec<&[bool]> = sels.iter().map(|s| &s.wanted[..]).collect();
-                let mut cands = block_gather(x, cols, thr, &wanted);
-                cands.iter_mut().for_each(|c| sort_values(c));
-                let pos = &pos;
-                (0..cols.len())
-                    .map(|j| {
-                        bins.iter()
-                            .map(|&b| finalize(&hists[j], &sels[j], &cands[j], &pos[cols.start + j], b, thr))
-                            .collect::<Vec<_>>()
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+                out.extend(res);
+            }
+            out
+        }
     } else {
-        let parts: Vec<GroupHist> = blocks
+        let chunks = row_chunks(x.n, x.k);
+        let seg = |r: &std::ops::Range<usize>| &x.probs[r.start * x.k..r.end * x.k];
+        let parts: Vec<Hist> = chunks
             .par_iter()
-            .map(|cols| {
-                let (cnt, sum) = block_hist(x, cols, thr);
-                let mut h = GroupHist::zeros();
-                for j in 0..cols.len() {
-                    for q in 0..NKEYS {
-                        h.cnt[q] += cnt[j * STRIDE + q] as u64;
-                        h.sum[q] += sum[j * STRIDE + q];
-                    }
-                }
+            .map(|r| {
+                let mut h = Hist::zeros();
+                h.add_values(seg(r), thr);
                 h
             })
             .collect();
-        let mut h = GroupHist::zeros();
+        let mut h = Hist::zeros();
         for p in &parts {
-            for q in 0..NKEYS {
-                h.cnt[q] += p.cnt[q];
-                h.sum[q] += p.sum[q];
-            }
+            h.merge(p);
         }
         drop(parts);
         let sel = Selection::new(&h, bins);
-        let mut cand: Vec<f64> = blocks
+        let mut cand: Vec<f64> = chunks
             .par_iter()
-            .map(|cols| {
-                let wanted: Vec<&[bool]> = vec![&sel.wanted[..]; cols.len()];
-                block_gather(x, cols, thr, &wanted).concat()
+            .map(|r| {
+                let mut c = Vec::new();
+                sel.gather(seg(r), thr, &mut c);
+                c
             })
             .collect::<Vec<_>>()
             .concat();

@@ -3,10 +3,52 @@
 //! without data-dependent branches; the outcome is 1 only at the true label, so it is added
 //! once per row. Rows are validated in the same read.
 
-use crate::kernels::chunks::{map_fold, row_chunks};
+use crate::kernels::chunks::{map_fold, row_chunks_min};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::validate::{first_row_error, labels as check_labels, row_sum_and_bad, row_ok, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
+
+
+/// Per-chunk partial table. Count and score sum of a cell share a cache line, and cells are
+/// laid out bin-major (`bin * groups + group`): in a row, most classes' scores fall in the same
+/// few bins, so consecutive classes touch consecutive cells and the hot part of the table
+/// stays in L1 even for 1000 classes. Outcomes are rare (one per row) and kept group-major.
+struct Part {
+    groups: usize,
+    nb: usize,
+    cells: Vec<[f64; 2]>,
+    outcome: Vec<f64>,
+}
+
+impl Part {
+    fn zeros(groups: usize, nb: usize) -> Self {
+        Part { groups, nb, cells: vec![[0.0; 2]; groups * nb], outcome: vec![0.0; groups * nb] }
+    }
+
+    fn add(&mut self, o: &Part) {
+        for (a, b) in self.cells.iter_mut().zip(&o.cells) {
+            a[0] += b[0];
+            a[1] += b[1];
+        }
+        for (a, b) in self.outcome.iter_mut().zip(&o.outcome) {
+            *a += b;
+        }
+    }
+
+    fn into_stats(self, bounds: &[f64]) -> BinStats {
+        let mut st = BinStats::zeros(self.groups, self.nb);
+        for g in 0..self.groups {
+            for b in 0..self.nb {
+                let c = self.cells[b * self.groups + g];
+                st.count[g * self.nb + b] = c[0];
+                st.sum_score[g * self.nb + b] = c[1];
+            }
+        }
+        st.sum_outcome = self.outcome;
+        st.edges = (0..self.groups).flat_map(|_| bounds.iter().copied()).collect();
+        st
+    }
+}
 
 /// Statistics for each bin count in `bins`, from one pass over the data.
 pub fn stats<T: Score>(
@@ -20,11 +62,12 @@ pub fn stats<T: Score>(
     }
     let groups = g.groups(x.k);
     let edges: Vec<EvenEdges> = bins.iter().map(|&b| EvenEdges::new(b)).collect();
-    let empty = || -> Vec<BinStats> {
-        edges.iter().map(|e| BinStats::zeros(groups, e.num_bins())).collect()
-    };
+    let empty = || -> Vec<Part> { edges.iter().map(|e| Part::zeros(groups, e.num_bins())).collect() };
     let mut total = empty();
-    let chunks = row_chunks(x.n, x.k);
+    // Each chunk's partial tables are folded into the total: keep chunks at least 64 times
+    // larger than the tables.
+    let cells: usize = edges.iter().map(|e| groups * e.num_bins()).sum();
+    let chunks = row_chunks_min(x.n, x.k, 64 * cells);
     map_fold(
         &chunks,
         |rows| {
@@ -35,8 +78,8 @@ pub fn stats<T: Score>(
                 if !row_ok(sum, bad, check) {
                     return Err(first_row_error(x, rows.start..i + 1, check).expect("row fails"));
                 }
-                for (e, st) in edges.iter().zip(part.iter_mut()) {
-                    accumulate_row(row, x.labels[i] as usize, e, st, g);
+                for (e, p) in edges.iter().zip(part.iter_mut()) {
+                    accumulate_row(row, x.labels[i] as usize, e, p, g);
                 }
             }
             Ok(part)
@@ -47,37 +90,35 @@ pub fn stats<T: Score>(
             }
         },
     )?;
-    for (t, e) in total.iter_mut().zip(&edges) {
-        let bounds = e.boundaries();
-        t.edges = (0..groups).flat_map(|_| bounds.iter().copied()).collect();
-    }
-    Ok(total)
+    Ok(total.into_iter().zip(&edges).map(|(t, e)| t.into_stats(&e.boundaries())).collect())
 }
 
 #[inline(always)]
-fn accumulate_row<T: Score>(row: &[T], label: usize, e: &EvenEdges, st: &mut BinStats, g: &Grouping) {
-    let nb = st.nb;
+fn accumulate_row<T: Score>(row: &[T], label: usize, e: &EvenEdges, p: &mut Part, g: &Grouping) {
     let thr = g.threshold;
+    let groups = p.groups;
     if g.class_conditional {
+        let cells = &mut p.cells[..];
         for (k, v) in row.iter().enumerate() {
             let s = v.to_f64();
             let keep = (s > thr) as u8 as f64;
-            let i = k * nb + e.bin(s);
-            st.count[i] += keep;
-            st.sum_score[i] += keep * s;
+            let c = &mut cells[e.bin(s) * groups + k];
+            c[0] += keep;
+            c[1] += keep * s;
         }
     } else {
+        let cells = &mut p.cells[..];
         for v in row {
             let s = v.to_f64();
             let keep = (s > thr) as u8 as f64;
-            let i = e.bin(s);
-            st.count[i] += keep;
-            st.sum_score[i] += keep * s;
+            let c = &mut cells[e.bin(s)];
+            c[0] += keep;
+            c[1] += keep * s;
         }
     }
     let s = row[label].to_f64();
     if s > thr {
         let grp = if g.class_conditional { label } else { 0 };
-        st.sum_outcome[grp * nb + e.bin(s)] += 1.0;
+        p.outcome[grp * p.nb + e.bin(s)] += 1.0;
     }
 }

@@ -14,7 +14,13 @@ pub const WAVE: usize = 8;
 
 /// Row ranges of about [`CHUNK_ENTRIES`] entries each.
 pub fn row_chunks(n: usize, k: usize) -> Vec<Range<usize>> {
-    let rows = (CHUNK_ENTRIES / k.max(1)).max(1);
+    row_chunks_min(n, k, CHUNK_ENTRIES)
+}
+
+/// Row ranges of at least about `min_entries` entries each (callers whose per-chunk partial
+/// state is large ask for larger chunks, so that folding the partials stays cheap).
+pub fn row_chunks_min(n: usize, k: usize, min_entries: usize) -> Vec<Range<usize>> {
+    let rows = (min_entries.max(CHUNK_ENTRIES) / k.max(1)).max(1);
     (0..n).step_by(rows).map(|s| s..(s + rows).min(n)).collect()
 }
 

@@ -16,31 +16,54 @@ pub struct TopLabel {
     pub correct: Vec<bool>,
 }
 
-/// Max, first argmax, sum and a bad-value flag of one row, in one read.
+/// Max, first argmax, sum and a bad-value flag of one row, in one vectorisable read: each of
+/// L lanes keeps its own maximum and the first chunk where it occurred; the lanes are then
+/// combined taking the largest value and, among equal values, the lowest column.
 #[inline(always)]
 fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
-    let (sum, bad) = crate::kernels::validate::row_sum_and_bad(row);
-    // Lane-wise maxima vectorise; the first index holding the maximum is then found in the
-    // row that is still in L1.
+    use crate::kernels::validate::RANGE_TOL;
     const L: usize = 8;
+    let lo = -RANGE_TOL;
+    let hi = 1.0 + RANGE_TOL;
+    let mut s = [0.0f64; L];
+    let mut bad = [false; L];
     let mut m = [f64::NEG_INFINITY; L];
+    let mut at = [0usize; L];
     let mut it = row.chunks_exact(L);
-    for c in &mut it {
+    for (ci, c) in (&mut it).enumerate() {
         for l in 0..L {
             let v = c[l].to_f64();
-            m[l] = if v > m[l] { v } else { m[l] };
+            s[l] += v;
+            bad[l] |= !(v >= lo && v <= hi);
+            let gt = v > m[l];
+            m[l] = if gt { v } else { m[l] };
+            at[l] = if gt { ci } else { at[l] };
         }
     }
+    let mut sum = 0.0;
+    let mut any_bad = false;
     let mut mx = f64::NEG_INFINITY;
+    let mut arg = usize::MAX;
     for l in 0..L {
-        mx = if m[l] > mx { m[l] } else { mx };
+        sum += s[l];
+        any_bad |= bad[l];
+        let col = at[l] * L + l;
+        if m[l] > mx || (m[l] == mx && col < arg) {
+            mx = m[l];
+            arg = col;
+        }
     }
-    for v in it.remainder() {
+    let base = row.len() - it.remainder().len();
+    for (j, v) in it.remainder().iter().enumerate() {
         let v = v.to_f64();
-        mx = if v > mx { v } else { mx };
+        sum += v;
+        any_bad |= !(v >= lo && v <= hi);
+        if v > mx {
+            mx = v;
+            arg = base + j;
+        }
     }
-    let arg = row.iter().position(|v| v.to_f64() == mx).unwrap_or(0);
-    (arg, mx, sum, bad)
+    (if arg == usize::MAX { 0 } else { arg }, mx, sum, any_bad)
 }
 
 /// The validated top-label summary of every row.
