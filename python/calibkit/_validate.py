@@ -22,6 +22,7 @@ import numbers
 
 import numpy as np
 
+from . import _native
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -29,10 +30,24 @@ from .errors import (
     ShapeMismatchError,
 )
 
-__all__ = ["validate_inputs", "check_gce_params", "as_probs", "as_labels", "BINNINGS", "NORMS"]
+__all__ = [
+    "validate_inputs",
+    "check_gce_params",
+    "as_probs",
+    "as_labels",
+    "BINNINGS",
+    "NORMS",
+    "RANGE_TOL",
+    "ROW_SUM_TOL",
+]
 
 BINNINGS = ("even", "adaptive")
 NORMS = ("l1", "l2", "max")
+#: Probabilities may leave [0, 1] by this much (float rounding in softmax outputs); the Rust
+#: kernels use the same constant.
+RANGE_TOL: float = _native.RANGE_TOL
+#: Each row of ``probs`` must sum to 1 within this absolute tolerance.
+ROW_SUM_TOL: float = _native.ROW_SUM_TOL
 
 
 def as_probs(probs, name: str = "probs") -> np.ndarray:

@@ -147,14 +147,15 @@ fn finalize(h: &Hist, sel: &Selection, cand_sorted: &[f64], positives: &[f64], b
         st.count[bin] += h.cnt[q] as f64;
         st.sum_score[bin] += h.sum[q];
     }
+    let mut comp = vec![0.0; b];
     let mut bin = 0usize;
     for &s in cand_sorted {
         while bin < edges.len() && edges[bin] <= s {
             bin += 1;
         }
-        st.count[bin] += 1.0;
-        st.sum_score[bin] += s;
+        st.push_compensated(&mut comp, 0, bin, s, 0.0);
     }
+    st.apply_compensation(&comp);
     for &s in positives {
         st.sum_outcome[bin_by_edges(&edges, s)] += 1.0;
     }

@@ -38,6 +38,27 @@ impl BinStats {
         }
     }
 
+    /// Adds one kept score with its outcome to (group, bin), with Neumaier compensation of the
+    /// score sum in `comp` (same layout; fold it in with [`BinStats::apply_compensation`]), so
+    /// that long sequential sums (millions of rows into one bin) stay accurate to ~1 ulp.
+    #[inline(always)]
+    pub fn push_compensated(&mut self, comp: &mut [f64], group: usize, bin: usize, score: f64, outcome: f64) {
+        let i = group * self.nb + bin;
+        self.count[i] += 1.0;
+        let s = self.sum_score[i];
+        let t = s + score;
+        comp[i] += if s.abs() >= score.abs() { (s - t) + score } else { (score - t) + s };
+        self.sum_score[i] = t;
+        self.sum_outcome[i] += outcome;
+    }
+
+    /// Adds the compensation terms gathered by [`BinStats::push_compensated`].
+    pub fn apply_compensation(&mut self, comp: &[f64]) {
+        for (a, c) in self.sum_score.iter_mut().zip(comp) {
+            *a += c;
+        }
+    }
+
     /// Adds one kept score with its outcome to (group, bin).
     #[inline(always)]
     pub fn push(&mut self, group: usize, bin: usize, score: f64, outcome: f64) {

@@ -114,12 +114,14 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
         Binning::Even => {
             let e = EvenEdges::new(b);
             let mut st = BinStats::zeros(groups, e.num_bins());
+            let mut comp = vec![0.0; st.count.len()];
             for i in 0..top.conf.len() {
                 let s = top.conf[i];
                 if s > g.threshold {
-                    st.push(group_of(i), e.bin(s), s, top.correct[i] as u8 as f64);
+                    st.push_compensated(&mut comp, group_of(i), e.bin(s), s, top.correct[i] as u8 as f64);
                 }
             }
+            st.apply_compensation(&comp);
             let bounds = e.boundaries();
             st.edges = (0..groups).flat_map(|_| bounds.iter().copied()).collect();
             st
@@ -156,6 +158,7 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
     let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
     let edges = adaptive_edges(&sorted, b);
     let mut st = BinStats::zeros(1, b);
+    let mut comp = vec![0.0; b];
     // Sorted scores have non-decreasing bins: advance the bin as we sweep.
     let mut bin = 0usize;
     for &(s, o) in &m {
@@ -163,7 +166,8 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
             bin += 1;
         }
         debug_assert_eq!(bin, bin_by_edges(&edges, s));
-        st.push(0, bin, s, o as u8 as f64);
+        st.push_compensated(&mut comp, 0, bin, s, o as u8 as f64);
     }
+    st.apply_compensation(&comp);
     (adaptive_boundaries(&edges, b, threshold), st)
 }

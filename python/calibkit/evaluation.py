@@ -1,0 +1,269 @@
+"""Every metric of a space at every bin count in one call: :func:`evaluate` and its table.
+
+The Rust kernel (``calibkit._native.evaluate``) validates the input once, computes each row's
+prediction once for all top-label metrics, and bins each distinct score grouping once for all
+requested bin counts; each norm is then a cheap reduction of the same per-bin table.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from . import _native
+from ._validate import check_gce_params, validate_inputs
+from .errors import InputTypeError, InvalidParameterError
+from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space
+
+__all__ = ["Evaluation", "evaluate"]
+
+
+def _as_num_bins(num_bins) -> tuple[int, ...]:
+    if isinstance(num_bins, numbers.Integral) and not isinstance(num_bins, (bool, np.bool_)):
+        items = (num_bins,)
+    elif isinstance(num_bins, (str, bytes, Mapping)) or not isinstance(num_bins, Iterable):
+        raise InputTypeError(
+            f"num_bins: expected an int or a sequence of ints such as (10, 20, 30), got "
+            f"{type(num_bins).__name__}"
+        )
+    else:
+        items = tuple(num_bins)
+    if not items:
+        raise InvalidParameterError("num_bins: must hold at least one bin count, e.g. (15,)")
+    out = []
+    for b in items:
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, numbers.Integral):
+            raise InputTypeError(
+                f"num_bins: every bin count must be an int, got {b!r} ({type(b).__name__})"
+            )
+        out.append(int(b))
+    if len(set(out)) != len(out):
+        raise InvalidParameterError(
+            f"num_bins: repeats a bin count ({tuple(out)}); give each bin count once"
+        )
+    return tuple(out)
+
+
+class Evaluation:
+    """A table of calibration errors: one row per metric, one column per bin count.
+
+    Returned by :func:`evaluate`; not usually built by hand.
+
+    Attributes
+    ----------
+    values : numpy.ndarray of shape (n_metrics, n_bins), float64, read-only
+    space : MetricSpace
+    num_bins : tuple of int
+    n_samples, num_classes : int or None
+        Shape of the evaluated probabilities (None when unknown).
+    multilabel : bool
+        True when the labels were an (N, K) 0/1 matrix.
+
+    Examples
+    --------
+    >>> import numpy as np, calibkit
+    >>> rng = np.random.default_rng(0)
+    >>> probs = rng.dirichlet(np.ones(4), size=500)
+    >>> labels = rng.integers(0, 4, size=500)
+    >>> ev = calibkit.evaluate(labels, probs, num_bins=(10, 15))
+    >>> ev.values.shape
+    (32, 2)
+    >>> bool(ev.get("ECE", 15) == calibkit.ece(labels, probs, num_bins=15))
+    True
+    """
+
+    def __init__(self, values, space: MetricSpace, num_bins, *, n_samples=None,
+                 num_classes=None, multilabel: bool = False):
+        space = _as_space(space)
+        num_bins = _as_num_bins(num_bins)
+        v = np.array(values, dtype=np.float64, copy=True)
+        if v.shape != (len(space), len(num_bins)):
+            raise ValueError(
+                f"values: expected shape {(len(space), len(num_bins))} for {len(space)} metrics "
+                f"x {len(num_bins)} bin counts, got {v.shape}"
+            )
+        v.setflags(write=False)
+        self.values = v
+        self.space = space
+        self.num_bins = num_bins
+        self.n_samples = n_samples
+        self.num_classes = num_classes
+        self.multilabel = multilabel
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_metrics, n_bins)``."""
+        return self.values.shape
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Metric names, one per row."""
+        return self.space.names
+
+    def _col(self, num_bins) -> int:
+        if isinstance(num_bins, (bool, np.bool_)) or not isinstance(num_bins, numbers.Integral):
+            raise InputTypeError(f"num_bins: expected an int, got {num_bins!r}")
+        try:
+            return self.num_bins.index(int(num_bins))
+        except ValueError:
+            raise InvalidParameterError(
+                f"num_bins: {num_bins} was not evaluated; available bin counts are "
+                f"{self.num_bins}"
+            ) from None
+
+    def get(self, metric, num_bins: int | None = None):
+        """One value, or one metric across all bin counts.
+
+        Parameters
+        ----------
+        metric : str, int or MetricSpec
+            A name (``"ECE"``, a canonical name), a position in :attr:`space` (for the default
+            paper space, the paper's index) or a spec.
+        num_bins : int, optional
+            One of :attr:`num_bins`. When omitted, the metric's row (float64 array over
+            :attr:`num_bins`) is returned, or the single value if only one bin count was used.
+
+        Returns
+        -------
+        float or numpy.ndarray of shape (n_bins,)
+        """
+        row = self.space.position(metric)
+        if num_bins is None:
+            if len(self.num_bins) == 1:
+                return float(self.values[row, 0])
+            return self.values[row].copy()
+        return float(self.values[row, self._col(num_bins)])
+
+    def column(self, num_bins: int) -> np.ndarray:
+        """Every metric at one bin count, shape (n_metrics,)."""
+        return self.values[:, self._col(num_bins)].copy()
+
+    def to_dict(self) -> dict[str, dict[int, float]]:
+        """``{metric name: {num_bins: value}}`` in space order."""
+        return {
+            s.name: {b: float(self.values[i, j]) for j, b in enumerate(self.num_bins)}
+            for i, s in enumerate(self.space)
+        }
+
+    def to_pandas(self, long: bool = False):
+        """The table as a pandas DataFrame (requires pandas).
+
+        Parameters
+        ----------
+        long : bool, default False
+            False: index = metric names ("metric"), columns = bin counts ("num_bins").
+            True: one row per (metric, bin count) with columns metric, index (paper index or
+            <NA>), binning, max_prob, class_conditional, threshold, norm, num_bins, value.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - exercised via monkeypatch in tests
+            raise ImportError(
+                "Evaluation.to_pandas() needs pandas; install it with `pip install pandas` "
+                "or use Evaluation.to_dict()"
+            ) from exc
+        if not long:
+            return pd.DataFrame(np.array(self.values), index=pd.Index(self.names, name="metric"),
+                                columns=pd.Index(self.num_bins, name="num_bins"))
+        rows = [
+            {"metric": s.name, "index": s.index, **s.kwargs(), "num_bins": b,
+             "value": float(self.values[i, j])}
+            for i, s in enumerate(self.space)
+            for j, b in enumerate(self.num_bins)
+        ]
+        df = pd.DataFrame(rows)
+        df["index"] = df["index"].astype("Int64")
+        return df
+
+    def __repr__(self) -> str:
+        shape = ""
+        if self.n_samples is not None and self.num_classes is not None:
+            kind = "multilabel " if self.multilabel else ""
+            shape = f", {kind}N={self.n_samples}, K={self.num_classes}"
+        head = f"Evaluation({len(self.space)} metrics x {len(self.num_bins)} bin counts{shape})"
+        width = max(max(len(n) for n in self.names), len("metric"))
+        cols = [f"B={b}" for b in self.num_bins]
+        cw = max(10, *(len(c) for c in cols))
+        lines = [head, f"  {'#':>3}  {'metric':<{width}}  " + "  ".join(f"{c:>{cw}}" for c in cols)]
+        for i, name in enumerate(self.names):
+            vals = "  ".join(f"{v:>{cw}.6f}" for v in self.values[i])
+            lines.append(f"  {i:>3}  {name:<{width}}  {vals}")
+        return "\n".join(lines)
+
+    def __eq__(self, other):
+        if not isinstance(other, Evaluation):
+            return NotImplemented
+        return (
+            self.space == other.space
+            and self.num_bins == other.num_bins
+            and np.array_equal(self.values, other.values)
+        )
+
+    __hash__ = None
+
+
+def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation:
+    """Every metric of a space at every bin count, in one pass of the Rust kernel.
+
+    Each group of scores is sorted (adaptive) or histogrammed (even) once and shared by all
+    metrics and bin counts that use it, so the 32 x 5 table of the paper costs a few
+    single-metric calls. Every value equals the corresponding single
+    ``calibkit.gce(labels, probs, **spec.kwargs(), num_bins=b)`` to 1e-12.
+
+    Parameters
+    ----------
+    labels : array_like of shape (N,) or (N, K)
+        Integer labels in [0, K); an (N, K) 0/1 matrix means multilabel (each column its own
+        one-vs-rest problem, see :mod:`calibkit.multilabel`).
+    probs : array_like of shape (N, K), (N,) or (N, 1)
+        Probabilities (rows summing to 1 unless multilabel); 1-D means binary P(y=1).
+    space : MetricSpace, sequence of metrics, or a single metric, optional
+        Default: the paper's 32 metrics (:func:`metric_space`); for multilabel labels the
+        default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
+    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+        Bin counts, each a positive int, no repeats.
+
+    Returns
+    -------
+    Evaluation
+        ``.values`` has shape (len(space), len(num_bins)).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Invalid labels / probabilities (as for :func:`calibkit.gce`), an empty space, an
+        unknown metric name, or bad bin counts.
+
+    Examples
+    --------
+    >>> import numpy as np, calibkit
+    >>> rng = np.random.default_rng(1)
+    >>> probs = rng.dirichlet(np.ones(3), size=200)
+    >>> labels = rng.integers(0, 3, size=200)
+    >>> ev = calibkit.evaluate(labels, probs, space=["ECE", "ACE"], num_bins=(5, 10))
+    >>> ev.values.shape
+    (2, 2)
+    """
+    if np.ndim(labels) == 2:
+        from .multilabel import multilabel_evaluate
+
+        return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
+    space = _as_space(space)
+    bins = _as_num_bins(num_bins)
+    for spec in space:
+        for b in bins:
+            check_gce_params(spec.binning, spec.norm, spec.threshold, b)
+    lab, pr = validate_inputs(labels, probs)
+    values = np.asarray(
+        _native.evaluate(lab, pr, space.to_tuples(), list(bins)), dtype=np.float64
+    )
+    if values.shape != (len(space), len(bins)):  # pragma: no cover - guards the kernel contract
+        raise RuntimeError(
+            f"calibkit._native.evaluate returned shape {values.shape}, expected "
+            f"{(len(space), len(bins))}; please report this bug"
+        )
+    return Evaluation(
+        values, space, bins, n_samples=pr.shape[0], num_classes=pr.shape[1], multilabel=False
+    )
