@@ -17,6 +17,8 @@ from .errors import (
     ShapeMismatchError,
 )
 from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
+from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
+from .evaluation import Evaluation, evaluate  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -30,6 +32,11 @@ __all__ = [
     "tace",
     "rmsce",
     "mce",
+    "evaluate",
+    "metric_space",
+    "MetricSpec",
+    "MetricSpace",
+    "Evaluation",
     "calibration_bins",
     "CalibrationBins",
     "reduce_bins",

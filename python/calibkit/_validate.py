@@ -101,7 +101,7 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
         if not np.all(y == np.round(y)):
             bad = int(np.flatnonzero(y != np.round(y))[0])
             raise InvalidLabelsError(
-                f"{name}[{bad}] is {y[bad]!r}, not an integer: labels must be class indices "
+                f"{name}[{bad}] is {float(y[bad])!r}, not an integer: labels must be class indices "
                 "(did you pass probabilities or scores as labels?)"
             )
     elif y.dtype.kind not in "iu":

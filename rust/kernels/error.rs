@@ -10,7 +10,7 @@ pub enum KernelError {
     NonFinite { row: usize, col: usize, value: f64 },
     #[error("probs[{row}, {col}] is {value}, outside [0, 1] (tolerance {RANGE_TOL:e}); these look like logits or unnormalised scores: convert them with calibkit.softmax(logits) first")]
     OutOfRange { row: usize, col: usize, value: f64 },
-    #[error("row {row} of probs sums to {sum}, not 1 (tolerance {ROW_SUM_TOL:e}); pass normalised probabilities (calibkit.softmax(logits) for logits), or a 0/1 label matrix for multilabel data")]
+    #[error("row {row} of probs sums to {sum:.6}, not 1 (tolerance {ROW_SUM_TOL:e}); pass normalised probabilities (calibkit.softmax(logits) for logits), or a 0/1 label matrix for multilabel data")]
     RowSum { row: usize, sum: f64 },
     #[error("labels[{index}] is {label}, outside [0, {num_classes}): labels must be class indices of the {num_classes} columns of probs")]
     LabelOutOfRange { index: usize, label: i64, num_classes: usize },

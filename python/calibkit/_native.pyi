@@ -1,0 +1,44 @@
+# Stub of the private Rust extension module calibkit._native (rust/py/mod.rs).
+# tests/test_native_stub.py checks that it matches the compiled module's signatures.
+# Inputs must already be validated structurally by calibkit._validate: labels int64 (N,),
+# probs C-contiguous float32/float64 (N, K). Value errors raise calibkit.errors classes.
+
+import numpy as np
+import numpy.typing as npt
+
+RANGE_TOL: float
+ROW_SUM_TOL: float
+
+def gce(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    binning: str,
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: float,
+    norm: str,
+    num_bins: int,
+    check_row_sums: bool = True,
+) -> float: ...
+def bin_stats(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    binning: str,
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: float,
+    num_bins: int,
+    check_row_sums: bool = True,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
+def evaluate(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    specs: list[tuple[str, bool, bool, float, str]],
+    num_bins: list[int],
+    check_row_sums: bool = True,
+) -> npt.NDArray[np.float64]: ...
