@@ -108,3 +108,6 @@ pub fn gce<T: Score>(x: &Inputs<T>, spec: &GceSpec, check: &validate::Checks) ->
     let st = bin_stats(x, &spec.grouping, spec.num_bins, check)?;
     Ok(reduce::reduce(&st, spec.norm, spec.grouping.class_conditional))
 }
+
+#[cfg(test)]
+mod tests;
