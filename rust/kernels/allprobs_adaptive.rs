@@ -47,14 +47,8 @@ impl Hist {
         self.cnt[q] as u64
     }
 
-    #[inline(always)]
     fn add_values<T: Score>(&mut self, vals: &[T], thr: f64) {
-        for &v in vals {
-            let s = v.to_f64();
-            let key = if s > thr { v.key() as usize } else { DROP };
-            self.cnt[key] += 1;
-            self.sum[key] += s;
-        }
+        hist_values(&mut self.cnt, &mut self.sum, vals, thr);
     }
 
     /// Adds another histogram. Counts are u32: a chunk holds far fewer than 2^32 entries, and
@@ -114,11 +108,29 @@ impl Selection {
     }
 
     /// Appends the kept values of `vals` whose bucket is wanted.
-    #[inline(always)]
     fn gather<T: Score>(&self, vals: &[T], thr: f64, out: &mut Vec<f64>) {
+        gather_values(&self.wanted, vals, thr, out);
+    }
+}
+
+crate::kernels::simd::multiversion! {
+    fn hist_values<T: Score>(cnt: &mut [u32], sum: &mut [f64], vals: &[T], thr: f64) -> () {
+        let (cnt, sum) = (&mut cnt[..=NKEYS], &mut sum[..=NKEYS]);
         for &v in vals {
             let s = v.to_f64();
-            if s > thr && self.wanted[v.key() as usize] {
+            let key = if s > thr { v.key() as usize } else { DROP };
+            cnt[key] += 1;
+            sum[key] += s;
+        }
+    }
+}
+
+crate::kernels::simd::multiversion! {
+    fn gather_values<T: Score>(wanted: &[bool], vals: &[T], thr: f64, out: &mut Vec<f64>) -> () {
+        let wanted = &wanted[..NKEYS];
+        for &v in vals {
+            let s = v.to_f64();
+            if s > thr && wanted[v.key() as usize] {
                 out.push(s);
             }
         }
@@ -204,6 +216,23 @@ fn class_blocks(n: usize, k: usize, elem: usize) -> Vec<std::ops::Range<usize>> 
     (0..k).step_by(w).map(|s| s..(s + w).min(k)).collect()
 }
 
+crate::kernels::simd::multiversion! {
+    fn transpose_rows<T: Score>(
+        x: &Inputs<T>,
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        stride: usize,
+        t: &mut [T],
+    ) -> () {
+        for (ii, i) in rows.enumerate() {
+            let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
+            for (j, &v) in row.iter().enumerate() {
+                t[j * stride + ii] = v;
+            }
+        }
+    }
+}
+
 /// Column-major copies of the block's columns, one tile per chunk of rows.
 fn transpose_block<T: Score>(x: &Inputs<T>, cols: &std::ops::Range<usize>) -> Vec<(usize, usize, Vec<T>)> {
     let w = cols.len();
@@ -217,12 +246,7 @@ fn transpose_block<T: Score>(x: &Inputs<T>, cols: &std::ops::Range<usize>) -> Ve
             // to the same cache set (power-of-two strides thrash L1 in a transpose).
             let stride = m + 64 / std::mem::size_of::<T>();
             let mut t = vec![T::default(); w * stride];
-            for (ii, i) in r.clone().enumerate() {
-                let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
-                for (j, &v) in row.iter().enumerate() {
-                    t[j * stride + ii] = v;
-                }
-            }
+            transpose_rows(x, r.clone(), cols.clone(), stride, &mut t);
             (m, stride, t)
         })
         .collect()

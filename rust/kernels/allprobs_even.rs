@@ -72,17 +72,10 @@ pub fn stats<T: Score>(
         &chunks,
         |rows| {
             let mut part = empty();
-            for i in rows.clone() {
-                let row = x.row(i);
-                let (sum, bad) = row_sum_and_bad(row);
-                if !row_ok(sum, bad, check) {
-                    return Err(first_row_error(x, rows.start..i + 1, check).expect("row fails"));
-                }
-                for (e, p) in edges.iter().zip(part.iter_mut()) {
-                    accumulate_row(row, x.labels[i] as usize, e, p, g);
-                }
+            match accumulate_rows(x, rows.clone(), &edges, &mut part, g, check) {
+                None => Ok(part),
+                Some(i) => Err(first_row_error(x, rows.start..i + 1, check).expect("row fails")),
             }
-            Ok(part)
         },
         |part| {
             for (t, p) in total.iter_mut().zip(&part) {
@@ -91,6 +84,30 @@ pub fn stats<T: Score>(
         },
     )?;
     Ok(total.into_iter().zip(&edges).map(|(t, e)| t.into_stats(&e.boundaries())).collect())
+}
+
+crate::kernels::simd::multiversion! {
+    /// Accumulates `rows` into `part`; the index of the first row failing a check, if any.
+    fn accumulate_rows<T: Score>(
+        x: &Inputs<T>,
+        rows: std::ops::Range<usize>,
+        edges: &[EvenEdges],
+        part: &mut [Part],
+        g: &Grouping,
+        check: &Checks,
+    ) -> Option<usize> {
+        for i in rows {
+            let row = x.row(i);
+            let (sum, bad) = row_sum_and_bad(row);
+            if !row_ok(sum, bad, check) {
+                return Some(i);
+            }
+            for (e, p) in edges.iter().zip(part.iter_mut()) {
+                accumulate_row(row, x.labels[i] as usize, e, p, g);
+            }
+        }
+        None
+    }
 }
 
 #[inline(always)]

@@ -5,6 +5,9 @@
 //! per-(group, bin) sufficient statistics ([`stats::BinStats`]) -> [`reduce`].
 //! [`space`] evaluates many metrics and bin counts sharing that work.
 
+#[macro_use]
+mod simd;
+
 pub mod allprobs_adaptive;
 pub mod allprobs_even;
 pub mod chunks;

@@ -21,6 +21,9 @@ pub struct TopLabel {
 /// combined taking the largest value and, among equal values, the lowest column.
 #[inline(always)]
 fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
+    if row.len() <= 16 {
+        return scan_short_row(row);
+    }
     use crate::kernels::validate::RANGE_TOL;
     const L: usize = 8;
     let lo = -RANGE_TOL;
@@ -66,6 +69,43 @@ fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     (if arg == usize::MAX { 0 } else { arg }, mx, sum, any_bad)
 }
 
+/// [`scan_row`] for rows of a few classes, where lane bookkeeping would cost more than the row.
+#[inline(always)]
+fn scan_short_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
+    use crate::kernels::validate::RANGE_TOL;
+    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
+    let mut s = [0.0f64; 2];
+    let mut bad = false;
+    let mut mx = f64::NEG_INFINITY;
+    let mut arg = 0usize;
+    for (j, v) in row.iter().enumerate() {
+        let v = v.to_f64();
+        s[j & 1] += v;
+        bad |= !(v >= lo && v <= hi);
+        let gt = v > mx;
+        mx = if gt { v } else { mx };
+        arg = if gt { j } else { arg };
+    }
+    (arg, mx, s[0] + s[1], bad)
+}
+
+crate::kernels::simd::multiversion! {
+    /// Fills prediction, confidence and correctness for the rows from `start`; false if a row
+    /// fails a check.
+    fn summarise_rows<T: Score>(x: &Inputs<T>, start: usize, p: &mut [u32], c: &mut [f64], o: &mut [bool], check: &Checks) -> bool {
+        let mut all_ok = true;
+        for j in 0..p.len() {
+            let i = start + j;
+            let (a, mx, s, bad) = scan_row(x.row(i));
+            all_ok &= row_ok(s, bad, check);
+            p[j] = a as u32;
+            c[j] = mx;
+            o[j] = x.labels[i] == a as i64;
+        }
+        all_ok
+    }
+}
+
 /// The validated top-label summary of every row.
 pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, KernelError> {
     if check.labels {
@@ -78,17 +118,7 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
     let chunks = row_chunks(n, x.k);
     let rows = chunks[0].len();
     let work = |(ci, ((p, c), o)): (usize, ((&mut [u32], &mut [f64]), &mut [bool]))| -> bool {
-        let start = ci * rows;
-        let mut all_ok = true;
-        for j in 0..p.len() {
-            let i = start + j;
-            let (a, mx, s, bad) = scan_row(x.row(i));
-            all_ok &= row_ok(s, bad, check);
-            p[j] = a as u32;
-            c[j] = mx;
-            o[j] = x.labels[i] == a as i64;
-        }
-        all_ok
+        summarise_rows(x, ci * rows, p, c, o, check)
     };
     let ok = if chunks.len() == 1 {
         work((0, ((&mut pred[..], &mut conf[..]), &mut correct[..])))

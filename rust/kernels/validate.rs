@@ -112,6 +112,15 @@ pub fn labels(x: &Inputs<impl Score>) -> Result<(), KernelError> {
     Err(KernelError::LabelOutOfRange { index, label, num_classes: x.k })
 }
 
+crate::kernels::simd::multiversion! {
+    fn first_failing_row<T: Score>(x: &Inputs<T>, rows: std::ops::Range<usize>, check: &Checks) -> Option<usize> {
+        rows.into_iter().find(|&i| {
+            let (s, b) = row_sum_and_bad(x.row(i));
+            !row_ok(s, b, check)
+        })
+    }
+}
+
 /// A stand-alone parallel pass running all requested checks; the error names the first bad
 /// row (lowest index), whatever the number of threads.
 pub fn scan<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> {
@@ -124,12 +133,7 @@ pub fn scan<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> 
     let chunks = row_chunks(x.n, x.k);
     let first_bad = chunks
         .par_iter()
-        .map(|r| {
-            r.clone().find(|&i| {
-                let (s, b) = row_sum_and_bad(x.row(i));
-                !row_ok(s, b, check)
-            })
-        })
+        .map(|r| first_failing_row(x, r.clone(), check))
         .collect::<Vec<_>>();
     match first_bad.into_iter().flatten().next() {
         Some(i) => Err(row_error(x, i, check)),

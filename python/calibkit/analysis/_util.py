@@ -1,0 +1,40 @@
+"""Small helpers shared by the analysis modules."""
+
+from __future__ import annotations
+
+import inspect
+
+__all__ = ["make_estimator", "recalibration_inputs"]
+
+
+def make_estimator(factory, **kwargs):
+    """Call ``factory`` with the keywords it accepts (all of them if it takes ``**kwargs``).
+
+    The recalibration classes share ``input=`` but only the stochastic ones take
+    ``random_state=``; this passes each what it understands.
+
+    Examples
+    --------
+    >>> make_estimator(lambda *, input: input, input="logits", random_state=0)
+    'logits'
+    """
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return factory(**kwargs)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return factory(**kwargs)
+    return factory(**{k: v for k, v in kwargs.items() if k in params})
+
+
+def recalibration_inputs(val, test):
+    """``(X_val, X_test, input)`` for fitting on ``val`` and predicting on ``test``.
+
+    Both splits must be given to an estimator in the same space: logits when both are logits,
+    otherwise the probabilities of both (the estimators convert them as they need).
+    """
+    if val.kind == "logits" and test.kind == "logits":
+        return val.scores, test.scores, "logits"
+    import numpy as np
+
+    return np.asarray(val.probs), np.asarray(test.probs), "probs"

@@ -1,0 +1,176 @@
+"""The study's figures (matplotlib, Agg backend; imported only when a report is written).
+
+The reliability diagram and the calibration-error-vs-temperature plot come from
+:mod:`calibkit.plots`; the figures specific to the study (metric-agreement heat map,
+per-metric bin sensitivity, label-noise panels) are drawn here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "correlation_heatmap",
+    "bin_sensitivity_figure",
+    "label_noise_figure",
+    "temperature_figure",
+    "reliability_figure",
+    "save",
+]
+
+
+def _plt():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "cairo"):
+        try:
+            matplotlib.use("Agg", force=False)
+        except Exception:  # pragma: no cover
+            pass
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path: str | Path, dpi: int = 110) -> Path:
+    """Save ``fig`` to ``path`` (PNG unless the suffix says otherwise), close it, return the path."""
+    plt = _plt()
+    path = Path(path)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def correlation_heatmap(corr: np.ndarray, labels: Sequence[str], *, title: str = ""):
+    """Heat map of a (M, M) rank-correlation matrix between metric orderings.
+
+    Parameters
+    ----------
+    corr : numpy.ndarray, shape (M, M)
+        Values in [-1, 1]; NaN cells (undefined correlations) are drawn grey.
+    labels : sequence of str, length M
+    title : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _plt()
+    c = np.ma.masked_invalid(np.asarray(corr, dtype=float))
+    m = c.shape[0]
+    fig, ax = plt.subplots(figsize=(7.5, 6.5))
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.8")
+    im = ax.imshow(c, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
+    ax.set_xticks(range(m))
+    ax.set_yticks(range(m))
+    fs = 7 if m > 16 else 9
+    ax.set_xticklabels(labels, fontsize=fs, rotation=90)
+    ax.set_yticklabels(labels, fontsize=fs)
+    ax.set_xlabel("metric")
+    ax.set_ylabel("metric")
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="rank correlation")
+    return fig
+
+
+def bin_sensitivity_figure(
+    series: dict, labels: Sequence[str], binning: Sequence[str], *, title: str = ""
+):
+    """Bar chart of each metric's bin sensitivity, bars coloured by binning scheme.
+
+    Parameters
+    ----------
+    series : dict of str -> numpy.ndarray (M,)
+        One panel per entry (e.g. one per model), mean Spearman rho per metric.
+    labels : sequence of str, length M
+        Metric labels (paper indices).
+    binning : sequence of str, length M
+        ``"even"`` or ``"adaptive"`` per metric (bar colour).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _plt()
+    n = max(1, len(series))
+    fig, axes = plt.subplots(n, 1, figsize=(9, 2.6 * n), squeeze=False, sharex=True)
+    colours = {"even": "tab:orange", "adaptive": "tab:blue"}
+    x = np.arange(len(labels))
+    for ax, (name, vals) in zip(axes[:, 0], series.items()):
+        v = np.asarray(vals, dtype=float)
+        ax.bar(x, np.nan_to_num(v, nan=0.0), color=[colours.get(b, "0.5") for b in binning])
+        ax.axhline(0.0, color="k", lw=0.6)
+        ax.set_ylim(-1.05, 1.05)
+        ax.set_ylabel("mean rho")
+        ax.set_title(name, fontsize=9)
+    axes[-1, 0].set_xticks(x)
+    axes[-1, 0].set_xticklabels(labels, fontsize=7)
+    axes[-1, 0].set_xlabel("metric (paper index)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    axes[0, 0].legend(handles, [f"{k} binning" for k in colours], fontsize=8, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def label_noise_figure(levels, columns: dict, *, threshold: float = 0.1):
+    """The paper's label-noise panels: calibration errors, ignored fraction, accuracy/confidence.
+
+    Parameters
+    ----------
+    levels : array_like (L,)
+    columns : dict
+        As :attr:`LabelNoiseResult.columns`.
+    threshold : float
+        The importance threshold (for the axis label).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _plt()
+    x = np.asarray(levels, dtype=float)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for name in ("ECE", "ACE", "SCE"):
+        axes[0].plot(x, columns[name], marker="o", ms=3, label=name)
+    axes[0].set_ylabel("calibration error")
+    axes[0].legend(fontsize=8)
+    axes[1].plot(x, columns["ignored important fraction"], marker="o", ms=3, color="tab:red")
+    axes[1].set_ylabel(f"fraction of p > {threshold:g} ECE ignores")
+    axes[2].plot(x, columns["accuracy"], marker="o", ms=3, label="accuracy")
+    axes[2].plot(x, columns["mean max confidence"], marker="o", ms=3, label="mean max confidence")
+    axes[2].legend(fontsize=8)
+    for ax in axes:
+        ax.set_xlabel("label noise (fraction reassigned)")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def temperature_figure(labels, logits, temperatures, metrics: Sequence[str], *, num_bins: int = 15,
+                       title: str = ""):
+    """Calibration error vs temperature for several metrics (the paper's Figure 1, right), via
+    :func:`calibkit.plots.error_vs_temperature` and :func:`calibkit.plots.plot_error_vs_temperature`.
+
+    Returns
+    -------
+    (matplotlib.figure.Figure, calibkit.plots.TemperatureCurves)
+    """
+    _plt()
+    from calibkit.plots import error_vs_temperature, plot_error_vs_temperature
+
+    curves = error_vs_temperature(labels, logits, temperatures, metrics, num_bins=num_bins)
+    return plot_error_vs_temperature(curves, title=title or None), curves
+
+
+def reliability_figure(labels, probs, *, num_bins: int = 15, title: str = ""):
+    """Reliability diagram of top-label confidence, via :func:`calibkit.plots.reliability_diagram`."""
+    _plt()
+    from calibkit.plots import reliability_diagram
+
+    return reliability_diagram(labels, probs, num_bins=num_bins, title=title or None)

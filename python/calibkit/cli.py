@@ -1,0 +1,328 @@
+"""The ``calibkit`` command.
+
+``calibkit``
+    Train a small softmax regression on scikit-learn's digits and print the named calibration
+    metrics and the paper's 32-metric table for its test predictions (a few seconds).
+``calibkit report PREDICTIONS``
+    Named metrics with their settings, per-bin and per-class tables and a reliability diagram for
+    one file of predictions (.npz, .npy or .csv).
+``calibkit study``
+    The paper's whole analysis (eight recalibration methods, 32 metrics x bin counts, rank
+    orders, rank correlations, bin sensitivity, temperature optimisation, class conditionality,
+    label noise) on the bundled default or on your validation / test logits; writes report.md,
+    report.html, figures, CSV and JSON.
+
+Exit status: 0 on success, 2 on a usage error or unusable input (the message on stderr names the
+problem), 1 on an unexpected internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import time
+from typing import Sequence
+
+__all__ = ["main", "build_parser"]
+
+_EPILOG = """\
+examples:
+  calibkit                                   # metrics of a small model trained on digits
+  calibkit report preds.npz                  # arrays 'logits' or 'probs', and 'labels'
+  calibkit report scores.npy --labels y.npy --logits
+  calibkit report preds.csv --label-column target
+  calibkit study --quick --out study-out     # the whole analysis, reduced setting
+  calibkit study --test ../shared/data/kangsepp__densenet40_c10.npz --out densenet
+  calibkit study --val val.npz --test test.npz --seed 1
+
+exit status: 0 success; 2 bad arguments or unusable input files (message on stderr).
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def _fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {v}")
+    return v
+
+
+def _threshold(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {v}")
+    return v
+
+
+def _add_kind(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--logits", dest="kind", action="store_const", const="logits",
+                   help="the scores are logits (softmax is applied); default: read from the array, "
+                        "file or column name ('logits' / 'probs')")
+    g.add_argument("--probs", dest="kind", action="store_const", const="probs",
+                   help="the scores are probabilities (rows summing to 1)")
+
+
+def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    if seed:
+        p.add_argument("--seed", type=int, default=0, metavar="N",
+                       help="random seed: data split, model training, recalibration methods, label "
+                            "noise (default: 0); the same seed reproduces the same numbers")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar and no informational messages (results are still printed)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``calibkit`` command (all options documented in ``--help``)."""
+    parser = argparse.ArgumentParser(
+        prog="calibkit",
+        description=textwrap.fill(
+            "Measure calibration the way Nixon et al. ('Measuring Calibration in Deep Learning') "
+            "do. Without a subcommand: train a small softmax regression on scikit-learn's digits "
+            "and print the named metrics (ECE, class-conditional ECE, SCE, ACE, TACE, RMSCE, MCE) "
+            "and the 32-metric table for its test predictions."
+        , width=78),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model", choices=["softmax-regression", "mlp"], default="softmax-regression",
+                        help="default job only: which small model to train on digits "
+                             "(default: softmax-regression)")
+    parser.add_argument("--num-bins", type=_positive_int, default=15, metavar="B",
+                        help="default job only: number of bins of every metric (default: 15)")
+    _add_common(parser)
+    sub = parser.add_subparsers(dest="command", metavar="{report,study}")
+
+    rp = sub.add_parser(
+        "report",
+        help="metrics, per-bin and per-class tables and a reliability diagram for one predictions file",
+        description=textwrap.fill(
+            "Print the named calibration metrics with their settings for one file of predictions "
+            "and write the per-bin (reliability) and per-class tables, the 32-metric table and a "
+            "reliability diagram (report.md, report.html, CSV, JSON, PNG) to --out."
+        , width=78),
+        epilog=(
+            "file formats:\n"
+            "  .npz  arrays 'logits' or 'probs' (N, K) and 'labels' (N,); --split val reads\n"
+            "        'val_logits'/'val_probs' and 'val_labels'\n"
+            "  .npy  the scores; labels from --labels or a sibling file (logits.npy ->\n"
+            "        labels.npy, x.npy -> x_labels.npy, or labels.npy)\n"
+            "  .csv  one row per example: a label column ('label', 'y', 'target', ... or\n"
+            "        --label-column; else the first column) and one score column per class;\n"
+            "        header optional\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rp.add_argument("predictions", metavar="PREDICTIONS",
+                    help="the predictions file: .npz, .npy or .csv (see below)")
+    rp.add_argument("--labels", metavar="FILE", default=None,
+                    help="labels file (.npy or one-column .csv) for .npy scores")
+    _add_kind(rp)
+    rp.add_argument("--split", choices=["test", "val"], default="test",
+                    help="which split of an .npz to read: plain arrays (test, default) or val_* arrays")
+    rp.add_argument("--label-column", metavar="COL", default=None,
+                    help="CSV only: name or 0-based position of the label column")
+    rp.add_argument("--num-bins", type=_positive_int, default=15, metavar="B",
+                    help="number of bins of every metric and of the tables (default: 15)")
+    rp.add_argument("--out", metavar="DIR", default="calibkit-report",
+                    help="folder for the tables, figure and report (default: ./calibkit-report)")
+    _add_common(rp, seed=False)
+
+    sp = sub.add_parser(
+        "study",
+        help="the paper's whole analysis on the bundled default or your validation/test logits",
+        description=textwrap.fill(
+            "Run the paper's analysis: fit the eight recalibration methods on the validation "
+            "split and apply them to the test split; compute all 32 metrics at every bin count; "
+            "rank-order tables; Spearman / Kendall rank correlation between metric orderings; bin "
+            "sensitivity by property; temperature optimised for each metric and scored with ECE; "
+            "histogram binning vs class-conditional histogram binning; label noise. Without "
+            "--test it runs on small models trained on scikit-learn's digits. Writes report.md, "
+            "report.html, figures/*.png, tables/*.csv, metric_values.csv and results.json to --out."
+        , width=78),
+        epilog=(
+            "input: --test FILE alone reads both splits from one .npz holding logits/labels and\n"
+            "val_logits/val_labels (e.g. kangsepp__densenet40_c10.npz); otherwise give --val and\n"
+            "--test (any format of 'calibkit report'). Probabilities are accepted: the scaling\n"
+            "methods then work on their logarithm.\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("--val", metavar="FILE", default=None,
+                    help="validation predictions (the recalibration methods are fitted on them)")
+    sp.add_argument("--test", metavar="FILE", default=None,
+                    help="test predictions (scored); may also hold the val_* arrays")
+    sp.add_argument("--val-labels", metavar="FILE", default=None, help="labels for .npy --val scores")
+    sp.add_argument("--test-labels", metavar="FILE", default=None, help="labels for .npy --test scores")
+    _add_kind(sp)
+    sp.add_argument("--name", default=None, help="model name used in the report (default: the file name)")
+    sp.add_argument("--out", metavar="DIR", default="calibkit-study",
+                    help="folder for everything the study writes (default: ./calibkit-study)")
+    sp.add_argument("--quick", action="store_true",
+                    help="reduced setting for CI: bin counts 10/30/50, 3 noise levels, 21 "
+                         "temperatures, 2 Nelder-Mead starts per temperature fit, only the softmax "
+                         "regression on the default data")
+    sp.add_argument("--num-bins", type=_positive_int, nargs="+", default=None, metavar="B",
+                    help="bin counts of the sweep (default: 10 20 30 40 50; --quick: 10 30 50)")
+    sp.add_argument("--report-bins", type=_positive_int, default=15, metavar="B",
+                    help="bin count of the headline tables (rank order, correlations, temperature, "
+                         "class conditionality, label noise; default: 15)")
+    ln = sp.add_mutually_exclusive_group()
+    ln.add_argument("--label-noise", dest="label_noise", action="store_true", default=None,
+                    help="run the label-noise experiment (digits softmax regression) even with --test")
+    ln.add_argument("--no-label-noise", dest="label_noise", action="store_false",
+                    help="skip the label-noise experiment")
+    sp.add_argument("--noise-levels", type=_positive_int, default=None, metavar="N",
+                    help="number of label-noise levels from 0 to --max-noise (default: 11; --quick: 3)")
+    sp.add_argument("--max-noise", type=_fraction, default=0.05, metavar="P",
+                    help="highest label-noise level, a fraction of training labels (default: 0.05)")
+    sp.add_argument("--importance-threshold", type=_threshold, default=0.1, metavar="P",
+                    help="probability above which a prediction is 'important' in the label-noise "
+                         "experiment (default: 0.1)")
+    _add_common(sp)
+    return parser
+
+
+def _progress_enabled(args) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+def _info(args, msg: str) -> None:
+    if not args.quiet:
+        print(msg, file=sys.stderr)
+
+
+def _cmd_default(args) -> int:
+    from .analysis.digits import default_models
+    from .analysis.report import metric_space_table, named_metric_rows
+
+    t0 = time.perf_counter()
+    model = default_models(args.seed, [args.model])[0]
+    y, p = model.test.labels, model.test.probs
+    acc = float((p.argmax(axis=1) == y).mean())
+    print(f"{model.description}: {len(y)} test digits, accuracy {acc:.4f}\n")
+    print(named_metric_rows(y, p, num_bins=args.num_bins).to_text())
+    print()
+    print(f"The paper's 32-metric space ({args.num_bins} bins; index = 16*adaptive + 8*all probs + "
+          "4*unconditional + 2*threshold 0.01 + l2):")
+    print(metric_space_table(y, p, num_bins=args.num_bins).to_text())
+    _info(args, f"\n({time.perf_counter() - t0:.1f} s; 'calibkit study' runs the paper's whole "
+                "analysis, 'calibkit --help' lists everything)")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .analysis.data import load_predictions
+    from .analysis.report import write_prediction_report
+
+    pred = load_predictions(args.predictions, kind=args.kind, labels=args.labels, split=args.split,
+                            label_column=args.label_column)
+    files = write_prediction_report(pred, args.out, num_bins=args.num_bins)
+    tables = {t.name: t for t in files["tables"]}
+    import numpy as np
+
+    p = pred.probs
+    acc = float(np.mean(np.argmax(p, axis=1) == pred.labels))
+    print(f"{pred.source}: {len(pred)} examples, {pred.num_classes} classes, {pred.kind}, "
+          f"accuracy {acc:.4f}\n")
+    print(tables["named_metrics"].title)
+    print(tables["named_metrics"].to_text())
+    _info(args, f"\nwrote {args.out}/: report.md, report.html, results.json, "
+                "named_metrics.csv, per_bin.csv, per_class.csv, metric_space.csv, reliability.png")
+    return 0
+
+
+def _cmd_study(args) -> int:
+    from .analysis.data import load_val_test
+    from .analysis.report import write_report
+    from .analysis.study import StudyConfig, run_study
+
+    t0 = time.perf_counter()
+    if args.val is not None and args.test is None:
+        raise _UsageError("--val needs --test (the split the recalibrated outputs are scored on)")
+    overrides = {"seed": args.seed, "report_bins": args.report_bins, "max_noise": args.max_noise,
+                 "importance_threshold": args.importance_threshold, "label_noise": args.label_noise}
+    if args.num_bins is not None:
+        overrides["num_bins"] = tuple(args.num_bins)
+    if args.noise_levels is not None:
+        overrides["noise_levels"] = args.noise_levels
+    try:
+        cfg = StudyConfig.quick_config(**overrides) if args.quick else StudyConfig(**overrides)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from exc
+    models = None
+    if args.test is not None:
+        models = load_val_test(args.val, args.test, kind=args.kind, val_labels=args.val_labels,
+                               test_labels=args.test_labels, name=args.name)
+        if models.test.kind == "probs":
+            _info(args, "note: probabilities given; the scaling methods work on their logarithm "
+                        "(softmax maps it back to the same probabilities)")
+    _info(args, "running the study" + (" (quick)" if cfg.quick else "") + " ...")
+    result = run_study(models, cfg, progress=_progress_enabled(args))
+    files = write_report(result, args.out)
+    for t in [m.methods_table() for m in result.models] + [result.bin_sensitivity_table()]:
+        print(t.title)
+        print(t.to_text())
+        print()
+    _info(args, f"study finished in {time.perf_counter() - t0:.1f} s; wrote {files['report.md']}, "
+                f"{files['report.html']}, {files['results.json']}, {len(files['figures'])} figures and "
+                f"{len(files['tables'])} tables under {args.out}/")
+    return 0
+
+
+class _UsageError(ValueError):
+    """A problem with the command-line arguments themselves."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``calibkit`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Examples
+    --------
+    >>> main(["--help"])  # doctest: +SKIP
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2, message already printed)
+        return int(exc.code) if isinstance(exc.code, int) else 2
+
+    from .analysis.data import PredictionFileError
+    from .errors import CalibkitError
+
+    handlers = {None: _cmd_default, "report": _cmd_report, "study": _cmd_study}
+    try:
+        return handlers[args.command](args)
+    except (PredictionFileError, CalibkitError, _UsageError) as exc:
+        print(f"calibkit: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        print(f"calibkit: error: a dependency is missing ({exc}); install the extras with "
+              "`pip install calibkit[study]`", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"calibkit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover
+        print("calibkit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
