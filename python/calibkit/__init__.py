@@ -19,6 +19,7 @@ from .errors import (
 from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
 from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
 from .evaluation import Evaluation, evaluate  # isort: skip
+from .streaming import Accumulator, IncompatibleAccumulatorError  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,8 @@ __all__ = [
     "MetricSpec",
     "MetricSpace",
     "Evaluation",
+    "Accumulator",
+    "IncompatibleAccumulatorError",
     "calibration_bins",
     "CalibrationBins",
     "reduce_bins",

@@ -1,14 +1,14 @@
 //! Pure-Rust kernels. Nothing here knows about Python.
 //!
 //! Data flow for one metric: [`validate`] (fused into the row passes where possible) ->
-//! score groups and bins ([`toplabel`], [`allprobs_even`], [`allprobs_adaptive`]) ->
+//! score groups and bins ([`toplabel`], [`allprobs_even`], [`allprobs_hist`]) ->
 //! per-(group, bin) sufficient statistics ([`stats::BinStats`]) -> [`reduce`].
 //! [`space`] evaluates many metrics and bin counts sharing that work.
 
 #[macro_use]
 mod simd;
 
-pub mod allprobs_adaptive;
+pub mod allprobs_hist;
 pub mod allprobs_even;
 pub mod chunks;
 pub mod edges;
@@ -100,7 +100,8 @@ pub fn stats_many<T: Score>(
             Binning::Even => allprobs_even::stats(x, grouping, bins, check),
             Binning::Adaptive => {
                 validate::scan(x, check)?;
-                allprobs_adaptive::stats(x, grouping, bins)
+                let (_, adaptive) = allprobs_hist::stats(x, grouping.class_conditional, grouping.threshold, &[], bins)?;
+                Ok(adaptive)
             }
         }
     }

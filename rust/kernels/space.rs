@@ -1,12 +1,14 @@
 //! Many metrics and bin counts at once, sharing the work: the input is validated once, the
 //! top-label summary (argmax, confidence) is computed once for every max-prob metric, and each
 //! distinct grouping (binning, max_prob, class_conditional, threshold) is binned once for all
-//! requested bin counts (one pass for even bins; one histogram and one gather pass for adaptive
-//! bins), after which every norm is a cheap reduction of the same table.
+//! requested bin counts: all-probabilities groupings with the same (class_conditional,
+//! threshold), even and adaptive alike, share one histogram and one gather pass
+//! ([`allprobs_hist`]); every norm is then a cheap reduction of the same table.
 
 use crate::kernels::validate::{scan, Checks};
-use crate::kernels::{allprobs_adaptive, allprobs_even, reduce, toplabel};
+use crate::kernels::{allprobs_hist, reduce, toplabel};
 use crate::kernels::{Binning, Grouping, Inputs, KernelError, Norm, Score};
+
 
 /// Values of `metrics` (grouping, norm) at each bin count in `bins`, row-major
 /// `[metric][bin count]`.
@@ -34,21 +36,45 @@ pub fn evaluate<T: Score>(
             continue;
         }
         let g = metrics[m].0;
-        let tables = if g.max_prob {
+        // Groupings computed together with `g`, and their tables.
+        let (members, tables): (Vec<Grouping>, Vec<Vec<crate::kernels::BinStats>>) = if g.max_prob {
             let top = top.as_ref().expect("computed above");
-            bins.iter().map(|&b| toplabel::stats(top, x.k, &g, b)).collect()
+            (vec![g], vec![bins.iter().map(|&b| toplabel::stats(top, x.k, &g, b)).collect()])
         } else {
-            match g.binning {
-                Binning::Even => allprobs_even::stats(x, &g, bins, &Checks::NONE)?,
-                Binning::Adaptive => allprobs_adaptive::stats(x, &g, bins)?,
+            // Every all-probabilities grouping with this (class_conditional, threshold), even
+            // and adaptive, comes from one histogram and one gather pass.
+            let same = |b: Binning| {
+                metrics.iter().any(|(h, _)| !h.max_prob && h.binning == b && h.class_conditional == g.class_conditional && h.threshold == g.threshold)
+            };
+            let want_even = same(Binning::Even);
+            let want_adaptive = same(Binning::Adaptive);
+            let (even, adaptive) = allprobs_hist::stats(
+                x,
+                g.class_conditional,
+                g.threshold,
+                if want_even { bins } else { &[] },
+                if want_adaptive { bins } else { &[] },
+            )?;
+            let mut members = Vec::new();
+            let mut tables = Vec::new();
+            if want_even {
+                members.push(Grouping { binning: Binning::Even, ..g });
+                tables.push(even);
             }
+            if want_adaptive {
+                members.push(Grouping { binning: Binning::Adaptive, ..g });
+                tables.push(adaptive);
+            }
+            (members, tables)
         };
-        for (m2, (g2, norm)) in metrics.iter().enumerate() {
-            if *g2 == g {
-                for (bi, t) in tables.iter().enumerate() {
-                    out[m2 * bins.len() + bi] = reduce::reduce(t, *norm, g.class_conditional);
+        for (gm, tb) in members.iter().zip(&tables) {
+            for (m2, (g2, norm)) in metrics.iter().enumerate() {
+                if g2 == gm {
+                    for (bi, t) in tb.iter().enumerate() {
+                        out[m2 * bins.len() + bi] = reduce::reduce(t, *norm, g2.class_conditional);
+                    }
+                    done[m2] = true;
                 }
-                done[m2] = true;
             }
         }
     }
