@@ -7,6 +7,15 @@ import numpy as np
 __all__ = ["softmax", "log_softmax"]
 
 
+def _as_logits(logits) -> np.ndarray:
+    z = np.asarray(logits)
+    if z.dtype != np.float32:
+        z = z.astype(np.float64)
+    if not np.all(np.isfinite(z)):
+        raise ValueError("logits: contains NaN or infinite values; remove or replace them first")
+    return z
+
+
 def log_softmax(logits, axis: int = -1) -> np.ndarray:
     """Log of the softmax of ``logits`` along ``axis``, computed stably.
 
@@ -27,11 +36,7 @@ def log_softmax(logits, axis: int = -1) -> np.ndarray:
     >>> np.round(np.exp(calibkit.log_softmax([[0.0, np.log(3.0)]])), 3)
     array([[0.25, 0.75]])
     """
-    z = np.asarray(logits)
-    if z.dtype != np.float32:
-        z = z.astype(np.float64)
-    if not np.all(np.isfinite(z)):
-        raise ValueError("logits: contains NaN or infinite values; remove or replace them first")
+    z = _as_logits(logits)
     m = np.max(z, axis=axis, keepdims=True)
     shifted = z - m
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
@@ -59,10 +64,6 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
     >>> calibkit.softmax([[0.0, 0.0]])
     array([[0.5, 0.5]])
     """
-    z = np.asarray(logits)
-    if z.dtype != np.float32:
-        z = z.astype(np.float64)
-    if not np.all(np.isfinite(z)):
-        raise ValueError("logits: contains NaN or infinite values; remove or replace them first")
+    z = _as_logits(logits)
     e = np.exp(z - np.max(z, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)

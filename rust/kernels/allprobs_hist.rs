@@ -125,14 +125,22 @@ crate::kernels::simd::multiversion! {
 }
 
 crate::kernels::simd::multiversion! {
+    /// Appends the kept values of `vals` whose bucket is wanted. Branch-free: every value is
+    /// written at the end and the length advances only for wanted ones (whether a value is
+    /// wanted is unpredictable, so a branch would mispredict often).
     fn gather_values<T: Score>(wanted: &[bool], keys: Keys, vals: &[T], thr: f64, out: &mut Vec<f64>) -> () {
         let wanted = &wanted[..keys.nkeys()];
-        for &v in vals {
-            let s = v.to_f64();
-            if s > thr && wanted[keys.of(v)] {
-                out.push(s);
+        let mut len = out.len();
+        out.resize(len + vals.len() + 1, 0.0);
+        {
+            let buf = &mut out[..];
+            for &v in vals {
+                let s = v.to_f64();
+                buf[len] = s;
+                len += (s > thr && wanted[keys.of(v)]) as usize;
             }
         }
+        out.truncate(len);
     }
 }
 
@@ -383,23 +391,45 @@ crate::kernels::simd::multiversion! {
     }
 }
 
-/// Column-major copies of the block's columns, one tile per chunk of rows: (rows, stride, data).
-fn transpose_block<T: Score>(x: &Inputs<T>, cols: &std::ops::Range<usize>) -> Vec<(usize, usize, Vec<T>)> {
-    let w = cols.len();
-    let chunks: Vec<std::ops::Range<usize>> =
-        (0..x.n).step_by(TRANSPOSE_ROWS).map(|s| s..(s + TRANSPOSE_ROWS).min(x.n)).collect();
-    chunks
-        .par_iter()
-        .map(|r| {
-            let m = r.len();
-            // Pad the column stride by one cache line so the block's columns do not all map
-            // to the same cache set (power-of-two strides thrash L1 in a transpose).
-            let stride = m + 64 / std::mem::size_of::<T>();
-            let mut t = vec![T::default(); w * stride];
-            transpose_rows(x, r.clone(), cols.clone(), stride, &mut t);
-            (m, stride, t)
-        })
-        .collect()
+/// Column-major copies of a block of columns, one tile per chunk of rows. The buffers are
+/// reused from block to block (fresh pages would cost more to fault in than to fill).
+struct Tiles<T> {
+    rows: Vec<std::ops::Range<usize>>,
+    data: Vec<Vec<T>>,
+    stride: Vec<usize>,
+}
+
+impl<T: Score> Tiles<T> {
+    fn new(n: usize) -> Self {
+        let rows: Vec<std::ops::Range<usize>> =
+            (0..n).step_by(TRANSPOSE_ROWS).map(|s| s..(s + TRANSPOSE_ROWS).min(n)).collect();
+        // Pad the column stride by one cache line so the block's columns do not all map to the
+        // same cache set (power-of-two strides thrash L1 in a transpose).
+        let stride = rows.iter().map(|r| r.len() + 64 / std::mem::size_of::<T>()).collect();
+        Tiles { data: vec![Vec::new(); rows.len()], rows, stride }
+    }
+
+    fn fill(&mut self, x: &Inputs<T>, cols: &std::ops::Range<usize>) {
+        let w = cols.len();
+        self.data
+            .par_iter_mut()
+            .zip(self.rows.par_iter())
+            .zip(self.stride.par_iter())
+            .for_each(|((t, r), &stride)| {
+                t.resize(w * stride, T::default());
+                transpose_rows(x, r.clone(), cols.clone(), stride, t);
+            });
+    }
+
+    /// Column `j` of the block, as one segment per tile.
+    fn column(&self, j: usize) -> Vec<&[T]> {
+        self.data
+            .iter()
+            .zip(&self.rows)
+            .zip(&self.stride)
+            .map(|((t, r), &stride)| &t[j * stride..j * stride + r.len()])
+            .collect()
+    }
 }
 
 /// Statistics of the all-probabilities grouping (`class_conditional`, `thr`) for each even bin
@@ -422,20 +452,18 @@ pub fn stats<T: Score>(
     let per_group: Vec<GroupResult> = if class_conditional {
         let req = Request::new(Keys::CLASS, even, adaptive);
         let mut out = Vec::with_capacity(x.k);
-        for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
-            if cols.len() == x.k && x.k == 1 {
-                out.push(group_from_segments(&[x.probs], &pos[0], &req, thr));
-                continue;
+        if x.k == 1 {
+            out.push(group_from_segments(&[x.probs], &pos[0], &req, thr));
+        } else {
+            let mut tiles = Tiles::new(x.n);
+            for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
+                tiles.fill(x, &cols);
+                let res: Vec<GroupResult> = (0..cols.len())
+                    .into_par_iter()
+                    .map(|j| group_from_segments(&tiles.column(j), &pos[cols.start + j], &req, thr))
+                    .collect();
+                out.extend(res);
             }
-            let tiles = transpose_block(x, &cols);
-            let res: Vec<GroupResult> = (0..cols.len())
-                .into_par_iter()
-                .map(|j| {
-                    let segs: Vec<&[T]> = tiles.iter().map(|(m, stride, t)| &t[j * stride..j * stride + m]).collect();
-                    group_from_segments(&segs, &pos[cols.start + j], &req, thr)
-                })
-                .collect();
-            out.extend(res);
         }
         out
     } else {
