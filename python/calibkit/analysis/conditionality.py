@@ -10,6 +10,8 @@ with ECE and class-conditional ECE.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,7 +99,10 @@ def class_conditionality(
 
     val, test = model.val, model.test
     out = {"Uncalibrated": np.asarray(test.probs, dtype=np.float64)}
-    for col, cls in zip(_COLUMNS[1:], (HistogramBinning, ClassConditionalHistogramBinning)):
+    # The paper's "standard" histogram binning bundles the top-label probabilities of all
+    # classes before binning (top-label form); its class-conditional variant bins per class.
+    standard = functools.partial(HistogramBinning, multiclass="top_label")
+    for col, cls in zip(_COLUMNS[1:], (standard, ClassConditionalHistogramBinning)):
         xv, xt, kind = recalibration_inputs(val, test)
         est = make_estimator(cls, input=kind, random_state=random_state)
         est.fit(xv, val.labels)

@@ -1,0 +1,526 @@
+"""Shared machinery of the recalibration estimators: parameters, input checks, conversions.
+
+Every estimator in :mod:`calibkit.recalibration` follows scikit-learn's conventions: the
+constructor only stores its keyword arguments; :meth:`fit` validates them and the data;
+fitted attributes end with an underscore. When scikit-learn is importable the estimators
+subclass :class:`sklearn.base.BaseEstimator` (so ``clone``, ``Pipeline``, grid search and the
+HTML repr work as usual); otherwise an equivalent ``get_params`` / ``set_params`` is provided
+here, and ``sklearn.base.clone`` still works on the estimators should scikit-learn be installed
+later.
+
+Input kinds
+-----------
+The user states what ``X`` holds with ``input="logits"`` or ``input="probs"``; nothing is
+guessed. Each method works in one space and converts:
+
+* scaling methods (temperature, vector, matrix, Platt, neural network) act on scores ``Z``:
+  logits are used as given; probabilities become ``log(max(p, 1.2e-38))`` (exact up to a
+  constant per row, which softmax ignores; exact zeros become about -87);
+* histogram binning and isotonic regression act on probabilities: logits are turned into
+  probabilities with :func:`calibkit.softmax`.
+
+A 1-D ``X`` or an ``(N, 1)`` ``X`` is a binary problem, as everywhere in calibkit: a probability
+``p`` of class 1 becomes the two columns ``[1 - p, p]`` and a logit ``s`` becomes ``[0, s]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import numbers
+
+import numpy as np
+
+from ..errors import (
+    InputTypeError,
+    InvalidLabelsError,
+    InvalidParameterError,
+    InvalidProbabilitiesError,
+    ShapeMismatchError,
+)
+from ._kernels import scaled_softmax
+
+__all__ = [
+    "PROB_FLOOR",
+    "RANGE_TOL",
+    "ROW_SUM_TOL",
+    "ConvergenceWarning",
+    "NotFittedError",
+    "RecalibratorBase",
+    "check_random_state",
+    "limit_blas_threads",
+]
+
+#: Probabilities are floored here before taking logs (the smallest normal float32).
+PROB_FLOOR = float(np.finfo(np.float32).tiny)
+#: Probabilities may leave [0, 1] by this much (same tolerance as the metric kernels).
+RANGE_TOL = 1e-4
+#: Rows of probabilities may sum to 1 within this absolute tolerance (as the metric kernels).
+ROW_SUM_TOL = 1e-3
+
+INPUT_KINDS = ("logits", "probs")
+
+try:  # scikit-learn is optional
+    from sklearn.base import BaseEstimator as _SkBaseEstimator
+    from sklearn.exceptions import NotFittedError as _SkNotFittedError
+
+    HAVE_SKLEARN = True
+except ImportError:  # pragma: no cover - exercised in a subprocess test
+    _SkBaseEstimator = None
+    _SkNotFittedError = None
+    HAVE_SKLEARN = False
+
+
+if HAVE_SKLEARN:
+
+    class NotFittedError(_SkNotFittedError):
+        """Raised when ``predict_proba``/``transform`` is called before ``fit``.
+
+        A ``ValueError`` and ``AttributeError`` (and scikit-learn's ``NotFittedError``).
+        """
+
+else:  # pragma: no cover
+
+    class NotFittedError(ValueError, AttributeError):
+        """Raised when ``predict_proba``/``transform`` is called before ``fit``.
+
+        A ``ValueError`` and ``AttributeError``, like scikit-learn's ``NotFittedError``.
+        """
+
+
+if HAVE_SKLEARN:
+    from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
+
+    class ConvergenceWarning(_SkConvergenceWarning):
+        """An optimiser stopped before meeting its tolerance, or the optimum lies on a bound."""
+
+else:  # pragma: no cover
+
+    class ConvergenceWarning(UserWarning):
+        """An optimiser stopped before meeting its tolerance, or the optimum lies on a bound."""
+
+
+class ParamsMixin:
+    """``get_params`` / ``set_params`` with scikit-learn's semantics, for use without sklearn.
+
+    Parameters are the keyword arguments of ``__init__``; each is stored under its own name.
+    """
+
+    @classmethod
+    def _get_param_names(cls):
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        params = inspect.signature(init).parameters.values()
+        names = []
+        for p in params:
+            if p.name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            names.append(p.name)
+        return sorted(names)
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Parameters of this estimator, as a dict (nested ones as ``name__sub`` if ``deep``)."""
+        out = {}
+        for key in self._get_param_names():
+            value = getattr(self, key)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                for sub_key, sub_value in value.get_params().items():
+                    out[f"{key}__{sub_key}"] = sub_value
+            out[key] = value
+        return out
+
+    def set_params(self, **params):
+        """Set parameters (``name=value`` or ``name__sub=value``); returns ``self``."""
+        if not params:
+            return self
+        valid = self.get_params(deep=True)
+        nested: dict[str, dict] = {}
+        for key, value in params.items():
+            key, delim, sub_key = key.partition("__")
+            if key not in valid:
+                raise ValueError(
+                    f"Invalid parameter {key!r} for estimator {type(self).__name__}. "
+                    f"Valid parameters are: {sorted(self._get_param_names())!r}."
+                )
+            if delim:
+                nested.setdefault(key, {})[sub_key] = value
+            else:
+                setattr(self, key, value)
+                valid[key] = value
+        for key, sub_params in nested.items():
+            valid[key].set_params(**sub_params)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
+        return f"{type(self).__name__}({args})"
+
+
+_EstimatorBase = _SkBaseEstimator if HAVE_SKLEARN else ParamsMixin
+
+
+@contextlib.contextmanager
+def limit_blas_threads():
+    """Run BLAS single-threaded inside the block when ``threadpoolctl`` is installed.
+
+    The optimisers' many short vector operations (and mid-sized matrix products) are slowed
+    down, not sped up, by OpenBLAS threads on a small or busy machine.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """A :class:`numpy.random.Generator` from ``None``, an int, a Generator or a RandomState."""
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise InvalidParameterError(f"random_state must be >= 0, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    raise InvalidParameterError(
+        "random_state must be None, a non-negative int, a numpy Generator or RandomState, "
+        f"got {random_state!r}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# parameter checks used by the estimators' fit
+
+
+def check_int(name: str, value, minimum: int) -> int:
+    """``value`` as an int >= ``minimum`` or an InvalidParameterError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_float(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> float:
+    """``value`` as a finite float within the given bounds or an InvalidParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
+    v = float(value)
+    if low is not None and (v < low or (low_open and v == low)):
+        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise InvalidParameterError(
+            f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}"
+        )
+    return v
+
+
+def check_bool(name: str, value) -> bool:
+    """``value`` as a bool (True/False or numpy bools only) or an InvalidParameterError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(name: str, value, choices) -> str:
+    """``value`` if it is one of ``choices`` else an InvalidParameterError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidParameterError(f"{name} must be one of {tuple(choices)!r}, got {value!r}")
+    return value
+
+
+def check_range(name: str, value) -> tuple[float, float]:
+    """A ``(low, high)`` temperature range with ``0 < low < 1 < high``."""
+    try:
+        lo, hi = value
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"{name} must be a pair (low, high) of positive numbers, got {value!r}"
+        ) from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < 1.0 < hi):
+        raise InvalidParameterError(
+            f"{name} must satisfy 0 < low < 1 < high (T = 1 must be inside), got {value!r}"
+        )
+    return lo, hi
+
+
+# --------------------------------------------------------------------------------------------
+# data checks and conversions
+
+
+def _as_numeric(X, name: str) -> np.ndarray:
+    if isinstance(X, (str, bytes)) or X is None:
+        raise InputTypeError(
+            f"{name} must be a numeric array of shape (N, K), got {type(X).__name__}"
+        )
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged nested lists and the like
+        raise InputTypeError(f"{name} could not be converted to a numeric array: {exc}") from exc
+    if arr.dtype.kind not in "fiub":
+        raise InputTypeError(
+            f"{name} must hold real numbers, got dtype {arr.dtype}; pass a float array of shape (N, K)"
+        )
+    return arr
+
+
+def _check_finite(arr: np.ndarray, name: str) -> None:
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        bad = ~np.isfinite(arr)
+        row = int(np.flatnonzero(bad.reshape(arr.shape[0], -1).any(axis=1))[0])
+        raise InvalidProbabilitiesError(
+            f"{name} contains {int(bad.sum())} NaN or infinite value(s) (first in row {row}); "
+            "recalibration needs finite scores: drop or repair those rows"
+        )
+
+
+def prepare_scores(X, input_kind: str, space: str, *, name: str = "X") -> np.ndarray:
+    """Validate ``X`` and convert it to the space a method works in.
+
+    Parameters
+    ----------
+    X : array_like of shape (N, K), (N, 1) or (N,)
+        Logits or probabilities, as stated by ``input_kind``.
+    input_kind : {"logits", "probs"}
+    space : {"scores", "probs"}
+        ``"scores"``: logits (probabilities become floored log-probabilities);
+        ``"probs"``: probabilities (logits go through :func:`calibkit.softmax`).
+
+    Returns
+    -------
+    numpy.ndarray of shape (N, K), float64, C-contiguous, K >= 2.
+    """
+    arr = _as_numeric(X, name)
+    if arr.ndim == 0 or arr.ndim > 2:
+        raise ShapeMismatchError(
+            f"{name} must be 2-D (N samples, K classes) or 1-D (binary), got shape {arr.shape}"
+        )
+    arr = arr.astype(np.float64, copy=False)
+    if arr.shape[0] == 0:
+        raise ShapeMismatchError(f"{name} is empty (0 rows); pass at least one sample")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ShapeMismatchError(f"{name} has 0 columns; it needs one column per class")
+    lo, hi = float(arr.min()), float(arr.max())  # NaN or inf show up here
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        _check_finite(arr, name)
+    binary = arr.ndim == 1 or arr.shape[1] == 1
+    if binary:
+        v = arr.reshape(-1)
+        if input_kind == "probs":
+            _check_probs_values(v, name, lo, hi, binary=True)
+            v = np.clip(v, 0.0, 1.0)
+            arr = np.stack([1.0 - v, v], axis=1)
+        else:
+            arr = np.stack([np.zeros_like(v), v], axis=1)
+    elif input_kind == "probs":
+        _check_probs_values(arr, name, lo, hi, binary=False)
+        # used as given (clipped into [0, 1]), not renormalised: the per-class maps are
+        # sensitive to one-ulp changes near 1, and every output row is normalised anyway
+        if lo < 0.0 or hi > 1.0:
+            arr = np.clip(arr, 0.0, 1.0)
+    elif lo >= 0.0 and hi <= 1.0:
+        _check_not_probs(arr, name)
+    arr = np.ascontiguousarray(arr)
+    if space == "probs":
+        return arr if input_kind == "probs" else scaled_softmax(arr, 1.0)
+    return np.log(np.maximum(arr, PROB_FLOOR)) if input_kind == "probs" else arr
+
+
+def _check_probs_values(arr: np.ndarray, name: str, lo: float, hi: float, *, binary: bool) -> None:
+    if lo < -RANGE_TOL or hi > 1.0 + RANGE_TOL:
+        raise InvalidProbabilitiesError(
+            f"{name} has values in [{lo:.4g}, {hi:.4g}], outside [0, 1], but input='probs' was "
+            "declared; if X holds logits pass input='logits', otherwise pass probabilities"
+        )
+    if not binary:
+        sums = arr.sum(axis=1)
+        dev = np.abs(sums - 1.0)
+        if dev.max() > ROW_SUM_TOL:
+            row = int(np.argmax(dev))
+            raise InvalidProbabilitiesError(
+                f"row {row} of {name} sums to {sums[row]:.6g}, not 1 (tolerance {ROW_SUM_TOL:g}), "
+                "but input='probs' was declared; if X holds logits or unnormalised scores pass "
+                "input='logits', otherwise normalise each row"
+            )
+
+
+def _check_not_probs(arr: np.ndarray, name: str) -> None:
+    """Reject an (N, K>=2) array in [0, 1] whose rows sum to 1, declared as logits."""
+    if np.all(np.abs(arr.sum(axis=1) - 1.0) <= ROW_SUM_TOL):
+        raise InvalidParameterError(
+            f"{name} looks like probabilities (all values in [0, 1], every row sums to 1) but "
+            "input='logits' was declared; pass input='probs' (or log-probabilities as logits)"
+        )
+
+
+def prepare_labels(y, n_samples: int, n_classes: int, *, name: str = "y") -> np.ndarray:
+    """Validate class labels: 1-D integers (or integral floats / bools) in ``[0, K)``."""
+    if isinstance(y, (str, bytes)) or y is None:
+        raise InputTypeError(
+            f"{name} must be an array of integer class indices, got {type(y).__name__}"
+        )
+    try:
+        arr = np.asarray(y)
+    except Exception as exc:
+        raise InputTypeError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.ndim != 1:
+        raise ShapeMismatchError(
+            f"{name} must be 1-D (one class index per row), got shape {arr.shape}"
+        )
+    if arr.shape[0] != n_samples:
+        raise ShapeMismatchError(
+            f"{name} has {arr.shape[0]} entries but X has {n_samples} rows; pass one label per row"
+        )
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise InvalidLabelsError(
+                f"{name} contains NaN or infinite values; labels must be class indices"
+            )
+        if not np.all(arr == np.round(arr)):
+            bad = int(np.flatnonzero(arr != np.round(arr))[0])
+            raise InvalidLabelsError(
+                f"{name}[{bad}] is {arr[bad]!r}, not an integer: labels must be class indices"
+            )
+    elif arr.dtype.kind not in "iu":
+        raise InputTypeError(f"{name} must hold integer class indices, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        bad = int(np.flatnonzero((arr < 0) | (arr >= n_classes))[0])
+        raise InvalidLabelsError(
+            f"{name}[{bad}] = {arr[bad]} is not a class index in [0, {n_classes}) "
+            f"(X has {n_classes} columns, one per class)"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def check_all_classes(y: np.ndarray, n_classes: int, method: str, *, name: str = "y") -> np.ndarray:
+    """Raise if a class in ``[0, K)`` never occurs in ``y``; returns the class counts."""
+    counts = np.bincount(y, minlength=n_classes)
+    missing = np.flatnonzero(counts == 0)
+    if missing.size:
+        shown = ", ".join(str(int(c)) for c in missing[:10]) + (" ..." if missing.size > 10 else "")
+        raise InvalidLabelsError(
+            f"{name} never contains class(es) {shown} of the {n_classes} columns of X; {method} "
+            "fits per-class parameters and cannot estimate them for an absent class. Fit on data "
+            "with every class present, or use TemperatureScaling, which has one shared parameter"
+        )
+    return counts
+
+
+def renormalise(Q: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Divide each row of ``Q`` (non-negative) by its sum; rows summing to 0 take ``fallback``."""
+    sums = Q.sum(axis=1, keepdims=True)
+    zero = sums[:, 0] <= 0.0
+    if zero.any():
+        Q = Q.copy()
+        Q[zero] = fallback[zero]
+        sums[zero] = Q[zero].sum(axis=1, keepdims=True)
+    return Q / sums
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class RecalibratorBase(_EstimatorBase):
+    """Common ``fit`` / ``predict_proba`` / ``transform`` plumbing.
+
+    Subclasses set ``_space`` ("scores" or "probs"), ``_needs_all_classes`` and implement
+    ``_fit(A, y)`` and ``_predict_proba(A)`` on converted, validated arrays.
+    """
+
+    _space = "probs"
+    _needs_all_classes = True
+    _binary_only = False
+
+    def _check_input_param(self) -> str:
+        return check_choice("input", self.input, INPUT_KINDS)
+
+    def _prepare_fit(self, X, y):
+        kind = self._check_input_param()
+        A = prepare_scores(X, kind, self._space)
+        n, k = A.shape
+        if self._binary_only and k != 2:
+            raise ShapeMismatchError(
+                f"{type(self).__name__} is for binary problems, but X has {k} classes; use "
+                "TemperatureScaling, VectorScaling or MatrixScaling for multiclass problems"
+            )
+        labels = prepare_labels(y, n, k)
+        if self._needs_all_classes:
+            check_all_classes(labels, k, type(self).__name__)
+        return A, labels
+
+    def _set_fitted_shape(self, k: int) -> None:
+        self.n_classes_ = k
+        self.classes_ = np.arange(k)
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "n_classes_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first"
+            )
+
+    def _prepare_predict(self, X) -> np.ndarray:
+        self._check_fitted()
+        A = prepare_scores(X, self._check_input_param(), self._space)
+        if A.shape[1] != self.n_classes_:
+            raise ShapeMismatchError(
+                f"X has {A.shape[1]} classes but this {type(self).__name__} was fitted with "
+                f"{self.n_classes_}; pass scores with the same columns as in fit"
+            )
+        return A
+
+    def fit(self, X, y):
+        """Fit the recalibration map on held-out scores ``X`` and their labels ``y``.
+
+        Parameters
+        ----------
+        X : array_like of shape (N, K), or (N,) for binary
+            Logits or probabilities, as declared by ``input``.
+        y : array_like of shape (N,)
+            Integer class labels in ``[0, K)``.
+
+        Returns
+        -------
+        self
+        """
+        A, labels = self._prepare_fit(X, y)
+        self._fit(A, labels)
+        self._set_fitted_shape(A.shape[1])
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Recalibrated probabilities.
+
+        Parameters
+        ----------
+        X : array_like of shape (N, K), or (N,) for binary
+            Scores of the same kind (``input``) and classes as in :meth:`fit`.
+
+        Returns
+        -------
+        numpy.ndarray of shape (N, K), float64; rows are non-negative and sum to 1.
+        """
+        A = self._prepare_predict(X)
+        P = self._predict_proba(A)
+        np.clip(P, 0.0, 1.0, out=P)
+        P /= P.sum(axis=1, keepdims=True)
+        return P
+
+    def predict(self, X) -> np.ndarray:
+        """The class with the highest recalibrated probability (lowest index on ties), shape (N,)."""
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def transform(self, X) -> np.ndarray:
+        """Same as :meth:`predict_proba`, so the estimator can be an intermediate Pipeline step."""
+        return self.predict_proba(X)
+
+    def fit_transform(self, X, y):
+        """``fit(X, y)`` then ``transform(X)``."""
+        return self.fit(X, y).transform(X)
