@@ -13,6 +13,8 @@
 //!    sums; members of the wanted buckets are binned one by one; outcomes (1 only at the true
 //!    label) are binned from the list of true-label scores.
 //!
+//! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
+//! first compacted into per-class lists and the matrix is never transposed.
 //! Class-conditional: blocks of classes are transposed (in parallel over row chunks) so that
 //! each class's column is contiguous, then classes are processed in parallel with a histogram
 //! that fits in L1. Pooled: one finer histogram over row chunks, folded in chunk order.
@@ -432,6 +434,55 @@ impl<T: Score> Tiles<T> {
     }
 }
 
+/// Whether fewer than a quarter of the entries of the first rows pass the threshold (a sample
+/// of the data itself, so the choice, and hence the result, is deterministic).
+fn kept_fraction_is_small<T: Score>(x: &Inputs<T>, thr: f64) -> bool {
+    let rows = x.n.min(2048);
+    let sample = &x.probs[..rows * x.k];
+    let kept = sample.iter().filter(|v| v.to_f64() > thr).count();
+    kept * 4 < sample.len()
+}
+
+/// The kept scores of every class, class by class in row order: `values[offsets[c]..offsets[c+1]]`
+/// holds class c's. One parallel pass over row chunks, then a stable counting sort by class.
+fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64) -> (Vec<f64>, Vec<usize>) {
+    let chunks = crate::kernels::chunks::row_chunks(x.n, x.k);
+    let parts: Vec<(Vec<u32>, Vec<f64>)> = chunks
+        .par_iter()
+        .map(|r| {
+            let (mut cls, mut val) = (Vec::new(), Vec::new());
+            for i in r.clone() {
+                for (c, &v) in x.row(i).iter().enumerate() {
+                    let s = v.to_f64();
+                    if s > thr {
+                        cls.push(c as u32);
+                        val.push(s);
+                    }
+                }
+            }
+            (cls, val)
+        })
+        .collect();
+    let mut offsets = vec![0usize; x.k + 1];
+    for (cls, _) in &parts {
+        for &c in cls {
+            offsets[c as usize + 1] += 1;
+        }
+    }
+    for c in 0..x.k {
+        offsets[c + 1] += offsets[c];
+    }
+    let mut next = offsets.clone();
+    let mut values = vec![0.0f64; offsets[x.k]];
+    for (cls, val) in &parts {
+        for (&c, &v) in cls.iter().zip(val) {
+            values[next[c as usize]] = v;
+            next[c as usize] += 1;
+        }
+    }
+    (values, offsets)
+}
+
 /// Statistics of the all-probabilities grouping (`class_conditional`, `thr`) for each even bin
 /// count in `even` and each adaptive bin count in `adaptive`. Inputs must already be validated.
 pub fn stats<T: Score>(
@@ -449,7 +500,21 @@ pub fn stats<T: Score>(
         )));
     }
     let pos = positives(x, thr);
-    let per_group: Vec<GroupResult> = if class_conditional {
+    let per_group: Vec<GroupResult> = if thr > 0.0 && kept_fraction_is_small(x, thr) {
+        // Thresholds drop most entries of a many-class softmax: filter first, then work on
+        // the compact per-class lists of kept scores (no transposition of the whole matrix).
+        let (values, offsets) = compact_kept(x, thr);
+        if class_conditional {
+            let req = Request::new(Keys::CLASS, even, adaptive);
+            (0..x.k)
+                .into_par_iter()
+                .map(|c| group_from_segments(&[&values[offsets[c]..offsets[c + 1]]], &pos[c], &req, thr))
+                .collect()
+        } else {
+            let req = Request::new(Keys::POOLED, even, adaptive);
+            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr)]
+        }
+    } else if class_conditional {
         let req = Request::new(Keys::CLASS, even, adaptive);
         let mut out = Vec::with_capacity(x.k);
         if x.k == 1 {
