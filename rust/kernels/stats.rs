@@ -47,7 +47,10 @@ impl BinStats {
         self.count[i] += 1.0;
         let s = self.sum_score[i];
         let t = s + score;
-        comp[i] += if s.abs() >= score.abs() { (s - t) + score } else { (score - t) + s };
+        // Both candidates computed, then selected: no data-dependent branch.
+        let a = (s - t) + score;
+        let b = (score - t) + s;
+        comp[i] += if s.abs() >= score.abs() { a } else { b };
         self.sum_score[i] = t;
         self.sum_outcome[i] += outcome;
     }
