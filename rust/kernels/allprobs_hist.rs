@@ -127,22 +127,24 @@ crate::kernels::simd::multiversion! {
 }
 
 crate::kernels::simd::multiversion! {
-    /// Appends the kept values of `vals` whose bucket is wanted. Branch-free: every value is
-    /// written at the end and the length advances only for wanted ones (whether a value is
-    /// wanted is unpredictable, so a branch would mispredict often).
+    /// Appends the kept values of `vals` whose bucket is wanted. Branch-free: each block of
+    /// values is written into a small buffer whose length advances only for wanted ones
+    /// (whether a value is wanted is unpredictable, so a branch would mispredict often), and
+    /// only the wanted values reach `out`.
     fn gather_values<T: Score>(wanted: &[bool], keys: Keys, vals: &[T], thr: f64, out: &mut Vec<f64>) -> () {
+        const BLOCK: usize = 1024;
         let wanted = &wanted[..keys.nkeys()];
-        let mut len = out.len();
-        out.resize(len + vals.len() + 1, 0.0);
-        {
-            let buf = &mut out[..];
-            for &v in vals {
+        let mut buf = [0.0f64; BLOCK];
+        for block in vals.chunks(BLOCK) {
+            let mut len = 0usize;
+            for &v in block {
                 let s = v.to_f64();
                 buf[len] = s;
+                // len <= index within the block, so the write above stays in bounds.
                 len += (s > thr && wanted[keys.of(v)]) as usize;
             }
+            out.extend_from_slice(&buf[..len]);
         }
-        out.truncate(len);
     }
 }
 
