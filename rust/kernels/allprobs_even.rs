@@ -13,16 +13,33 @@ use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 /// laid out bin-major (`bin * groups + group`): in a row, most classes' scores fall in the same
 /// few bins, so consecutive classes touch consecutive cells and the hot part of the table
 /// stays in L1 even for 1000 classes. Outcomes are rare (one per row) and kept group-major.
+///
+/// Bin 0 gets a fast lane: in a many-class softmax almost every score is below the first edge,
+/// so those scores are counted in dense per-class (or, pooled, per-lane) arrays by a loop that
+/// compiles to SIMD, and only the few larger scores take the scattered path.
 struct Part {
     groups: usize,
     nb: usize,
     cells: Vec<[f64; 2]>,
     outcome: Vec<f64>,
+    low_cnt: Vec<f64>,
+    low_sum: Vec<f64>,
 }
 
+/// Lanes of the pooled bin-0 fast lane.
+const LANES: usize = 8;
+
 impl Part {
-    fn zeros(groups: usize, nb: usize) -> Self {
-        Part { groups, nb, cells: vec![[0.0; 2]; groups * nb], outcome: vec![0.0; groups * nb] }
+    fn zeros(groups: usize, nb: usize, class_conditional: bool) -> Self {
+        let low = if class_conditional { groups } else { LANES };
+        Part {
+            groups,
+            nb,
+            cells: vec![[0.0; 2]; groups * nb],
+            outcome: vec![0.0; groups * nb],
+            low_cnt: vec![0.0; low],
+            low_sum: vec![0.0; low],
+        }
     }
 
     fn add(&mut self, o: &Part) {
@@ -33,9 +50,23 @@ impl Part {
         for (a, b) in self.outcome.iter_mut().zip(&o.outcome) {
             *a += b;
         }
+        for (a, b) in self.low_cnt.iter_mut().zip(&o.low_cnt) {
+            *a += b;
+        }
+        for (a, b) in self.low_sum.iter_mut().zip(&o.low_sum) {
+            *a += b;
+        }
     }
 
-    fn into_stats(self, bounds: &[f64]) -> BinStats {
+    fn into_stats(mut self, bounds: &[f64]) -> BinStats {
+        // Bin 0 holds exactly the fast lane's scores (the scattered path never sees them).
+        if self.low_cnt.len() == self.groups {
+            for g in 0..self.groups {
+                self.cells[g] = [self.low_cnt[g], self.low_sum[g]];
+            }
+        } else {
+            self.cells[0] = [self.low_cnt.iter().sum(), self.low_sum.iter().sum()];
+        }
         let mut st = BinStats::zeros(self.groups, self.nb);
         for g in 0..self.groups {
             for b in 0..self.nb {
@@ -62,7 +93,8 @@ pub fn stats<T: Score>(
     }
     let groups = g.groups(x.k);
     let edges: Vec<EvenEdges> = bins.iter().map(|&b| EvenEdges::new(b)).collect();
-    let empty = || -> Vec<Part> { edges.iter().map(|e| Part::zeros(groups, e.num_bins())).collect() };
+    let cc = g.class_conditional;
+    let empty = || -> Vec<Part> { edges.iter().map(|e| Part::zeros(groups, e.num_bins(), cc)).collect() };
     let mut total = empty();
     // Each chunk's partial tables are folded into the total: keep chunks at least 64 times
     // larger than the tables.
@@ -114,23 +146,42 @@ crate::kernels::simd::multiversion! {
 fn accumulate_row<T: Score>(row: &[T], label: usize, e: &EvenEdges, p: &mut Part, g: &Grouping) {
     let thr = g.threshold;
     let groups = p.groups;
+    let u1 = e.first_edge();
+    // Fast lane: kept scores below the first edge are bin 0 (branch-free, SIMD).
     if g.class_conditional {
-        let cells = &mut p.cells[..];
-        for (k, v) in row.iter().enumerate() {
-            let s = v.to_f64();
-            let keep = (s > thr) as u8 as f64;
-            let c = &mut cells[e.bin(s) * groups + k];
-            c[0] += keep;
-            c[1] += keep * s;
+        let (lc, ls) = (&mut p.low_cnt[..row.len()], &mut p.low_sum[..row.len()]);
+        for k in 0..row.len() {
+            let s = row[k].to_f64();
+            let m = ((s > thr) & (s < u1)) as u8 as f64;
+            lc[k] += m;
+            ls[k] += m * s;
         }
     } else {
-        let cells = &mut p.cells[..];
-        for v in row {
+        let (lc, ls) = (&mut p.low_cnt[..LANES], &mut p.low_sum[..LANES]);
+        let mut it = row.chunks_exact(LANES);
+        for c in &mut it {
+            for l in 0..LANES {
+                let s = c[l].to_f64();
+                let m = ((s > thr) & (s < u1)) as u8 as f64;
+                lc[l] += m;
+                ls[l] += m * s;
+            }
+        }
+        for (l, v) in it.remainder().iter().enumerate() {
             let s = v.to_f64();
-            let keep = (s > thr) as u8 as f64;
-            let c = &mut cells[e.bin(s)];
-            c[0] += keep;
-            c[1] += keep * s;
+            let m = ((s > thr) & (s < u1)) as u8 as f64;
+            lc[l] += m;
+            ls[l] += m * s;
+        }
+    }
+    // Scattered path: the few kept scores at or above the first edge.
+    let cells = &mut p.cells[..];
+    for (k, v) in row.iter().enumerate() {
+        let s = v.to_f64();
+        if s >= u1 && s > thr {
+            let c = &mut cells[e.bin(s) * groups + if g.class_conditional { k } else { 0 }];
+            c[0] += 1.0;
+            c[1] += s;
         }
     }
     let s = row[label].to_f64();

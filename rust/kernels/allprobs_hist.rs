@@ -386,10 +386,14 @@ crate::kernels::simd::multiversion! {
         stride: usize,
         t: &mut [T],
     ) -> () {
+        let w = cols.len();
+        assert!(rows.len() <= stride && t.len() >= w * stride);
         for (ii, i) in rows.enumerate() {
             let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
             for (j, &v) in row.iter().enumerate() {
-                t[j * stride + ii] = v;
+                // SAFETY: j < w and ii < rows.len() <= stride, so j * stride + ii < w * stride
+                // <= t.len() (asserted above).
+                unsafe { *t.get_unchecked_mut(j * stride + ii) = v };
             }
         }
     }

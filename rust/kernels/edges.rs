@@ -35,6 +35,12 @@ impl EvenEdges {
         g + up - down
     }
 
+    /// The first upper edge u_1 (1.0 when B = 1): scores below it are in bin 0.
+    #[inline(always)]
+    pub fn first_edge(&self) -> f64 {
+        self.table[1]
+    }
+
     /// Number of bins including the extra one for 1.0.
     pub fn num_bins(&self) -> usize {
         self.b + 1
