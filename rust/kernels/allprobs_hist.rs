@@ -203,28 +203,37 @@ impl Selection {
 }
 
 /// Sorted candidates with exact-ish prefix sums (double-double: `hi + lo`), so any contiguous
-/// range's sum costs O(1) and stays accurate to about one ulp of the group total.
+/// range's sum costs O(1) and stays accurate to about one ulp of the group total. Reused from
+/// group to group within a worker (fresh buffers would cost page faults each time).
+#[derive(Default)]
 struct Candidates {
     sorted: Vec<f64>,
     hi: Vec<f64>,
     lo: Vec<f64>,
+    next: Vec<usize>,
 }
 
 impl Candidates {
     fn new(sorted: Vec<f64>) -> Self {
-        let mut hi = Vec::with_capacity(sorted.len() + 1);
-        let mut lo = Vec::with_capacity(sorted.len() + 1);
+        let mut c = Candidates { sorted, ..Default::default() };
+        c.prefix();
+        c
+    }
+
+    /// Recomputes the prefix sums of `sorted`.
+    fn prefix(&mut self) {
+        self.hi.clear();
+        self.lo.clear();
         let (mut s, mut c) = (0.0f64, 0.0f64);
-        hi.push(0.0);
-        lo.push(0.0);
-        for &v in &sorted {
+        self.hi.push(0.0);
+        self.lo.push(0.0);
+        for &v in &self.sorted {
             let t = s + v;
             c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
             s = t;
-            hi.push(s);
-            lo.push(c);
+            self.hi.push(s);
+            self.lo.push(c);
         }
-        Candidates { sorted, hi, lo }
     }
 
     fn range_sum(&self, a: usize, b: usize) -> f64 {
@@ -355,18 +364,70 @@ fn positives<T: Score>(x: &Inputs<T>, thr: f64) -> Vec<Vec<f64>> {
 }
 
 /// One group's computation from its values, given as contiguous segments.
-fn group_from_segments<T: Score>(segs: &[&[T]], pos: &[f64], req: &Request, thr: f64) -> GroupResult {
+fn group_from_segments<T: Score>(
+    segs: &[&[T]],
+    pos: &[f64],
+    req: &Request,
+    thr: f64,
+    scratch: &mut Candidates,
+) -> GroupResult {
     let mut h = Hist::zeros(req.keys);
     for s in segs {
         hist_values(&mut h, req.keys, s, thr);
     }
     let sel = Selection::new(&h, req);
-    let mut cand = Vec::new();
+    // Place each wanted value straight into its bucket's slot (the histogram gives every
+    // bucket's offset), then sort each bucket on its own: small sorts in cache, and buckets
+    // are in value order, so the whole array ends up sorted.
+    let total = sel.cand_offset.last().copied().unwrap_or(0) as usize
+        + sel.wanted.last().map_or(0, |&w| if w { h.count(sel.wanted.len() - 1) as usize } else { 0 });
+    let next = &mut scratch.next;
+    next.clear();
+    next.extend(
+        (0..=req.keys.nkeys())
+            .map(|q| if q < sel.wanted.len() && sel.wanted[q] { sel.cand_offset[q] as usize } else { total }),
+    );
+    let cand = &mut scratch.sorted;
+    cand.clear();
+    cand.resize(total + 1, 0.0);
     for s in segs {
-        gather_values(&sel.wanted, req.keys, s, thr, &mut cand);
+        scatter_values(&sel.wanted, req.keys, s, thr, next, cand);
     }
-    sort_values(&mut cand);
-    finalize(&h, &sel, &Candidates::new(cand), pos, req, thr)
+    cand.truncate(total);
+    for q in 0..sel.wanted.len() {
+        if sel.wanted[q] {
+            let a = sel.cand_offset[q] as usize;
+            cand[a..a + h.count(q) as usize].sort_unstable_by_key(|v| v.to_bits());
+        }
+    }
+    scratch.prefix();
+    finalize(&h, &sel, scratch, pos, req, thr)
+}
+
+crate::kernels::simd::multiversion! {
+    /// Writes each kept value of a wanted bucket at its bucket's next free slot; every other
+    /// value is written to the spare last slot (`next[q] == total` for those), without
+    /// branching on the data.
+    fn scatter_values<T: Score>(
+        wanted: &[bool],
+        keys: Keys,
+        vals: &[T],
+        thr: f64,
+        next: &mut [usize],
+        out: &mut [f64],
+    ) -> () {
+        let wanted = &wanted[..keys.nkeys()];
+        let drop = keys.drop_slot();
+        let next = &mut next[..=drop];
+        for &v in vals {
+            let s = v.to_f64();
+            let q = if s > thr { keys.of(v) } else { drop };
+            let w = q < wanted.len() && wanted[q.min(wanted.len() - 1)];
+            let idx = next[q];
+            out[idx] = s;
+            next[q] = idx + w as usize;
+        }
+    }
 }
 
 /// Classes per transposed block, balanced over the blocks.
@@ -388,7 +449,17 @@ crate::kernels::simd::multiversion! {
     ) -> () {
         let w = cols.len();
         assert!(rows.len() <= stride && t.len() >= w * stride);
+        let line = 64 / std::mem::size_of::<T>();
+        let end = rows.end;
         for (ii, i) in rows.enumerate() {
+            // The block reads a short segment of each row at a large stride, which hardware
+            // prefetchers do not follow across pages: ask for the segment a few rows ahead.
+            if i + PREFETCH_ROWS < end {
+                let ahead = &x.probs[(i + PREFETCH_ROWS) * x.k + cols.start..(i + PREFETCH_ROWS) * x.k + cols.end];
+                for c in (0..w).step_by(line) {
+                    prefetch(&ahead[c]);
+                }
+            }
             let row = &x.probs[i * x.k + cols.start..i * x.k + cols.end];
             for (j, &v) in row.iter().enumerate() {
                 // SAFETY: j < w and ii < rows.len() <= stride, so j * stride + ii < w * stride
@@ -397,6 +468,20 @@ crate::kernels::simd::multiversion! {
             }
         }
     }
+}
+
+/// Rows ahead that [`transpose_rows`] prefetches.
+const PREFETCH_ROWS: usize = 16;
+
+#[inline(always)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; the address comes from a valid reference.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const T as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Column-major copies of a block of columns, one tile per chunk of rows. The buffers are
@@ -514,24 +599,28 @@ pub fn stats<T: Score>(
             let req = Request::new(Keys::CLASS, even, adaptive);
             (0..x.k)
                 .into_par_iter()
-                .map(|c| group_from_segments(&[&values[offsets[c]..offsets[c + 1]]], &pos[c], &req, thr))
+                .map_init(Candidates::default, |scratch, c| {
+                    group_from_segments(&[&values[offsets[c]..offsets[c + 1]]], &pos[c], &req, thr, scratch)
+                })
                 .collect()
         } else {
             let req = Request::new(Keys::POOLED, even, adaptive);
-            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr)]
+            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr, &mut Candidates::default())]
         }
     } else if class_conditional {
         let req = Request::new(Keys::CLASS, even, adaptive);
         let mut out = Vec::with_capacity(x.k);
         if x.k == 1 {
-            out.push(group_from_segments(&[x.probs], &pos[0], &req, thr));
+            out.push(group_from_segments(&[x.probs], &pos[0], &req, thr, &mut Candidates::default()));
         } else {
             let mut tiles = Tiles::new(x.n);
             for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
                 tiles.fill(x, &cols);
                 let res: Vec<GroupResult> = (0..cols.len())
                     .into_par_iter()
-                    .map(|j| group_from_segments(&tiles.column(j), &pos[cols.start + j], &req, thr))
+                    .map_init(Candidates::default, |scratch, j| {
+                        group_from_segments(&tiles.column(j), &pos[cols.start + j], &req, thr, scratch)
+                    })
                     .collect();
                 out.extend(res);
             }
