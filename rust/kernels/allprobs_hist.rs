@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::kernels::chunks::{map_fold, row_chunks_min};
 use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges, EvenEdges};
+use crate::kernels::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
 /// At most this many classes are transposed at once ...
@@ -536,26 +537,25 @@ fn kept_fraction_is_small<T: Score>(x: &Inputs<T>, thr: f64) -> bool {
 
 /// The kept scores of every class, class by class in row order: `values[offsets[c]..offsets[c+1]]`
 /// holds class c's. One parallel pass over row chunks, then a stable counting sort by class.
-fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64) -> (Vec<f64>, Vec<usize>) {
+/// Rows are validated in the same read (the first failing row, in row order, is reported).
+fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64, check: &Checks) -> Result<(Vec<f64>, Vec<usize>), KernelError> {
+    if check.labels {
+        crate::kernels::validate::labels(x)?;
+    }
     let chunks = crate::kernels::chunks::row_chunks(x.n, x.k);
-    let parts: Vec<(Vec<u32>, Vec<f64>)> = chunks
+    let parts: Vec<(Vec<u32>, Vec<f64>, Option<usize>)> = chunks
         .par_iter()
         .map(|r| {
             let (mut cls, mut val) = (Vec::new(), Vec::new());
-            for i in r.clone() {
-                for (c, &v) in x.row(i).iter().enumerate() {
-                    let s = v.to_f64();
-                    if s > thr {
-                        cls.push(c as u32);
-                        val.push(s);
-                    }
-                }
-            }
-            (cls, val)
+            let bad = compact_rows(x, r.clone(), thr, check, &mut cls, &mut val);
+            (cls, val, bad)
         })
         .collect();
+    if let Some(i) = parts.iter().find_map(|p| p.2) {
+        return Err(crate::kernels::validate::row_error(x, i, check));
+    }
     let mut offsets = vec![0usize; x.k + 1];
-    for (cls, _) in &parts {
+    for (cls, _, _) in &parts {
         for &c in cls {
             offsets[c as usize + 1] += 1;
         }
@@ -565,23 +565,53 @@ fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64) -> (Vec<f64>, Vec<usize>) {
     }
     let mut next = offsets.clone();
     let mut values = vec![0.0f64; offsets[x.k]];
-    for (cls, val) in &parts {
+    for (cls, val, _) in &parts {
         for (&c, &v) in cls.iter().zip(val) {
             values[next[c as usize]] = v;
             next[c as usize] += 1;
         }
     }
-    (values, offsets)
+    Ok((values, offsets))
+}
+
+crate::kernels::simd::multiversion! {
+    /// Appends the kept (class, score) pairs of `rows`; the first row failing a check, if any.
+    fn compact_rows<T: Score>(
+        x: &Inputs<T>,
+        rows: std::ops::Range<usize>,
+        thr: f64,
+        check: &Checks,
+        cls: &mut Vec<u32>,
+        val: &mut Vec<f64>,
+    ) -> Option<usize> {
+        for i in rows {
+            let row = x.row(i);
+            let (sum, bad) = crate::kernels::validate::row_sum_and_bad(row);
+            if !crate::kernels::validate::row_ok(sum, bad, check) {
+                return Some(i);
+            }
+            for (c, &v) in row.iter().enumerate() {
+                let s = v.to_f64();
+                if s > thr {
+                    cls.push(c as u32);
+                    val.push(s);
+                }
+            }
+        }
+        None
+    }
 }
 
 /// Statistics of the all-probabilities grouping (`class_conditional`, `thr`) for each even bin
 /// count in `even` and each adaptive bin count in `adaptive`. Inputs must already be validated.
+/// Validates the input as `check` asks (fused into the compaction pass when there is one).
 pub fn stats<T: Score>(
     x: &Inputs<T>,
     class_conditional: bool,
     thr: f64,
     even: &[usize],
     adaptive: &[usize],
+    check: &Checks,
 ) -> Result<(Vec<BinStats>, Vec<BinStats>), KernelError> {
     let per_group_entries = if class_conditional { x.n } else { x.probs.len() };
     if per_group_entries >= u32::MAX as usize {
@@ -590,11 +620,15 @@ pub fn stats<T: Score>(
              kernels; use calibkit.dask or calibkit.Accumulator for data this large"
         )));
     }
+    let compact = thr > 0.0 && kept_fraction_is_small(x, thr);
+    if !compact {
+        crate::kernels::validate::scan(x, check)?;
+    }
     let pos = positives(x, thr);
-    let per_group: Vec<GroupResult> = if thr > 0.0 && kept_fraction_is_small(x, thr) {
+    let per_group: Vec<GroupResult> = if compact {
         // Thresholds drop most entries of a many-class softmax: filter first, then work on
         // the compact per-class lists of kept scores (no transposition of the whole matrix).
-        let (values, offsets) = compact_kept(x, thr);
+        let (values, offsets) = compact_kept(x, thr, check)?;
         if class_conditional {
             let req = Request::new(Keys::CLASS, even, adaptive);
             (0..x.k)

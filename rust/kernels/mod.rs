@@ -99,8 +99,8 @@ pub fn stats_many<T: Score>(
         match grouping.binning {
             Binning::Even => allprobs_even::stats(x, grouping, bins, check),
             Binning::Adaptive => {
-                validate::scan(x, check)?;
-                let (_, adaptive) = allprobs_hist::stats(x, grouping.class_conditional, grouping.threshold, &[], bins)?;
+                let (_, adaptive) =
+                    allprobs_hist::stats(x, grouping.class_conditional, grouping.threshold, &[], bins, check)?;
                 Ok(adaptive)
             }
         }

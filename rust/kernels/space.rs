@@ -54,6 +54,7 @@ pub fn evaluate<T: Score>(
                 g.threshold,
                 if want_even { bins } else { &[] },
                 if want_adaptive { bins } else { &[] },
+                &Checks::NONE,
             )?;
             let mut members = Vec::new();
             let mut tables = Vec::new();
