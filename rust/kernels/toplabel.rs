@@ -94,7 +94,39 @@ crate::kernels::simd::multiversion! {
     /// fails a check.
     fn summarise_rows<T: Score>(x: &Inputs<T>, start: usize, p: &mut [u32], c: &mut [f64], o: &mut [bool], check: &Checks) -> bool {
         let mut all_ok = true;
-        for j in 0..p.len() {
+        let mut j0 = 0;
+        if x.k <= 16 {
+            // Short rows: R rows at once, one independent dependency chain per row.
+            const R: usize = 4;
+            use crate::kernels::validate::RANGE_TOL;
+            let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
+            while j0 + R <= p.len() {
+                let base = (start + j0) * x.k;
+                let mut sum = [0.0f64; R];
+                let mut bad = [false; R];
+                let mut mx = [f64::NEG_INFINITY; R];
+                let mut arg = [0usize; R];
+                for col in 0..x.k {
+                    for r in 0..R {
+                        let v = x.probs[base + r * x.k + col].to_f64();
+                        sum[r] += v;
+                        bad[r] |= !(v >= lo && v <= hi);
+                        let gt = v > mx[r];
+                        mx[r] = if gt { v } else { mx[r] };
+                        arg[r] = if gt { col } else { arg[r] };
+                    }
+                }
+                for r in 0..R {
+                    let i = start + j0 + r;
+                    all_ok &= row_ok(sum[r], bad[r], check);
+                    p[j0 + r] = arg[r] as u32;
+                    c[j0 + r] = mx[r];
+                    o[j0 + r] = x.labels[i] == arg[r] as i64;
+                }
+                j0 += R;
+            }
+        }
+        for j in j0..p.len() {
             let i = start + j;
             let (a, mx, s, bad) = scan_row(x.row(i));
             all_ok &= row_ok(s, bad, check);
