@@ -94,7 +94,7 @@ def gce(
     >>> probs = np.array([[0.7, 0.2, 0.1], [0.5, 0.3, 0.2], [0.15, 0.6, 0.25]])
     >>> labels = np.array([0, 1, 1])
     >>> round(calibkit.gce(labels, probs, num_bins=3), 6)
-    0.283333
+    0.133333
     """
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
     if _is_label_matrix(labels):
