@@ -150,6 +150,28 @@ def test_num_bins_below_one(num_bins):
         calibkit.ece(Y, P, num_bins=num_bins)
 
 
+def test_num_bins_beyond_limit_is_refused_not_allocated():
+    with pytest.raises(InvalidParameterError, match=r"num_bins must be at most 1000000"):
+        calibkit.ece(Y, P, num_bins=10**9)
+    from calibkit import _native
+
+    with pytest.raises(InvalidParameterError, match="no larger than 1000000"):
+        _native.gce(Y, P, "even", True, False, 0.0, "l1", 10**9)
+
+
+def test_table_too_large_for_memory_is_refused():
+    # 3000 classes x 100001 bins would need 300M cells: a clear error, not an allocation abort.
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3000), size=20)
+    y = rng.integers(0, 3000, size=20)
+    with pytest.raises(InvalidParameterError, match=r"table of \d+ cells .*use fewer bins"):
+        calibkit.sce(y, p, num_bins=100_000)
+    with pytest.raises(InvalidParameterError, match="use fewer bins"):
+        calibkit.evaluate(y, p, space=["SCE"], num_bins=(100_000,))
+    # Pooled metrics need one group only: the same bin count is fine there.
+    assert 0.0 <= calibkit.ece(y, p, num_bins=100_000) <= 1.0
+
+
 @pytest.mark.parametrize("num_bins", [2.5, "10", True, None])
 def test_num_bins_not_an_integer(num_bins):
     with pytest.raises(InvalidParameterError, match="num_bins must be a positive integer"):

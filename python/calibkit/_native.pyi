@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 RANGE_TOL: float
 ROW_SUM_TOL: float
+MAX_BINS: int
 
 def gce(
     labels: npt.NDArray[np.int64],

@@ -39,6 +39,7 @@ __all__ = [
     "NORMS",
     "RANGE_TOL",
     "ROW_SUM_TOL",
+    "MAX_BINS",
 ]
 
 BINNINGS = ("even", "adaptive")
@@ -48,6 +49,8 @@ NORMS = ("l1", "l2", "max")
 RANGE_TOL: float = _native.RANGE_TOL
 #: Each row of ``probs`` must sum to 1 within this absolute tolerance.
 ROW_SUM_TOL: float = _native.ROW_SUM_TOL
+#: Largest accepted ``num_bins`` (the kernels refuse larger ones too).
+MAX_BINS: int = _native.MAX_BINS
 
 
 def as_probs(probs, name: str = "probs") -> np.ndarray:
@@ -143,4 +146,9 @@ def check_gce_params(binning, norm, threshold, num_bins) -> tuple[str, str, floa
     num_bins = int(num_bins)
     if num_bins < 1:
         raise InvalidParameterError(f"num_bins must be a positive integer (>= 1), got {num_bins}")
+    if num_bins > MAX_BINS:
+        raise InvalidParameterError(
+            f"num_bins must be at most {MAX_BINS} (got {num_bins}); calibration estimates need "
+            "many points per bin, so use far fewer bins"
+        )
     return binning, norm, threshold, num_bins

@@ -16,12 +16,6 @@ from ._validate import check_gce_params, validate_inputs
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
 
 
-def _is_label_matrix(labels) -> bool:
-    return getattr(labels, "ndim", None) == 2 or (
-        not hasattr(labels, "ndim") and np.ndim(labels) == 2
-    )
-
-
 def gce(
     labels,
     probs,
@@ -97,7 +91,7 @@ def gce(
     0.133333
     """
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
-    if _is_label_matrix(labels):
+    if np.ndim(labels) == 2:  # multilabel: an (N, K) 0/1 label matrix
         from .multilabel import multilabel_gce
 
         return multilabel_gce(

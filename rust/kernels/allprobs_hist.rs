@@ -8,9 +8,11 @@
 //! 2. prefix sums locate the bucket holding each wanted rank (adaptive edges, for every
 //!    requested bin count at once); even edges `j/B` sit in the buckets of their own keys;
 //! 3. a second pass gathers only the members of those "wanted" buckets, which are sorted
-//!    (radix sort) to read the exact adaptive edges;
+//!    (per class: scattered to their bucket's slot and each bucket sorted on its own; pooled:
+//!    one radix sort) to read the exact adaptive edges;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
-//!    sums; members of the wanted buckets are binned one by one; outcomes (1 only at the true
+//!    sums; members of the wanted buckets are binned as runs of the sorted candidates (prefix
+//!    sums); outcomes (1 only at the true
 //!    label) are binned from the list of true-label scores.
 //!
 //! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are

@@ -88,6 +88,7 @@ pub fn stats_many<T: Score>(
 ) -> Result<Vec<BinStats>, KernelError> {
     for &b in bins {
         grouping.check(b)?;
+        grouping.check_table(x.k, b)?;
     }
     if grouping.max_prob {
         let top = toplabel::summarise(x, check)?;

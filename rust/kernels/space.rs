@@ -21,6 +21,7 @@ pub fn evaluate<T: Score>(
     for (g, _) in metrics {
         for &b in bins {
             g.check(b)?;
+            g.check_table(x.k, b)?;
         }
     }
     scan(x, check)?;

@@ -51,17 +51,36 @@ pub struct Grouping {
     pub threshold: f64,
 }
 
+/// Largest accepted bin count (far beyond any meaningful calibration estimate).
+pub const MAX_BINS: usize = 1_000_000;
+/// Largest (groups x bins) table a metric may need (about 800 MB of statistics).
+pub const MAX_TABLE_CELLS: usize = 1 << 25;
+
 impl Grouping {
     pub fn check(&self, num_bins: usize) -> Result<(), KernelError> {
-        if num_bins < 1 {
+        if !(1..=MAX_BINS).contains(&num_bins) {
             return Err(KernelError::Parameter(format!(
-                "num_bins must be a positive integer, got {num_bins}"
+                "num_bins must be a positive integer no larger than {MAX_BINS}, got {num_bins}"
             )));
         }
         if !(self.threshold >= 0.0 && self.threshold < 1.0) {
             return Err(KernelError::Parameter(format!(
                 "threshold must be in [0, 1), got {}",
                 self.threshold
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses a per-(group, bin) table too large to allocate, with a readable error instead of
+    /// an allocation failure.
+    pub fn check_table(&self, k: usize, num_bins: usize) -> Result<(), KernelError> {
+        let cells = self.groups(k).saturating_mul(num_bins.saturating_add(1));
+        if cells > MAX_TABLE_CELLS {
+            return Err(KernelError::Parameter(format!(
+                "num_bins={num_bins} with {} score groups needs a table of {cells} cells (limit \
+                 {MAX_TABLE_CELLS}); use fewer bins",
+                self.groups(k)
             )));
         }
         Ok(())

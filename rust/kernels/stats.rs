@@ -61,13 +61,4 @@ impl BinStats {
             *a += c;
         }
     }
-
-    /// Adds one kept score with its outcome to (group, bin).
-    #[inline(always)]
-    pub fn push(&mut self, group: usize, bin: usize, score: f64, outcome: f64) {
-        let i = group * self.nb + bin;
-        self.count[i] += 1.0;
-        self.sum_score[i] += score;
-        self.sum_outcome[i] += outcome;
-    }
 }

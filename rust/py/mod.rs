@@ -136,5 +136,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
+    m.add("MAX_BINS", kernels::spec::MAX_BINS)?;
     Ok(())
 }
