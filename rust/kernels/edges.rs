@@ -3,42 +3,101 @@
 //! A score goes to the bin numbered by how many upper edges are <= it (left-closed bins).
 
 /// Even upper edges `u_j = j * (1/B)` for j = 1..B as `np.linspace(0, 1, B+1)[1:]` computes
-/// them (last exactly 1.0), with sentinels: `table[0] = -inf`, `table[B+1] = +inf`.
+/// them (last exactly 1.0). Edges are computed, not looked up, so that binning is a short run
+/// of arithmetic and selects that the compiler vectorises ([`EvenEdges::bins_of`]).
 #[derive(Debug, Clone)]
 pub struct EvenEdges {
     pub b: usize,
     bf: f64,
-    table: Vec<f64>,
+    step: f64,
 }
 
 impl EvenEdges {
     pub fn new(b: usize) -> Self {
-        let step = 1.0 / b as f64;
-        let mut table = Vec::with_capacity(b + 2);
-        table.push(f64::NEG_INFINITY);
-        for j in 1..b {
-            table.push(j as f64 * step);
-        }
-        table.push(1.0);
-        table.push(f64::INFINITY);
-        EvenEdges { b, bf: b as f64, table }
+        EvenEdges { b, bf: b as f64, step: 1.0 / b as f64 }
     }
 
-    /// Bin of score `s` in 0..=B (B is the extra bin of scores >= 1.0). Branch-free: a guess
-    /// by multiply-and-floor, corrected by one comparison on each side against the exact edges.
+    /// Upper edge `u_j` for j in 1..=B (`u_B` = 1.0 exactly). Also used, unclamped, for
+    /// j = 0 (0.0) and j = B+1 (> 1) by [`EvenEdges::bin`], which clamps its result instead.
+    #[inline(always)]
+    fn edge(&self, j: f64) -> f64 {
+        if j == self.bf {
+            1.0
+        } else {
+            j * self.step
+        }
+    }
+
+    /// Bin of score `s` in 0..=B (B is the extra bin of scores >= 1.0; NaN goes to bin 0).
+    /// Branch-free: a guess g by multiply-and-truncate, corrected by one comparison on each
+    /// side against the exact edges u_g and u_{g+1}, then clamped to 0..=B (which covers
+    /// negative scores, scores above 1 and infinities).
     #[inline(always)]
     pub fn bin(&self, s: f64) -> usize {
-        // `as usize` saturates (NaN -> 0), and the clamp keeps the guess in 0..=B.
-        let g = ((s * self.bf) as usize).min(self.b);
-        let up = (s >= self.table[g + 1]) as usize;
-        let down = (s < self.table[g]) as usize;
-        g + up - down
+        let t = s * self.bf;
+        let t = if t > 0.0 { t } else { 0.0 }; // negatives and NaN
+        let t = if t < self.bf { t } else { self.bf };
+        // SAFETY: t is in [0, B] and B <= MAX_BINS fits in i32.
+        let g = unsafe { t.to_int_unchecked::<i32>() };
+        let gf = g as f64;
+        let up = (s >= self.edge(gf + 1.0)) as i32;
+        let down = (s < self.edge(gf)) as i32;
+        (g + up - down).clamp(0, self.b as i32) as usize
+    }
+
+    /// [`EvenEdges::bin`] of every score (four at a time with AVX2: the same arithmetic on
+    /// vectors, so the same bins).
+    pub fn bins_of(&self, scores: &[f64], out: &mut [u32]) {
+        assert_eq!(scores.len(), out.len());
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present; lengths were checked above.
+            done = unsafe { self.bins_of_avx2(scores, out) };
+        }
+        for (o, &s) in out[done..].iter_mut().zip(&scores[done..]) {
+            *o = self.bin(s) as u32;
+        }
+    }
+
+    /// The vector part of [`EvenEdges::bins_of`]; returns how many scores it binned.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn bins_of_avx2(&self, scores: &[f64], out: &mut [u32]) -> usize {
+        use std::arch::x86_64::*;
+        let n = scores.len() / 4 * 4;
+        for i in (0..n).step_by(4) {
+            let bins = self.bin4(_mm256_loadu_pd(scores.as_ptr().add(i)));
+            _mm_storeu_si128(out.as_mut_ptr().add(i) as *mut __m128i, bins);
+        }
+        n
+    }
+
+    /// [`EvenEdges::bin`] of four scores, as i32 lanes.
+    ///
+    /// # Safety
+    /// AVX2 must be available (inlined into AVX2 code).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub unsafe fn bin4(&self, s: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m128i {
+        use std::arch::x86_64::*;
+        let bf = _mm256_set1_pd(self.bf);
+        let step = _mm256_set1_pd(self.step);
+        let (zero, one) = (_mm256_setzero_pd(), _mm256_set1_pd(1.0));
+        let edge = |j: __m256d| _mm256_blendv_pd(_mm256_mul_pd(j, step), one, _mm256_cmp_pd(j, bf, _CMP_EQ_OQ));
+        // max(t, 0) returns 0 for NaN t (the second operand), as `bin` does.
+        let t = _mm256_min_pd(_mm256_max_pd(_mm256_mul_pd(s, bf), zero), bf);
+        let g = _mm256_round_pd(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        let up = _mm256_and_pd(_mm256_cmp_pd(s, edge(_mm256_add_pd(g, one)), _CMP_GE_OQ), one);
+        let down = _mm256_and_pd(_mm256_cmp_pd(s, edge(g), _CMP_LT_OQ), one);
+        let bin = _mm256_min_pd(_mm256_max_pd(_mm256_sub_pd(_mm256_add_pd(g, up), down), zero), bf);
+        _mm256_cvttpd_epi32(bin)
     }
 
     /// The first upper edge u_1 (1.0 when B = 1): scores below it are in bin 0.
     #[inline(always)]
     pub fn first_edge(&self) -> f64 {
-        self.table[1]
+        self.edge(1.0)
     }
 
     /// Number of bins including the extra one for 1.0.
@@ -50,7 +109,7 @@ impl EvenEdges {
     pub fn boundaries(&self) -> Vec<f64> {
         let mut v = Vec::with_capacity(self.b + 2);
         v.push(0.0);
-        v.extend_from_slice(&self.table[1..=self.b]);
+        v.extend((1..=self.b).map(|j| self.edge(j as f64)));
         v.push(1.0);
         v
     }

@@ -19,6 +19,8 @@ pub mod space;
 pub mod spec;
 pub mod stats;
 pub mod toplabel;
+pub mod toplabel_even;
+pub mod toplabel_scan;
 pub mod validate;
 
 pub use error::KernelError;
@@ -90,7 +92,9 @@ pub fn stats_many<T: Score>(
         grouping.check(b)?;
         grouping.check_table(x.k, b)?;
     }
-    if grouping.max_prob {
+    if grouping.max_prob && grouping.binning == Binning::Even && toplabel_even::fused_even_fits(grouping, x.k, bins) {
+        toplabel_even::even_stats(x, grouping, bins, check)
+    } else if grouping.max_prob {
         let top = toplabel::summarise(x, check)?;
         Ok(bins
             .iter()
@@ -116,3 +120,5 @@ pub fn gce<T: Score>(x: &Inputs<T>, spec: &GceSpec, check: &validate::Checks) ->
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_scan;

@@ -1,8 +1,10 @@
 //! The element types the kernels accept: f32 and f64, always widened to f64 for comparisons
 //! against edges and for accumulation (SPEC: exact widening, f64 sums).
 
+use crate::kernels::toplabel_scan::Wide;
+
 /// A probability element type.
-pub trait Score: Copy + Default + Send + Sync + 'static {
+pub trait Score: Wide + Copy + Default + Send + Sync + 'static {
     /// Exact widening to f64.
     fn to_f64(self) -> f64;
     /// A bucket key that is monotone non-decreasing in the value for non-negative values: the

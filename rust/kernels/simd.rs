@@ -3,7 +3,7 @@
 //! cached). Rust never contracts `a * b + c` into an FMA on its own, so both copies give
 //! bitwise-identical results; only the speed differs.
 
-/// Defines `fn name<T: Bound>(args) -> ret` whose body is compiled for both instruction sets.
+/// Defines `fn name<T: Bound>(args) -> ret` (or `fn name(args)`) whose body is compiled for both instruction sets.
 macro_rules! multiversion {
     ($(#[$m:meta])* $vis:vis fn $name:ident<$g:ident: $b:path>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$m])*
@@ -14,6 +14,26 @@ macro_rules! multiversion {
             {
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn avx2<$g: $b>($($arg: $ty),*) -> $ret {
+                    inner($($arg),*)
+                }
+                if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                    // SAFETY: the CPU supports the features `avx2` was compiled for.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            inner($($arg),*)
+        }
+    };
+    // The same without a type parameter.
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn inner($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($arg: $ty),*) {
                     inner($($arg),*)
                 }
                 if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {

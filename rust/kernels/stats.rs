@@ -62,3 +62,137 @@ impl BinStats {
         }
     }
 }
+
+/// Accumulators for pushing many (cell, score, outcome) triples fast, then folding them into a
+/// [`BinStats`] table of `cells` cells.
+///
+/// Consecutive rows usually land in the same cell (most confidences sit in the top bin), and
+/// a read-modify-write of one memory cell waits for the previous one. So small tables are kept
+/// in [`LaneTables::LANES`] interleaved copies (consecutive items go to different copies),
+/// each its own dependency chain; count and outcome share one u64 (count in the low 32 bits).
+/// Each copy has one more cell, [`LaneTables::discard`], where dropped items go, so that
+/// callers select a cell instead of branching on whether to keep an item.
+/// Score sums are plain within a run of at most `flush_every` pushes and the runs are added
+/// into the table with Neumaier compensation, which keeps long sums accurate (a single plain
+/// sum of millions of scores would not be).
+pub struct LaneTables {
+    cells: usize,
+    lanes: usize,
+    counts: Vec<u64>,
+    sums: Vec<f64>,
+    pending: usize,
+    flush_every: usize,
+}
+
+impl LaneTables {
+    /// Copies kept of tables with at most [`LaneTables::SMALL`] cells.
+    pub const LANES: usize = 4;
+    pub const SMALL: usize = 4096;
+    /// Shortest run between folds (longer for large tables, so that folding stays cheap).
+    const MIN_RUN: usize = 4096;
+
+    pub fn new(cells: usize) -> Self {
+        let lanes = if cells <= Self::SMALL { Self::LANES } else { 1 };
+        LaneTables {
+            cells,
+            lanes,
+            counts: vec![0; lanes * (cells + 1)],
+            sums: vec![0.0; lanes * (cells + 1)],
+            pending: 0,
+            flush_every: Self::MIN_RUN.max(2 * lanes * cells),
+        }
+    }
+
+    /// The cell that drops what is pushed to it.
+    #[inline(always)]
+    pub fn discard(&self) -> usize {
+        self.cells
+    }
+
+    /// Adds each (cell, score, outcome), spreading consecutive items over the copies.
+    #[inline(always)]
+    pub fn push_all(&mut self, items: impl Iterator<Item = (usize, f64, bool)>) {
+        let (stride, mask) = (self.cells + 1, self.lanes - 1);
+        let (counts, sums) = (&mut self.counts[..], &mut self.sums[..]);
+        for (j, (cell, score, outcome)) in items.enumerate() {
+            let i = (j & mask) * stride + cell;
+            counts[i] += 1 | ((outcome as u64) << 32);
+            sums[i] += score;
+        }
+    }
+
+    /// [`LaneTables::push_all`] for slices, four items at a time (item j to copy j % 4, at
+    /// fixed offsets); `cells[j]` may be [`LaneTables::discard`], `incs[j]` is the count
+    /// increment: 1, plus 1 << 32 for a positive outcome.
+    #[inline(always)]
+    pub fn push_slices(&mut self, cells: &[u32], scores: &[f64], incs: &[u64]) {
+        let n = cells.len().min(scores.len()).min(incs.len());
+        if self.lanes != Self::LANES {
+            return self.push_all((0..n).map(|j| (cells[j] as usize, scores[j], incs[j] >> 32 != 0)));
+        }
+        let stride = self.cells + 1;
+        let (c0, rest) = self.counts.split_at_mut(stride);
+        let (c1, rest) = rest.split_at_mut(stride);
+        let (c2, c3) = rest.split_at_mut(stride);
+        let (s0, rest) = self.sums.split_at_mut(stride);
+        let (s1, rest) = rest.split_at_mut(stride);
+        let (s2, s3) = rest.split_at_mut(stride);
+        let mut j = 0;
+        while j + 4 <= n {
+            let (a, b, c, d) = (cells[j] as usize, cells[j + 1] as usize, cells[j + 2] as usize, cells[j + 3] as usize);
+            c0[a] += incs[j];
+            s0[a] += scores[j];
+            c1[b] += incs[j + 1];
+            s1[b] += scores[j + 1];
+            c2[c] += incs[j + 2];
+            s2[c] += scores[j + 2];
+            c3[d] += incs[j + 3];
+            s3[d] += scores[j + 3];
+            j += 4;
+        }
+        for q in j..n {
+            let (c, s) = match q - j {
+                0 => (&mut *c0, &mut *s0),
+                1 => (&mut *c1, &mut *s1),
+                _ => (&mut *c2, &mut *s2),
+            };
+            c[cells[q] as usize] += incs[q];
+            s[cells[q] as usize] += scores[q];
+        }
+    }
+
+    /// Counts `pushed` more pushes and folds into `st` when the current run is long enough.
+    #[inline]
+    pub fn pushed(&mut self, pushed: usize, st: &mut BinStats, comp: &mut [f64]) {
+        self.pending += pushed;
+        if self.pending >= self.flush_every {
+            self.flush(st, comp);
+        }
+    }
+
+    /// Folds every copy into `st` (compensation terms into `comp`, see
+    /// [`BinStats::push_compensated`]) and clears the copies.
+    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) {
+        debug_assert_eq!(st.count.len(), self.cells);
+        let stride = self.cells + 1;
+        for lane in 0..self.lanes {
+            let r = lane * stride..lane * stride + self.cells;
+            for (cell, (c, s)) in self.counts[r.clone()].iter_mut().zip(&mut self.sums[r]).enumerate() {
+                if *c == 0 {
+                    continue;
+                }
+                st.count[cell] += (*c & 0xffff_ffff) as f64;
+                st.sum_outcome[cell] += (*c >> 32) as f64;
+                let (t, score) = (st.sum_score[cell], *s);
+                let sum = t + score;
+                comp[cell] += if t.abs() >= score.abs() { (t - sum) + score } else { (score - sum) + t };
+                st.sum_score[cell] = sum;
+                *c = 0;
+                *s = 0.0;
+            }
+            self.counts[lane * stride + self.cells] = 0;
+            self.sums[lane * stride + self.cells] = 0.0;
+        }
+        self.pending = 0;
+    }
+}

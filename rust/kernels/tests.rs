@@ -105,6 +105,36 @@ fn even_edges_follow_linspace() {
 }
 
 #[test]
+fn even_bin_equals_counting_edges_and_batch() {
+    // The arithmetic binning equals "number of linspace upper edges <= s" (B for s >= 1),
+    // everywhere: edges and their neighbours, out-of-range values, +-0, infinities, NaN.
+    let mut s: u64 = 7;
+    let mut rnd = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for b in [1usize, 2, 3, 7, 10, 15, 30, 100, 1000, 65_537] {
+        let e = EvenEdges::new(b);
+        let upper: Vec<f64> = (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect();
+        let mut vals = vec![0.0, -0.0, 1.0, -1e-4, 1.0001, 2.0, -3.0, f64::INFINITY, f64::NEG_INFINITY, f64::MIN_POSITIVE, 1e-300];
+        for u in upper.iter().take(200) {
+            vals.extend([*u, u.next_up(), u.next_down()]);
+        }
+        vals.extend((0..2000).map(|_| rnd() * 1.2 - 0.1));
+        let mut batch = vec![0u32; vals.len()];
+        e.bins_of(&vals, &mut batch);
+        for (&v, &got) in vals.iter().zip(&batch) {
+            let want = if v >= 1.0 { b } else { upper.partition_point(|&u| u <= v) };
+            assert_eq!(e.bin(v), want, "B={b} s={v:e}");
+            assert_eq!(got as usize, want, "batch B={b} s={v:e}");
+        }
+        assert_eq!(e.bin(f64::NAN), 0);
+    }
+}
+
+#[test]
 fn adaptive_positions_round_half_even() {
     // n = 10, B = 3: positions round(3.33) = 3, round(6.67) = 7 -> sizes [3, 4, 3].
     assert_eq!(adaptive_positions(10, 3), vec![3, 7]);

@@ -4,10 +4,17 @@
 
 use rayon::prelude::*;
 
+use std::ops::Range;
+
 use crate::kernels::chunks::row_chunks;
 use crate::kernels::edges::{adaptive_boundaries, adaptive_edges, bin_by_edges, EvenEdges};
-use crate::kernels::validate::{first_row_error, labels as check_labels, row_ok, Checks};
+use crate::kernels::stats::LaneTables;
+use crate::kernels::toplabel_scan;
+use crate::kernels::validate::{first_failing_row, first_row_error, labels as check_labels, row_ok, Checks};
 use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
+
+/// Rows scanned into the small per-block buffers of the fused passes.
+const SCAN_BLOCK: usize = 256;
 
 /// Per-row prediction, its confidence, and whether it is correct.
 pub struct TopLabel {
@@ -90,9 +97,9 @@ fn scan_short_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
 }
 
 crate::kernels::simd::multiversion! {
-    /// Fills prediction, confidence and correctness for the rows from `start`; false if a row
-    /// fails a check.
-    fn summarise_rows<T: Score>(x: &Inputs<T>, start: usize, p: &mut [u32], c: &mut [f64], o: &mut [bool], check: &Checks) -> bool {
+    /// Scalar scan: fills prediction and confidence for the rows from `start`; false if a row
+    /// fails a check. (The vector scan, [`toplabel_scan::scan`], replaces it where available.)
+    fn summarise_rows<T: Score>(x: &Inputs<T>, start: usize, p: &mut [u32], c: &mut [f64], check: &Checks) -> bool {
         let mut all_ok = true;
         let mut j0 = 0;
         if x.k <= 16 {
@@ -117,24 +124,31 @@ crate::kernels::simd::multiversion! {
                     }
                 }
                 for r in 0..R {
-                    let i = start + j0 + r;
                     all_ok &= row_ok(sum[r], bad[r], check);
                     p[j0 + r] = arg[r] as u32;
                     c[j0 + r] = mx[r];
-                    o[j0 + r] = x.labels[i] == arg[r] as i64;
                 }
                 j0 += R;
             }
         }
         for j in j0..p.len() {
-            let i = start + j;
-            let (a, mx, s, bad) = scan_row(x.row(i));
+            let (a, mx, s, bad) = scan_row(x.row(start + j));
             all_ok &= row_ok(s, bad, check);
             p[j] = a as u32;
             c[j] = mx;
-            o[j] = x.labels[i] == a as i64;
         }
         all_ok
+    }
+}
+
+/// Prediction and confidence of rows `rows` (vector scan where available, else scalar), and
+/// whether they all pass `check`.
+pub(crate) fn scan_rows<T: Score>(x: &Inputs<T>, rows: Range<usize>, p: &mut [u32], c: &mut [f64], check: &Checks) -> bool {
+    match toplabel_scan::scan(x.probs, x.k, rows.clone(), c, p) {
+        // The vector scan only says where a row may fail; the scalar checks decide.
+        Some(s) => !((s.values && check.values) || (s.sums && check.row_sums))
+            || first_failing_row(x, rows, check).is_none(),
+        None => summarise_rows(x, rows.start, p, c, check),
     }
 }
 
@@ -150,7 +164,12 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
     let chunks = row_chunks(n, x.k);
     let rows = chunks[0].len();
     let work = |(ci, ((p, c), o)): (usize, ((&mut [u32], &mut [f64]), &mut [bool]))| -> bool {
-        summarise_rows(x, ci * rows, p, c, o, check)
+        let start = ci * rows;
+        let ok = scan_rows(x, start..start + p.len(), p, c, check);
+        for (j, (oj, pj)) in o.iter_mut().zip(p.iter()).enumerate() {
+            *oj = x.labels[start + j] == *pj as i64;
+        }
+        ok
     };
     let ok = if chunks.len() == 1 {
         work((0, ((&mut pred[..], &mut conf[..]), &mut correct[..])))
@@ -177,15 +196,19 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
             let e = EvenEdges::new(b);
             let mut st = BinStats::zeros(groups, e.num_bins());
             let mut comp = vec![0.0; st.count.len()];
-            for i in 0..top.conf.len() {
-                let s = top.conf[i];
-                if s > g.threshold {
-                    st.push_compensated(&mut comp, group_of(i), e.bin(s), s, top.correct[i] as u8 as f64);
-                }
+            let mut acc = LaneTables::new(st.count.len());
+            for (i0, conf) in top.conf.chunks(SCAN_BLOCK).enumerate() {
+                let i0 = i0 * SCAN_BLOCK;
+                let drop = acc.discard();
+                acc.push_all(conf.iter().enumerate().map(|(j, &s)| {
+                    let cell = if s > g.threshold { group_of(i0 + j) * st.nb + e.bin(s) } else { drop };
+                    (cell, s, top.correct[i0 + j])
+                }));
+                acc.pushed(conf.len(), &mut st, &mut comp);
             }
+            acc.flush(&mut st, &mut comp);
             st.apply_compensation(&comp);
-            let bounds = e.boundaries();
-            st.edges = (0..groups).flat_map(|_| bounds.iter().copied()).collect();
+            st.edges = e.boundaries().repeat(groups);
             st
         }
         Binning::Adaptive => {

@@ -113,7 +113,7 @@ pub fn labels(x: &Inputs<impl Score>) -> Result<(), KernelError> {
 }
 
 crate::kernels::simd::multiversion! {
-    fn first_failing_row<T: Score>(x: &Inputs<T>, rows: std::ops::Range<usize>, check: &Checks) -> Option<usize> {
+    pub fn first_failing_row<T: Score>(x: &Inputs<T>, rows: std::ops::Range<usize>, check: &Checks) -> Option<usize> {
         rows.into_iter().find(|&i| {
             let (s, b) = row_sum_and_bad(x.row(i));
             !row_ok(s, b, check)

@@ -1,0 +1,166 @@
+//! Even-binned top-label metrics (ECE, class-conditional ECE, MCE, any threshold and norm)
+//! fused with the scan: rows are scanned a block at a time into small buffers (maximum and
+//! first argmax, [`scan_rows`]), and each block is binned from there ([`push_block`]: bins
+//! computed four at a time, cells selected without branches, table updates spread over the
+//! copies of a [`LaneTables`]), so each row is read once and nothing of size N is allocated.
+//! (Binning inside the scan's registers was tried: the larger loop spilled and ran slower than
+//! these separate tight loops.) Row chunks run in parallel; their tables are added in chunk
+//! order.
+
+use std::ops::Range;
+
+use crate::kernels::chunks::{map_fold, row_chunks};
+use crate::kernels::edges::EvenEdges;
+use crate::kernels::stats::LaneTables;
+use crate::kernels::toplabel::scan_rows;
+use crate::kernels::validate::{first_failing_row, labels as check_labels, row_error, Checks};
+use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
+
+/// Rows scanned into the buffers at a time.
+const BLOCK: usize = 256;
+
+/// Whether [`even_stats`] applies: its per-chunk tables are small (a chunk's tables are
+/// allocated per chunk and folded in order).
+pub fn fused_even_fits(g: &Grouping, k: usize, bins: &[usize]) -> bool {
+    bins.iter().all(|&b| g.groups(k) * (b + 1) <= LaneTables::SMALL)
+}
+
+/// Even-binned top-label statistics for each bin count in `bins` (one pass per bin count).
+/// Errors are those of [`crate::kernels::toplabel::summarise`]: labels first, then the first
+/// failing row.
+pub fn even_stats<T: Score>(x: &Inputs<T>, g: &Grouping, bins: &[usize], check: &Checks) -> Result<Vec<BinStats>, KernelError> {
+    bins.iter().map(|&b| even_stats_one(x, g, &EvenEdges::new(b), check)).collect()
+}
+
+fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &Checks) -> Result<BinStats, KernelError> {
+    let chunks = row_chunks(x.n, x.k);
+    let mut total: Option<BinStats> = None;
+    let res = map_fold(
+        &chunks,
+        |rows| even_chunk(x, g, e, rows, check),
+        |part| match &mut total {
+            None => total = Some(part),
+            Some(t) => t.add(&part),
+        },
+    );
+    if let Err(err) = res {
+        if check.labels {
+            check_labels(x)?;
+        }
+        return Err(err);
+    }
+    let mut st = total.expect("at least one chunk");
+    st.edges = e.boundaries().repeat(st.groups);
+    Ok(st)
+}
+
+/// One row chunk of [`even_stats`].
+fn even_chunk<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>, check: &Checks) -> Result<BinStats, KernelError> {
+    let mut st = BinStats::zeros(g.groups(x.k), e.num_bins());
+    let mut comp = vec![0.0; st.count.len()];
+    let mut acc = LaneTables::new(st.count.len());
+    let mut b = Box::new(Buffers::new());
+    let bn = Binner { edges: e, class_conditional: g.class_conditional, threshold: g.threshold, drop: acc.discard() as u32, k: x.k };
+    let mut labels_ok = true;
+    for start in rows.clone().step_by(BLOCK) {
+        let block = start..(start + BLOCK).min(rows.end);
+        let n = block.len();
+        if !scan_rows(x, block.clone(), &mut b.pred[..n], &mut b.conf[..n], check) {
+            let i = first_failing_row(x, block, check).expect("a failing row exists");
+            return Err(row_error(x, i, check));
+        }
+        labels_ok &= cells_of(&bn, &x.labels[block], &mut b, n);
+        acc.push_slices(&b.cells[..n], &b.conf[..n], &b.incs[..n]);
+        acc.pushed(n, &mut st, &mut comp);
+    }
+    if check.labels && !labels_ok {
+        check_labels(x)?;
+    }
+    acc.flush(&mut st, &mut comp);
+    st.apply_compensation(&comp);
+    Ok(st)
+}
+
+/// Space of one block: scan results, then each row's cell and count increment.
+struct Buffers {
+    conf: [f64; BLOCK],
+    pred: [u32; BLOCK],
+    cells: [u32; BLOCK],
+    incs: [u64; BLOCK],
+}
+
+impl Buffers {
+    fn new() -> Self {
+        Buffers { conf: [0.0; BLOCK], pred: [0; BLOCK], cells: [0; BLOCK], incs: [0; BLOCK] }
+    }
+}
+
+/// What [`cells_of`] needs to know of the grouping and binning.
+struct Binner<'a> {
+    edges: &'a EvenEdges,
+    class_conditional: bool,
+    threshold: f64,
+    /// The table's discard cell (rows at or below the threshold).
+    drop: u32,
+    k: usize,
+}
+
+/// Fills cell and count increment (1, plus 1 << 32 if correct) of the first `n` buffered
+/// rows; returns whether their labels are all in [0, K).
+fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> bool {
+    let mut done = 0;
+    let mut ok = true;
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present; `x86::cells_of` stays within the first n entries.
+        (done, ok) = unsafe { x86::cells_of(bn, labels, b, n) };
+    }
+    let nb = bn.edges.num_bins() as u32;
+    for j in done..n {
+        let (s, p, l) = (b.conf[j], b.pred[j], labels[j]);
+        let group = if bn.class_conditional { p } else { 0 };
+        b.cells[j] = if s > bn.threshold { group * nb + bn.edges.bin(s) as u32 } else { bn.drop };
+        b.incs[j] = 1 | ((l == p as i64) as u64) << 32;
+        ok &= (l as u64) < bn.k as u64;
+    }
+    ok
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{Binner, Buffers};
+    use std::arch::x86_64::*;
+
+    /// [`super::cells_of`] four rows at a time; returns (rows done, labels in range).
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> (usize, bool) {
+        assert!(n <= labels.len() && n <= b.conf.len());
+        let nb = _mm_set1_epi32(bn.edges.num_bins() as i32);
+        let drop = _mm_set1_epi32(bn.drop as i32);
+        let threshold = _mm256_set1_pd(bn.threshold);
+        let k = _mm256_set1_epi64x(bn.k as i64);
+        let (one, correct_inc) = (_mm256_set1_epi64x(1), _mm256_set1_epi64x(1 << 32));
+        let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        let mut bad = _mm256_setzero_si256();
+        let done = n / 4 * 4;
+        for j in (0..done).step_by(4) {
+            let s = _mm256_loadu_pd(b.conf.as_ptr().add(j));
+            let p = _mm_loadu_si128(b.pred.as_ptr().add(j) as *const __m128i);
+            let bins = bn.edges.bin4(s);
+            let cells = if bn.class_conditional { _mm_add_epi32(_mm_mullo_epi32(p, nb), bins) } else { bins };
+            let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ)),
+                low_halves,
+            ));
+            _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
+            let l = _mm256_loadu_si256(labels.as_ptr().add(j) as *const __m256i);
+            let correct = _mm256_cmpeq_epi64(l, _mm256_cvtepi32_epi64(p));
+            let inc = _mm256_or_si256(one, _mm256_and_si256(correct, correct_inc));
+            _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
+            let negative = _mm256_cmpgt_epi64(_mm256_setzero_si256(), l);
+            let not_below_k = _mm256_xor_si256(_mm256_cmpgt_epi64(k, l), _mm256_set1_epi64x(-1));
+            bad = _mm256_or_si256(bad, _mm256_or_si256(negative, not_below_k));
+        }
+        (done, _mm256_testz_si256(bad, bad) == 1)
+    }
+}
