@@ -114,11 +114,30 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
     return np.ascontiguousarray(y, dtype=np.int64)
 
 
+_FAST_PROBS = (np.dtype(np.float64), np.dtype(np.float32))
+_INT64 = np.dtype(np.int64)
+
+
 def validate_inputs(labels, probs):
     """Structural validation of a (labels, probs) pair; returns (labels int64, probs 2-D C-order).
 
     Values (finite, in range, row sums, label range) are checked by the Rust pass.
     """
+    # Fast path for what most callers pass (a few attribute reads instead of the general
+    # conversions): int64 labels and float probabilities, C-contiguous, K >= 2.
+    if (
+        type(probs) is np.ndarray
+        and type(labels) is np.ndarray
+        and probs.ndim == 2
+        and labels.ndim == 1
+        and probs.dtype in _FAST_PROBS
+        and labels.dtype == _INT64
+        and probs.shape[1] > 1
+        and 0 < probs.shape[0] == labels.shape[0]
+        and probs.flags.c_contiguous
+        and labels.flags.c_contiguous
+    ):
+        return labels, probs
     p = as_probs(probs)
     y = as_labels(labels)
     if y.shape[0] != p.shape[0]:
@@ -130,6 +149,17 @@ def validate_inputs(labels, probs):
 
 def check_gce_params(binning, norm, threshold, num_bins) -> tuple[str, str, float, int]:
     """Validate the GCE keywords; returns them normalised (threshold as float, num_bins as int)."""
+    if (
+        type(threshold) is float
+        and type(num_bins) is int
+        and type(binning) is str
+        and type(norm) is str
+        and binning in BINNINGS
+        and norm in NORMS
+        and 0.0 <= threshold < 1.0
+        and 1 <= num_bins <= MAX_BINS
+    ):
+        return binning, norm, threshold, num_bins
     if not isinstance(binning, str) or binning not in BINNINGS:
         raise InvalidParameterError(f"binning must be one of {BINNINGS}, got {binning!r}")
     if not isinstance(norm, str) or norm not in NORMS:

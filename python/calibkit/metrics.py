@@ -91,7 +91,8 @@ def gce(
     0.133333
     """
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
-    if np.ndim(labels) == 2:  # multilabel: an (N, K) 0/1 label matrix
+    ndim = labels.ndim if type(labels) is np.ndarray else np.ndim(labels)
+    if ndim == 2:  # multilabel: an (N, K) 0/1 label matrix
         from .multilabel import multilabel_gce
 
         return multilabel_gce(

@@ -69,6 +69,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums
+from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
 from ._validate import check_gce_params, validate_inputs
 from .bins import CalibrationBins, calibration_bins, reduce_bins
@@ -167,68 +168,8 @@ def _check_batch(labels, probs):
 
 
 # ------------------------------------------------------------------------------------------------
-# Exact adaptive state: the kept scores, split by outcome
-# ------------------------------------------------------------------------------------------------
-
-
-class _KeptScores:
-    """Kept scores per group, split by outcome; pieces merged geometrically (O(log n) pieces)."""
-
-    def __init__(self, num_groups: int, threshold: float):
-        self.threshold = threshold
-        self.pieces: list[list[list[np.ndarray]]] = [[[], []] for _ in range(num_groups)]
-
-    @staticmethod
-    def _push(lst: list, arr: np.ndarray) -> None:
-        if arr.size == 0:
-            return
-        lst.append(arr)
-        while len(lst) >= 2 and lst[-2].size <= 2 * lst[-1].size:
-            b = lst.pop()
-            a = lst.pop()
-            lst.append(np.concatenate([a, b]))
-
-    def add(self, group: int, scores: np.ndarray, outcomes: np.ndarray) -> None:
-        o = np.asarray(outcomes, dtype=bool)
-        self._push(self.pieces[group][0], scores[~o])
-        self._push(self.pieces[group][1], scores[o])
-
-    def extend(self, other: _KeptScores) -> None:
-        for mine, theirs in zip(self.pieces, other.pieces):
-            for side in (0, 1):
-                for arr in theirs[side]:
-                    self._push(mine[side], arr)
-
-    def sorted_group(self, g: int):
-        """The sorted outcome-0 and outcome-1 scores of group ``g`` (new arrays)."""
-        return tuple(np.sort(np.concatenate(side)) if side else np.empty(0)
-                     for side in self.pieces[g])
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for g in self.pieces for side in g for a in side)
-
-
-# ------------------------------------------------------------------------------------------------
 # The accumulator
 # ------------------------------------------------------------------------------------------------
-
-
-def _equal_state(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and np.array_equal(a, b))
-    if isinstance(a, dict):
-        return (isinstance(b, dict) and a.keys() == b.keys()
-                and all(_equal_state(a[k], b[k]) for k in a))
-    if isinstance(a, (list, tuple)):
-        return (type(a) is type(b) and len(a) == len(b)
-                and all(_equal_state(x, y) for x, y in zip(a, b)))
-    if isinstance(a, _KeptScores):
-        return isinstance(b, _KeptScores) and _equal_state(vars(a), vars(b))
-    if isinstance(a, SketchGroups):
-        return a == b
-    return bool(a == b)
 
 
 class Accumulator:
@@ -338,7 +279,7 @@ class Accumulator:
         for mp, cc, t in self._adaptive_keys:
             g = k if cc else 1
             self._adaptive_state[(mp, cc, t)] = (
-                _KeptScores(g, t) if self.adaptive == "exact"
+                KeptScores(g, t) if self.adaptive == "exact"
                 else SketchGroups(g, self.sketch_k, self.dtype)
             )
 
@@ -410,7 +351,7 @@ class Accumulator:
                 if t > t_min:
                     keep = s > np.float64(t)
                     s, o = s[keep], o[keep]
-                if isinstance(state, _KeptScores):
+                if isinstance(state, KeptScores):
                     state.add(g, s, o)
                 else:
                     state.update(g, s, o)
@@ -469,7 +410,7 @@ class Accumulator:
                 acc += part
         for key, state in other._adaptive_state.items():
             mine = self._adaptive_state[key]
-            if isinstance(mine, _KeptScores):
+            if isinstance(mine, KeptScores):
                 mine.extend(state)
             else:
                 mine.merge(state)
@@ -637,7 +578,7 @@ class Accumulator:
     def __eq__(self, other) -> bool:
         if not isinstance(other, Accumulator):
             return NotImplemented
-        return self._config() == other._config() and _equal_state(
+        return self._config() == other._config() and equal_state(
             {k: v for k, v in vars(self).items() if k != "space"},
             {k: v for k, v in vars(other).items() if k != "space"},
         )
