@@ -17,6 +17,14 @@ pub fn row_chunks(n: usize, k: usize) -> Vec<Range<usize>> {
     row_chunks_min(n, k, CHUNK_ENTRIES)
 }
 
+/// At least `ceil(n * k / max_entries)` row ranges of as equal sizes as possible (for short
+/// work split over the threads: [`map_fold_here`]).
+pub fn row_chunks_split(n: usize, k: usize, max_entries: usize) -> Vec<Range<usize>> {
+    let parts = (n * k.max(1)).div_ceil(max_entries.max(1)).clamp(1, n.max(1));
+    let rows = n.div_ceil(parts).max(1);
+    (0..n).step_by(rows).map(|s| s..(s + rows).min(n)).collect()
+}
+
 /// Row ranges of at least about `min_entries` entries each (callers whose per-chunk partial
 /// state is large ask for larger chunks, so that folding the partials stays cheap).
 pub fn row_chunks_min(n: usize, k: usize, min_entries: usize) -> Vec<Range<usize>> {
@@ -41,6 +49,38 @@ where
         let parts: Vec<Result<P, E>> = wave.par_iter().map(|r| map(r.clone())).collect();
         for p in parts {
             fold(p?);
+        }
+    }
+    Ok(())
+}
+
+/// [`map_fold`] for short work: the calling thread maps the first chunk of each wave itself
+/// while the pool maps the others, instead of handing the whole wave to the pool and sleeping
+/// until it is done (which costs as much as a short job). Same chunks, same fold order, so the
+/// same results for any number of threads.
+pub fn map_fold_here<P, E, M, F>(chunks: &[Range<usize>], map: M, mut fold: F) -> Result<(), E>
+where
+    P: Send,
+    E: Send,
+    M: Fn(Range<usize>) -> Result<P, E> + Sync,
+    F: FnMut(P),
+{
+    if chunks.len() == 1 {
+        fold(map(chunks[0].clone())?);
+        return Ok(());
+    }
+    for wave in chunks.chunks(WAVE) {
+        let mut parts: Vec<Option<Result<P, E>>> = (0..wave.len()).map(|_| None).collect();
+        let map = &map;
+        rayon::in_place_scope(|s| {
+            let (first, rest) = parts.split_first_mut().expect("a wave is not empty");
+            for (slot, r) in rest.iter_mut().zip(&wave[1..]) {
+                s.spawn(move |_| *slot = Some(map(r.clone())));
+            }
+            *first = Some(map(wave[0].clone()));
+        });
+        for p in parts {
+            fold(p.expect("every chunk was mapped")?);
         }
     }
     Ok(())

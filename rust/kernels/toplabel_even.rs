@@ -5,12 +5,12 @@
 //! discard cell instead of branching, labels range-checked on the way), and the table updates
 //! are spread over the copies of a [`LaneTables`]. Each row is read once and nothing of size N
 //! is allocated. (Binning inside the scan's registers was tried: the larger loop spilled and ran
-//! slower than these separate tight loops.) Row chunks run in parallel; their tables are added
-//! in chunk order.
+//! slower than these separate tight loops.) Row chunks run in parallel, the calling thread
+//! taking its share; their tables are added in chunk order.
 
 use std::ops::Range;
 
-use crate::kernels::chunks::{map_fold, row_chunks};
+use crate::kernels::chunks::{map_fold_here, row_chunks_split};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::stats::LaneTables;
 use crate::kernels::toplabel::scan_rows;
@@ -19,6 +19,11 @@ use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the buffers at a time.
 const BLOCK: usize = 256;
+/// Chunks hold at most this many entries, split evenly: a 10k x 10 input is two chunks, one
+/// per core, the calling thread doing one of them ([`map_fold_here`]). The split depends only
+/// on the shape, so results do not depend on the number of threads. (Inputs this size or
+/// smaller are one chunk on the calling thread: the kernels' glue keeps the GIL for them.)
+const CHUNK: usize = 1 << 16;
 
 /// Whether [`even_stats`] applies: its per-chunk tables are small (a chunk's tables are
 /// allocated per chunk and folded in order).
@@ -34,9 +39,9 @@ pub fn even_stats<T: Score>(x: &Inputs<T>, g: &Grouping, bins: &[usize], check: 
 }
 
 fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &Checks) -> Result<BinStats, KernelError> {
-    let chunks = row_chunks(x.n, x.k);
+    let chunks = row_chunks_split(x.n, x.k, CHUNK);
     let mut total: Option<BinStats> = None;
-    let res = map_fold(
+    let res = map_fold_here(
         &chunks,
         |rows| even_chunk(x, g, e, rows, check),
         |part| match &mut total {
