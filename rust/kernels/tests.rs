@@ -233,7 +233,7 @@ fn random_probs(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
 
 #[test]
 fn bitwise_identical_across_thread_counts() {
-    for (n, k) in [(60_000, 5), (3000, 200)] {
+    for (n, k) in [(60_000, 5), (3000, 200), (13_001, 10)] {
         let (p, y) = random_probs(n, k, 7);
         let x = Inputs::new(&p, &y, k).unwrap();
         let metrics: Vec<(Grouping, Norm)> = (0..32).map(paper_metric).collect();
@@ -242,7 +242,15 @@ fn bitwise_identical_across_thread_counts() {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| evaluate(&x, &metrics, &[10, 15], &Checks::ALL).unwrap())
+                .install(|| {
+                    // Both entry points: the shared evaluation and the single-metric kernels
+                    // (the even top-label ones split short inputs across threads too).
+                    let mut v = evaluate(&x, &metrics, &[10, 15], &Checks::ALL).unwrap();
+                    for &(grouping, norm) in &metrics {
+                        v.push(gce(&x, &GceSpec { grouping, norm, num_bins: 15 }, &Checks::ALL).unwrap());
+                    }
+                    v
+                })
         };
         let one: Vec<u64> = run(1).iter().map(|v| v.to_bits()).collect();
         for t in [2, 3, 4] {
