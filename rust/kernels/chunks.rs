@@ -17,10 +17,12 @@ pub fn row_chunks(n: usize, k: usize) -> Vec<Range<usize>> {
     row_chunks_min(n, k, CHUNK_ENTRIES)
 }
 
-/// At least `ceil(n * k / max_entries)` row ranges of as equal sizes as possible (for short
-/// work split over the threads: [`map_fold_here`]).
-pub fn row_chunks_split(n: usize, k: usize, max_entries: usize) -> Vec<Range<usize>> {
-    let parts = (n * k.max(1)).div_ceil(max_entries.max(1)).clamp(1, n.max(1));
+/// Row ranges of as equal sizes as possible, each of at most about `max_entries` entries but
+/// at least `min_rows` rows (for work split over the threads with a per-chunk setup cost:
+/// [`map_fold_here`]).
+pub fn row_chunks_split(n: usize, k: usize, max_entries: usize, min_rows: usize) -> Vec<Range<usize>> {
+    let rows = (max_entries / k.max(1)).max(min_rows).max(1);
+    let parts = n.div_ceil(rows).max(1);
     let rows = n.div_ceil(parts).max(1);
     (0..n).step_by(rows).map(|s| s..(s + rows).min(n)).collect()
 }

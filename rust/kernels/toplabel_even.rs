@@ -24,6 +24,8 @@ const BLOCK: usize = 256;
 /// on the shape, so results do not depend on the number of threads. (Inputs this size or
 /// smaller are one chunk on the calling thread: the kernels' glue keeps the GIL for them.)
 const CHUNK: usize = 1 << 16;
+/// ... and at least this many rows (each chunk sets up its own tables and buffers).
+const MIN_ROWS: usize = 2048;
 
 /// Whether [`even_stats`] applies: its per-chunk tables are small (a chunk's tables are
 /// allocated per chunk and folded in order).
@@ -39,7 +41,7 @@ pub fn even_stats<T: Score>(x: &Inputs<T>, g: &Grouping, bins: &[usize], check: 
 }
 
 fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &Checks) -> Result<BinStats, KernelError> {
-    let chunks = row_chunks_split(x.n, x.k, CHUNK);
+    let chunks = row_chunks_split(x.n, x.k, CHUNK, MIN_ROWS);
     let mut total: Option<BinStats> = None;
     let res = map_fold_here(
         &chunks,

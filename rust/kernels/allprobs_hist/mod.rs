@@ -1,0 +1,250 @@
+//! All-probabilities metrics (`max_prob = false`) by histogram selection: ACE, TACE and their
+//! relatives, and, inside `evaluate`, the even-binned ones too (one pass for every bin count).
+//!
+//! Every bin edge, adaptive or even, is a value; only the entries near the edges need exact
+//! treatment, so nothing is sorted whole:
+//! 1. a histogram over a monotone bucket key of the value (the top bits of its float pattern,
+//!    see [`Score::key_bits`]) holding count and score sum per bucket;
+//! 2. prefix sums locate the bucket holding each wanted rank (adaptive edges, for every
+//!    requested bin count at once); even edges `j/B` sit in the buckets of their own keys;
+//! 3. a second pass gathers only the members of those "wanted" buckets, which are sorted
+//!    (per class: placed at their bucket's slot and each bucket sorted on its own; pooled:
+//!    one radix sort) to read the exact adaptive edges;
+//! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
+//!    sums; members of the wanted buckets are binned as runs of the sorted candidates (prefix
+//!    sums); outcomes (1 only at the true label) are binned from the list of true-label scores.
+//!
+//! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
+//! first compacted into per-class lists and the matrix is never transposed ([`compact`]).
+//! Class-conditional otherwise: blocks of classes are transposed (in parallel over row chunks,
+//! with AVX2 register-block kernels and streamed stores; [`transpose`]) so that each class's
+//! column is contiguous, and the bucket counts (integers, so their order does not matter) are
+//! taken during the transposition; then classes are processed in parallel, each with one pass
+//! over its column that adds the bucket sums and gathers the wanted buckets ([`histogram`],
+//! [`select`]), on a histogram that fits in L1. Pooled: one finer histogram over row chunks,
+//! folded in chunk order.
+//!
+//! Every sum runs in an order fixed by the shape, so results do not depend on the thread count
+//! (or on the block and tile sizes): each bucket's sum adds its values in row order, whatever
+//! the path.
+
+mod compact;
+mod histogram;
+mod select;
+mod transpose;
+
+use rayon::prelude::*;
+
+use crate::kernels::chunks::{map_fold, row_chunks_min};
+use crate::kernels::edges::EvenEdges;
+use crate::kernels::validate::Checks;
+use crate::kernels::{BinStats, Inputs, KernelError, Score};
+use compact::{compact_kept, sample_kept};
+use histogram::{gather_values, hist_values, Hist};
+use select::{finalize, group_from_segments, group_with_counts, sort_values, Candidates, Selection};
+use transpose::{class_blocks, Tiles};
+
+/// The bucket key of a group: f32 bits >> `shift`, clamped to `max` (2.0's key).
+#[derive(Clone, Copy)]
+struct Keys {
+    shift: u32,
+    max: usize,
+}
+
+impl Keys {
+    /// Per class: 2049 buckets (4 mantissa bits), so count + sum histograms fit in L1.
+    const CLASS: Keys = Keys { shift: 19, max: 0x4000_0000 >> 19 };
+    /// Pooled groups are large: 32769 buckets (8 mantissa bits) keep the gathered edge
+    /// buckets small.
+    const POOLED: Keys = Keys { shift: 15, max: 0x4000_0000 >> 15 };
+
+    fn nkeys(&self) -> usize {
+        self.max + 1
+    }
+
+    /// Slot that counts dropped (thresholded) entries.
+    fn drop_slot(&self) -> usize {
+        self.max + 1
+    }
+
+    #[inline(always)]
+    fn of<T: Score>(&self, v: T) -> usize {
+        (v.key_bits(self.shift) as usize).min(self.max)
+    }
+
+    /// The histogram slot of a value: its key if it is kept (above `thr`), else the drop slot.
+    #[inline(always)]
+    fn slot<T: Score>(&self, v: T, thr: f64) -> usize {
+        if v.to_f64() > thr { self.of(v) } else { self.drop_slot() }
+    }
+}
+
+/// What to compute for one group: even bin counts (with their upper edges u_1..u_B and the
+/// buckets of those edges) and adaptive bin counts.
+pub struct Request {
+    keys: Keys,
+    even: Vec<(EvenEdges, Vec<f64>, Vec<usize>)>,
+    adaptive: Vec<usize>,
+}
+
+impl Request {
+    fn new(keys: Keys, even: &[usize], adaptive: &[usize]) -> Self {
+        let even = even
+            .iter()
+            .map(|&b| {
+                let e = EvenEdges::new(b);
+                // Upper edges u_1..u_B (u_B = 1.0): a score's bin is how many are <= it.
+                let upper = e.boundaries()[1..=b].to_vec();
+                let ek = upper.iter().map(|&u| keys.of(u)).collect();
+                (e, upper, ek)
+            })
+            .collect();
+        Request { keys, even, adaptive: adaptive.to_vec() }
+    }
+}
+
+/// Per-group results: even tables (1 x (B+1)) and adaptive (boundaries, 1 x B) tables.
+type GroupResult = (Vec<BinStats>, Vec<(Vec<f64>, BinStats)>);
+
+/// True-label scores that are kept, per class.
+fn positives<T: Score>(x: &Inputs<T>, thr: f64) -> Vec<Vec<f64>> {
+    let mut pos = vec![Vec::new(); x.k];
+    for i in 0..x.n {
+        let c = x.labels[i] as usize;
+        let s = x.probs[i * x.k + c].to_f64();
+        if s > thr {
+            pos[c].push(s);
+        }
+    }
+    pos
+}
+
+/// Statistics of the all-probabilities grouping (`class_conditional`, `thr`) for each even bin
+/// count in `even` and each adaptive bin count in `adaptive`. Inputs must already be validated.
+/// Validates the input as `check` asks (fused into the compaction pass when there is one).
+pub fn stats<T: Score>(
+    x: &Inputs<T>,
+    class_conditional: bool,
+    thr: f64,
+    even: &[usize],
+    adaptive: &[usize],
+    check: &Checks,
+) -> Result<(Vec<BinStats>, Vec<BinStats>), KernelError> {
+    let per_group_entries = if class_conditional { x.n } else { x.probs.len() };
+    if per_group_entries >= u32::MAX as usize {
+        return Err(KernelError::Shape(format!(
+            "one group of {per_group_entries} scores exceeds the 2^32 limit of the histogram \
+             kernels; use calibkit.dask or calibkit.Accumulator for data this large"
+        )));
+    }
+    // Compact when fewer than a quarter of the (sampled) entries are kept.
+    let (kept, sampled) = if thr > 0.0 { sample_kept(x, thr) } else { (1, 1) };
+    let compact = kept * 4 < sampled;
+    if !compact {
+        crate::kernels::validate::scan(x, check)?;
+    }
+    let pos = positives(x, thr);
+    let per_group: Vec<GroupResult> = if compact {
+        // Thresholds drop most entries of a many-class softmax: filter first, then work on
+        // the compact per-class lists of kept scores (no transposition of the whole matrix).
+        let (values, offsets) = compact_kept(x, thr, kept as f64 / sampled as f64, check)?;
+        if class_conditional {
+            let req = Request::new(Keys::CLASS, even, adaptive);
+            (0..x.k)
+                .into_par_iter()
+                .map_init(Candidates::default, |scratch, c| {
+                    group_from_segments(&[&values[offsets[c]..offsets[c + 1]]], &pos[c], &req, thr, scratch)
+                })
+                .collect()
+        } else {
+            let req = Request::new(Keys::POOLED, even, adaptive);
+            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr, &mut Candidates::default())]
+        }
+    } else if class_conditional {
+        let req = Request::new(Keys::CLASS, even, adaptive);
+        let mut out = Vec::with_capacity(x.k);
+        if x.k == 1 {
+            out.push(group_from_segments(&[x.probs], &pos[0], &req, thr, &mut Candidates::default()));
+        } else {
+            let mut tiles = Tiles::new(x.n, req.keys);
+            for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
+                tiles.fill(x, &cols, thr);
+                let res: Vec<GroupResult> = (0..cols.len())
+                    .into_par_iter()
+                    .map_init(Candidates::default, |scratch, j| {
+                        let counts = |cnt: &mut [u32]| tiles.add_counts(j, cnt);
+                        group_with_counts(&tiles.column(j), counts, &pos[cols.start + j], &req, thr, scratch)
+                    })
+                    .collect();
+                out.extend(res);
+            }
+        }
+        out
+    } else {
+        let req = Request::new(Keys::POOLED, even, adaptive);
+        // Large chunks: each chunk's histogram (~400 KB) is folded into the total.
+        let chunks = row_chunks_min(x.n, x.k, 1 << 21);
+        let seg = |r: &std::ops::Range<usize>| &x.probs[r.start * x.k..r.end * x.k];
+        let mut h = Hist::zeros(req.keys);
+        map_fold(
+            &chunks,
+            |r| -> Result<Hist, KernelError> {
+                let mut part = Hist::zeros(req.keys);
+                hist_values(&mut part, req.keys, seg(&r), thr);
+                Ok(part)
+            },
+            |part| h.merge(&part),
+        )?;
+        let sel = Selection::new(&h, &req);
+        let mut cand: Vec<f64> = chunks
+            .par_iter()
+            .map(|r| {
+                let mut c = Vec::new();
+                gather_values(&sel.wanted, req.keys, seg(r), thr, &mut c);
+                c
+            })
+            .collect::<Vec<_>>()
+            .concat();
+        sort_values(&mut cand);
+        let all_pos: Vec<f64> = pos.concat();
+        vec![finalize(&h, &sel, &Candidates::new(cand), &all_pos, &req, thr)]
+    };
+    let groups = per_group.len();
+    let even_out = even
+        .iter()
+        .enumerate()
+        .map(|(bi, &b)| {
+            let e = EvenEdges::new(b);
+            let nb = e.num_bins();
+            let mut st = BinStats::zeros(groups, nb);
+            for (gi, (ev, _)) in per_group.iter().enumerate() {
+                copy_group(&mut st, gi, &ev[bi]);
+            }
+            let bounds = e.boundaries();
+            st.edges = (0..groups).flat_map(|_| bounds.iter().copied()).collect();
+            st
+        })
+        .collect();
+    let adaptive_out = adaptive
+        .iter()
+        .enumerate()
+        .map(|(bi, &b)| {
+            let mut st = BinStats::zeros(groups, b);
+            for (gi, (_, ad)) in per_group.iter().enumerate() {
+                let (bounds, one) = &ad[bi];
+                copy_group(&mut st, gi, one);
+                st.edges.extend_from_slice(bounds);
+            }
+            st
+        })
+        .collect();
+    Ok((even_out, adaptive_out))
+}
+
+fn copy_group(st: &mut BinStats, g: usize, one: &BinStats) {
+    let r = g * st.nb..(g + 1) * st.nb;
+    st.count[r.clone()].copy_from_slice(&one.count);
+    st.sum_score[r.clone()].copy_from_slice(&one.sum_score);
+    st.sum_outcome[r].copy_from_slice(&one.sum_outcome);
+}
+

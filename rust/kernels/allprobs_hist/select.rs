@@ -1,0 +1,379 @@
+//! From a group's histogram to its bin totals: which buckets hold the wanted ranks and edges,
+//! the exact sorted members of those buckets, and the per-bin sums.
+
+use super::histogram::{gather_values, hist_values, sum_and_gather, Hist};
+use super::{GroupResult, Keys, Request};
+use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
+use crate::kernels::{BinStats, Score};
+
+/// Which buckets must be resolved exactly, and where their members sit among the sorted
+/// candidates.
+pub(super) struct Selection {
+    n: u64,
+    pub(super) wanted: Vec<bool>,
+    cum_before: Vec<u64>,
+    cand_offset: Vec<u64>,
+    /// Members of all wanted buckets together (the number of candidates).
+    total: usize,
+}
+
+impl Selection {
+    pub(super) fn new(h: &Hist, req: &Request) -> Self {
+        let nk = req.keys.nkeys();
+        let mut cum_before = vec![0u64; nk];
+        let mut acc = 0u64;
+        for (q, c) in cum_before.iter_mut().enumerate() {
+            *c = acc;
+            acc += h.count(q);
+        }
+        let n = acc;
+        let mut wanted = vec![false; nk];
+        for &b in &req.adaptive {
+            for r in adaptive_positions(n as usize, b) {
+                wanted[Self::bucket_of(&cum_before, r as u64)] = true;
+            }
+        }
+        for (_, _, ek) in &req.even {
+            for &q in ek {
+                wanted[q] = true;
+            }
+        }
+        let mut cand_offset = vec![0u64; nk];
+        let mut off = 0u64;
+        for q in 0..nk {
+            cand_offset[q] = off;
+            if wanted[q] {
+                off += h.count(q);
+            }
+        }
+        Selection { n, wanted, cum_before, cand_offset, total: off as usize }
+    }
+
+    /// The bucket holding rank `r` (0-based) of the group.
+    fn bucket_of(cum_before: &[u64], r: u64) -> usize {
+        cum_before.partition_point(|&c| c <= r) - 1
+    }
+
+    /// Exact value of rank `r`, and its bucket.
+    fn edge(&self, cand_sorted: &[f64], r: u64) -> (f64, usize) {
+        let q = Self::bucket_of(&self.cum_before, r);
+        let pos = self.cand_offset[q] + (r - self.cum_before[q]);
+        (cand_sorted[pos as usize], q)
+    }
+}
+
+/// Sorted candidates with exact-ish prefix sums (double-double: `hi + lo`), so any contiguous
+/// range's sum costs O(1) and stays accurate to about one ulp of the group total. Reused from
+/// group to group within a worker, with the histogram and the other per-group buffers (fresh
+/// buffers would cost page faults each time).
+#[derive(Default)]
+pub(super) struct Candidates {
+    sorted: Vec<f64>,
+    hi: Vec<f64>,
+    lo: Vec<f64>,
+    /// The candidates in the order they were gathered.
+    picked: Vec<f64>,
+    /// Next free slot of each wanted bucket while placing `picked` into `sorted`.
+    next: Vec<usize>,
+    /// `Selection::wanted` extended by the drop slot, for [`sum_and_gather`].
+    wanted_slots: Vec<bool>,
+    hist: Option<Hist>,
+}
+
+impl Candidates {
+    pub(super) fn new(sorted: Vec<f64>) -> Self {
+        let mut c = Candidates { sorted, ..Default::default() };
+        c.prefix();
+        c
+    }
+
+    /// Recomputes the prefix sums of `sorted`.
+    fn prefix(&mut self) {
+        self.hi.clear();
+        self.lo.clear();
+        let (mut s, mut c) = (0.0f64, 0.0f64);
+        self.hi.push(0.0);
+        self.lo.push(0.0);
+        for &v in &self.sorted {
+            let t = s + v;
+            c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
+            s = t;
+            self.hi.push(s);
+            self.lo.push(c);
+        }
+    }
+
+    /// The worker's histogram, emptied (allocated on first use).
+    fn take_hist(&mut self, keys: Keys) -> Hist {
+        let mut h = self.hist.take().unwrap_or_else(|| Hist::zeros(keys));
+        h.clear(keys);
+        h
+    }
+
+    fn range_sum(&self, a: usize, b: usize) -> f64 {
+        (self.hi[b] - self.hi[a]) + (self.lo[b] - self.lo[a])
+    }
+}
+
+/// Bin totals of one group for bins given by their upper edges `edges` (values, non-decreasing;
+/// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`: whole
+/// non-wanted buckets by key, the members of wanted ones as contiguous runs of the sorted
+/// candidates.
+fn fill_bins(
+    h: &Hist,
+    sel: &Selection,
+    cand: &Candidates,
+    positives: &[f64],
+    edges: &[f64],
+    edge_buckets: &[usize],
+    nb: usize,
+) -> BinStats {
+    let mut st = BinStats::zeros(1, nb);
+    let mut bin = 0usize;
+    for q in 0..sel.wanted.len() {
+        if h.cnt[q] == 0 || sel.wanted[q] {
+            continue;
+        }
+        // Bucket q holds no edge: all its values exceed exactly the edges whose bucket is < q.
+        while bin < edge_buckets.len() && edge_buckets[bin] < q {
+            bin += 1;
+        }
+        st.count[bin] += h.cnt[q] as f64;
+        st.sum_score[bin] += h.sum[q];
+    }
+    // Candidates in bin j are those with edges[j-1] <= s < edges[j].
+    let mut start = 0usize;
+    for j in 0..nb {
+        let end = if j < edges.len() {
+            start + cand.sorted[start..].partition_point(|&v| v < edges[j])
+        } else {
+            cand.sorted.len()
+        };
+        st.count[j] += (end - start) as f64;
+        st.sum_score[j] += cand.range_sum(start, end);
+        start = end;
+    }
+    for &s in positives {
+        st.sum_outcome[bin_by_edges(edges, s)] += 1.0;
+    }
+    st
+}
+
+/// A group's even and adaptive tables from its histogram and sorted candidates.
+pub(super) fn finalize(
+    h: &Hist,
+    sel: &Selection,
+    cand: &Candidates,
+    pos: &[f64],
+    req: &Request,
+    thr: f64,
+) -> GroupResult {
+    let even = req
+        .even
+        .iter()
+        .map(|(e, upper, ek)| fill_bins(h, sel, cand, pos, upper, ek, e.num_bins()))
+        .collect();
+    let adaptive = req
+        .adaptive
+        .iter()
+        .map(|&b| {
+            if sel.n == 0 {
+                return (adaptive_boundaries(&[], b, thr), BinStats::zeros(1, b));
+            }
+            let (edges, eb): (Vec<f64>, Vec<usize>) = adaptive_positions(sel.n as usize, b)
+                .into_iter()
+                .map(|r| sel.edge(&cand.sorted, r as u64))
+                .unzip();
+            let st = fill_bins(h, sel, cand, pos, &edges, &eb, b);
+            (adaptive_boundaries(&edges, b, thr), st)
+        })
+        .collect();
+    (even, adaptive)
+}
+
+/// Sorts positive floats by their bit patterns (which order like the values): LSD radix sort
+/// on 11-bit digits, skipping digits that all values share (the low mantissa bits of widened
+/// f32 values, the exponent of values of one magnitude).
+pub(super) fn sort_values(v: &mut Vec<f64>) {
+    const BITS: u32 = 11;
+    const R: usize = 1 << BITS;
+    const PASSES: usize = 6;
+    if v.len() < 512 {
+        v.sort_unstable_by_key(|s| s.to_bits());
+        return;
+    }
+    let mut counts = vec![[0usize; R]; PASSES];
+    for s in v.iter() {
+        let x = s.to_bits();
+        for (p, c) in counts.iter_mut().enumerate() {
+            c[((x >> (p as u32 * BITS)) as usize) & (R - 1)] += 1;
+        }
+    }
+    let mut tmp = vec![0.0f64; v.len()];
+    for (p, c) in counts.iter().enumerate() {
+        if c.contains(&v.len()) {
+            continue;
+        }
+        let mut off = [0usize; R];
+        let mut acc = 0;
+        for d in 0..R {
+            off[d] = acc;
+            acc += c[d];
+        }
+        for &s in v.iter() {
+            let d = ((s.to_bits() >> (p as u32 * BITS)) as usize) & (R - 1);
+            tmp[off[d]] = s;
+            off[d] += 1;
+        }
+        std::mem::swap(v, &mut tmp);
+    }
+}
+
+/// One group's computation from its values, given as contiguous segments: histogram pass,
+/// selection of the wanted buckets, gathering pass.
+pub(super) fn group_from_segments<T: Score>(
+    segs: &[&[T]],
+    pos: &[f64],
+    req: &Request,
+    thr: f64,
+    scratch: &mut Candidates,
+) -> GroupResult {
+    let keys = req.keys;
+    let mut h = scratch.take_hist(keys);
+    for s in segs {
+        hist_values(&mut h, keys, s, thr);
+    }
+    let sel = Selection::new(&h, req);
+    scratch.picked.clear();
+    scratch.picked.reserve(sel.total);
+    for s in segs {
+        gather_values(&sel.wanted, keys, s, thr, &mut scratch.picked);
+    }
+    finish(h, &sel, pos, req, thr, scratch)
+}
+
+/// The same when the group's bucket counts are already known: `add_counts` adds them to the
+/// (zeroed) count table, then one pass over the values takes the bucket sums and gathers the
+/// wanted buckets' members at once.
+pub(super) fn group_with_counts<T: Score>(
+    segs: &[&[T]],
+    add_counts: impl FnOnce(&mut [u32]),
+    pos: &[f64],
+    req: &Request,
+    thr: f64,
+    scratch: &mut Candidates,
+) -> GroupResult {
+    let keys = req.keys;
+    let mut h = scratch.take_hist(keys);
+    add_counts(&mut h.cnt);
+    let sel = Selection::new(&h, req);
+    scratch.picked.clear();
+    scratch.picked.reserve(sel.total);
+    // The wanted buckets, and the drop slot, which is not.
+    let wanted = &mut scratch.wanted_slots;
+    wanted.clear();
+    wanted.extend_from_slice(&sel.wanted);
+    wanted.push(false);
+    for s in segs {
+        sum_and_gather(&mut h, wanted, keys, s, thr, &mut scratch.picked);
+    }
+    finish(h, &sel, pos, req, thr, scratch)
+}
+
+/// The tables of a group whose histogram is complete and whose wanted values are in
+/// `scratch.picked` (in any order). Each is placed at its bucket's slot (the histogram gives
+/// every bucket's offset), then each bucket is sorted on its own: small sorts in cache, and
+/// buckets are in value order, so the whole array ends up sorted. Gathering first and placing
+/// only the few gathered values keeps the passes over all values free of the store-to-load
+/// dependencies of a direct scatter (consecutive values landing in the same bucket would chain
+/// through its slot counter).
+fn finish(
+    h: Hist,
+    sel: &Selection,
+    pos: &[f64],
+    req: &Request,
+    thr: f64,
+    scratch: &mut Candidates,
+) -> GroupResult {
+    debug_assert_eq!(scratch.picked.len(), sel.total);
+    let keys = req.keys;
+    scratch.next.clear();
+    scratch.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
+    scratch.sorted.clear();
+    scratch.sorted.resize(sel.total, 0.0);
+    for &s in &scratch.picked {
+        // A widened f32 value has the same key as the f32 itself.
+        let q = keys.of(s);
+        scratch.sorted[scratch.next[q]] = s;
+        scratch.next[q] += 1;
+    }
+    for q in 0..sel.wanted.len() {
+        if sel.wanted[q] {
+            let a = sel.cand_offset[q] as usize;
+            scratch.sorted[a..a + h.count(q) as usize].sort_unstable_by_key(|v| v.to_bits());
+        }
+    }
+    scratch.prefix();
+    let res = finalize(&h, sel, scratch, pos, req, thr);
+    scratch.hist = Some(h);
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts known beforehand (one pass taking sums and candidates) give bitwise the same
+    /// tables as the histogram pass followed by the gathering pass, over uneven segments, ties,
+    /// zeros and thresholds, and with the scratch buffers reused from group to group.
+    #[test]
+    fn counted_path_equals_two_pass_path() {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let vals: Vec<f64> = (0..20_000)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let x = (s >> 11) as f64 / (1u64 << 53) as f64;
+                match i % 5 {
+                    0 => 0.0,
+                    1 => (x * 16.0).floor() / 16.0,
+                    _ => x * x * x,
+                }
+            })
+            .collect();
+        let segs: Vec<&[f64]> = vec![&vals[..4097], &vals[4097..4100], &vals[4100..]];
+        let pos: Vec<f64> = vals.iter().step_by(7).copied().collect();
+        let req = Request::new(Keys::CLASS, &[3, 15], &[1, 2, 15, 100]);
+        let (mut a_scratch, mut b_scratch) = (Candidates::default(), Candidates::default());
+        for thr in [0.0, 0.01, 0.5] {
+            let pos: Vec<f64> = pos.iter().copied().filter(|&v| v > thr).collect();
+            let a = group_from_segments(&segs, &pos, &req, thr, &mut a_scratch);
+            let counts = |cnt: &mut [u32]| {
+                for v in segs.iter().copied().flatten() {
+                    cnt[req.keys.slot(*v, thr)] += 1;
+                }
+            };
+            let b = group_with_counts(&segs, counts, &pos, &req, thr, &mut b_scratch);
+            assert_eq!(a, b, "thr={thr}");
+        }
+    }
+
+    #[test]
+    fn radix_sort_orders_positive_floats() {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut v: Vec<f64> = (0..5000)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let x = (s >> 11) as f64 / (1u64 << 53) as f64;
+                if i % 3 == 0 { (x as f32) as f64 } else { x * 1e-9 }
+            })
+            .collect();
+        let mut want = v.clone();
+        want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        sort_values(&mut v);
+        assert_eq!(v, want);
+    }
+}

@@ -1,0 +1,586 @@
+//! Column-major copies of blocks of classes, so that each class's scores are contiguous, with
+//! each class's bucket counts taken on the way.
+//!
+//! The block is split into tiles of rows, transposed in parallel. With AVX2 the tiles are
+//! transposed in register blocks (4 x 4 for f64, 8 x 8 for f32): whole vectors are loaded from
+//! consecutive rows and whole vectors are stored into each column, instead of one scalar store
+//! per entry at a large stride. f64 tiles, whose columns start on cache lines, are written a
+//! whole line per column at a time with non-temporal stores (no read of the destination line
+//! first). Copies are exact, so every path gives the same tile.
+//!
+//! While the values are in registers, their bucket slots ([`Keys::slot`]) are counted per tile
+//! and column. Counts are integers, so adding the tiles' counts gives a class's bucket counts
+//! exactly, whatever the tiling; the class pass then needs one read of its column instead of
+//! two (the bucket sums, which must be added in row order, are taken in that read).
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::Keys;
+use crate::kernels::{Inputs, Score};
+
+/// At most this many classes are transposed at once ...
+const MAX_BLOCK: usize = 64;
+/// ... and the transposed block holds at most this many bytes (unless one class is larger).
+const BLOCK_BYTES: usize = 64 << 20;
+/// Rows per transposition chunk.
+const TRANSPOSE_ROWS: usize = 4096;
+// A tile's counts are u16.
+const _: () = assert!(TRANSPOSE_ROWS <= u16::MAX as usize);
+/// Rows ahead that the transposition prefetches.
+const PREFETCH_ROWS: usize = 16;
+
+/// Classes per transposed block, balanced over the blocks, in whole cache lines of a row when
+/// the limits allow (then rows need no leftover columns after the register blocks).
+pub(super) fn class_blocks(n: usize, k: usize, elem: usize) -> Vec<Range<usize>> {
+    let by_bytes = (BLOCK_BYTES / (n * elem).max(1)).max(1);
+    let cap = MAX_BLOCK.min(by_bytes);
+    let nblocks = k.div_ceil(cap.min(k));
+    let w = k.div_ceil(nblocks);
+    let lines = w.next_multiple_of(64 / elem);
+    let w = if lines <= cap { lines } else { w };
+    (0..k).step_by(w).map(|s| s..(s + w).min(k)).collect()
+}
+
+/// Where a tile's bucket counts go: `cnt[j * (keys.nkeys() + 1) + slot]` for column j.
+pub(super) struct Counter<'a> {
+    pub(super) cnt: &'a mut [u16],
+    pub(super) keys: Keys,
+    pub(super) thr: f64,
+}
+
+impl Counter<'_> {
+    #[inline(always)]
+    fn add(&mut self, j: usize, slot: usize) {
+        self.cnt[j * (self.keys.nkeys() + 1) + slot] += 1;
+    }
+}
+
+/// Copies `x[rows, cols]` into `t` column by column: entry (i, c) goes to
+/// `t[(c - cols.start) * stride + (i - rows.start)]`, and counts each entry's bucket slot for
+/// column `c - cols.start` in `counter`. Uses the AVX2 register-block kernels when the CPU has
+/// AVX2, the scalar loop otherwise.
+fn transpose_rows<T: Score>(
+    x: &Inputs<T>,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    stride: usize,
+    t: &mut [T],
+    counter: &mut Counter,
+) {
+    assert!(rows.end <= x.n && cols.end <= x.k && cols.start <= cols.end);
+    assert!(rows.len() <= stride && t.len() >= cols.len() * stride);
+    assert!(counter.cnt.len() >= cols.len() * (counter.keys.nkeys() + 1));
+    if rows.is_empty() || cols.is_empty() {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        use std::any::TypeId;
+        if TypeId::of::<T>() == TypeId::of::<f64>() {
+            // SAFETY: T is f64 (same TypeId), so both slices reinterpret as f64 slices of the
+            // same length; the asserts above give the bounds `avx2::transpose_f64` relies on,
+            // and the CPU has AVX2.
+            unsafe {
+                let p = std::slice::from_raw_parts(x.probs.as_ptr() as *const f64, x.probs.len());
+                let t = std::slice::from_raw_parts_mut(t.as_mut_ptr() as *mut f64, t.len());
+                avx2::transpose_f64(p, x.k, rows, cols, stride, t, counter);
+            }
+            return;
+        }
+        if TypeId::of::<T>() == TypeId::of::<f32>() {
+            // SAFETY: as above, with T = f32.
+            unsafe {
+                let p = std::slice::from_raw_parts(x.probs.as_ptr() as *const f32, x.probs.len());
+                let t = std::slice::from_raw_parts_mut(t.as_mut_ptr() as *mut f32, t.len());
+                avx2::transpose_f32(p, x.k, rows, cols, stride, t, counter);
+            }
+            return;
+        }
+    }
+    transpose_scalar(x.probs, x.k, rows, cols, stride, t, counter);
+}
+
+/// The portable transposition: one row at a time, one scalar store per entry.
+fn transpose_scalar<T: Score>(
+    p: &[T],
+    k: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+    stride: usize,
+    t: &mut [T],
+    counter: &mut Counter,
+) {
+    let end = rows.end;
+    for (ii, i) in rows.enumerate() {
+        if i + PREFETCH_ROWS < end {
+            prefetch_row(p, (i + PREFETCH_ROWS) * k, &cols);
+        }
+        let row = &p[i * k + cols.start..i * k + cols.end];
+        for (j, &v) in row.iter().enumerate() {
+            t[j * stride + ii] = v;
+            counter.add(j, counter.keys.slot(v, counter.thr));
+        }
+    }
+}
+
+/// Prefetches the block's segment of the row starting at `p[start]`. The block reads a short
+/// segment of each row at a large stride, which hardware prefetchers do not follow across
+/// pages: the transposition asks for the segment a few rows ahead.
+#[inline(always)]
+fn prefetch_row<T>(p: &[T], start: usize, cols: &Range<usize>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let seg = &p[start + cols.start..start + cols.end];
+        let line = 64 / std::mem::size_of::<T>();
+        for c in (0..seg.len()).step_by(line) {
+            // SAFETY: prefetching is a hint; the address comes from a valid reference.
+            unsafe {
+                use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(&seg[c] as *const T as *const i8);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, start, cols);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    use super::{prefetch_row, Counter, PREFETCH_ROWS};
+
+    /// The bucket-slot computation of [`super::Keys::slot`] in vector registers.
+    struct SlotConsts {
+        shift: __m128i,
+        max: __m256i,
+        thr: __m256d,
+        drop: usize,
+    }
+
+    impl SlotConsts {
+        /// # Safety
+        /// The CPU must support AVX2 (as for every function of this module).
+        #[target_feature(enable = "avx2")]
+        unsafe fn new(c: &Counter) -> Self {
+            SlotConsts {
+                shift: _mm_cvtsi32_si128(c.keys.shift as i32),
+                max: _mm256_set1_epi32(c.keys.max as i32),
+                thr: _mm256_set1_pd(c.thr),
+                drop: c.keys.drop_slot(),
+            }
+        }
+    }
+
+    /// Counts the slots of one row's four f64 values, of columns `j..j + 4`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn count_f64x4(r: __m256d, j: usize, sc: &SlotConsts, counter: &mut Counter) {
+        // Key: the value rounded to f32 (as `Score::key_bits` does), bits >> shift, at most max.
+        let bits = _mm_castps_si128(_mm256_cvtpd_ps(r));
+        let key = _mm_min_epu32(_mm_srl_epi32(bits, sc.shift), _mm256_castsi256_si128(sc.max));
+        let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(r, sc.thr));
+        let mut q = [0u32; 4];
+        _mm_storeu_si128(q.as_mut_ptr() as *mut __m128i, key);
+        for (c, &key) in q.iter().enumerate() {
+            let slot = if keep >> c & 1 != 0 { key as usize } else { sc.drop };
+            counter.add(j + c, slot);
+        }
+    }
+
+    /// Counts the slots of one row's eight f32 values, of columns `j..j + 8`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn count_f32x8(r: __m256, j: usize, sc: &SlotConsts, counter: &mut Counter) {
+        let key = _mm256_min_epu32(_mm256_srl_epi32(_mm256_castps_si256(r), sc.shift), sc.max);
+        // The threshold test runs in f64, exactly as `Score::to_f64(v) > thr`.
+        let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(r));
+        let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(r));
+        let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(lo, sc.thr))
+            | _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(hi, sc.thr)) << 4;
+        let mut q = [0u32; 8];
+        _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, key);
+        for (c, &key) in q.iter().enumerate() {
+            let slot = if keep >> c & 1 != 0 { key as usize } else { sc.drop };
+            counter.add(j + c, slot);
+        }
+    }
+
+    /// f64 transposition in 4 x 4 register blocks, two above each other, so that each column
+    /// receives one whole 64-byte line per 8 rows; leftover rows and columns go one at a time.
+    ///
+    /// When `t` starts on a cache line and `stride` is a whole number of lines, those lines
+    /// are written with non-temporal stores: the tile is far larger than the caches and is
+    /// read back column by column later, so reading each destination line in before
+    /// overwriting it (as ordinary stores do) would only add memory traffic.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2; `rows.end * k <= p.len()`, `cols.end <= k`,
+    /// `rows.len() <= stride` and `cols.len() * stride <= t.len()`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn transpose_f64(
+        p: &[f64],
+        k: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+        stride: usize,
+        t: &mut [f64],
+        counter: &mut Counter,
+    ) {
+        let (w, n) = (cols.len(), rows.len());
+        let (w4, n8) = (w - w % 4, n - n % 8);
+        let sc = SlotConsts::new(counter);
+        let stream = t.as_ptr() as usize % 64 == 0 && stride % 8 == 0;
+        for ii in (0..n8).step_by(8) {
+            let i = rows.start + ii;
+            for r in 0..8 {
+                if i + r + PREFETCH_ROWS < rows.end {
+                    prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
+                }
+            }
+            for j in (0..w4).step_by(4) {
+                for half in 0..2 {
+                    // SAFETY: rows i+4*half..+4 lie in `rows` and columns cols.start+j..+4 in
+                    // `cols`, so the loads stay within `p`; the stores write
+                    // t[(j+c) * stride + ii + 4*half..+4] with j + c < w and
+                    // ii + 8 <= n <= stride, within `t`. Streamed stores are 32-byte aligned:
+                    // `t` is 64-byte aligned and stride and ii are multiples of 8.
+                    let src = p.as_ptr().add((i + 4 * half) * k + cols.start + j);
+                    let r0 = _mm256_loadu_pd(src);
+                    let r1 = _mm256_loadu_pd(src.add(k));
+                    let r2 = _mm256_loadu_pd(src.add(2 * k));
+                    let r3 = _mm256_loadu_pd(src.add(3 * k));
+                    // (a0 b0 a2 b2), (a1 b1 a3 b3), (c0 d0 c2 d2), (c1 d1 c3 d3) for rows a..d.
+                    let lo01 = _mm256_unpacklo_pd(r0, r1);
+                    let hi01 = _mm256_unpackhi_pd(r0, r1);
+                    let lo23 = _mm256_unpacklo_pd(r2, r3);
+                    let hi23 = _mm256_unpackhi_pd(r2, r3);
+                    let out = [
+                        _mm256_permute2f128_pd(lo01, lo23, 0x20),
+                        _mm256_permute2f128_pd(hi01, hi23, 0x20),
+                        _mm256_permute2f128_pd(lo01, lo23, 0x31),
+                        _mm256_permute2f128_pd(hi01, hi23, 0x31),
+                    ];
+                    let d = t.as_mut_ptr().add(j * stride + ii + 4 * half);
+                    for (c, v) in out.into_iter().enumerate() {
+                        if stream {
+                            _mm256_stream_pd(d.add(c * stride), v);
+                        } else {
+                            _mm256_storeu_pd(d.add(c * stride), v);
+                        }
+                    }
+                    for r in [r0, r1, r2, r3] {
+                        count_f64x4(r, j, &sc, counter);
+                    }
+                }
+            }
+            // The leftover columns of these rows, while the rows are in cache.
+            transpose_part(p, k, i..i + 8, rows.start, cols.start + w4..cols.end, w4, stride, t, counter);
+        }
+        let tail = rows.start + n8..rows.end;
+        transpose_part(p, k, tail, rows.start, cols, 0, stride, t, counter);
+        if stream {
+            // Streamed stores are weakly ordered: complete them before the tile is handed on.
+            _mm_sfence();
+        }
+    }
+
+    /// f32 transposition in 8 x 8 register blocks; leftover rows and columns go through the
+    /// scalar loop.
+    ///
+    /// # Safety
+    /// As for [`transpose_f64`].
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn transpose_f32(
+        p: &[f32],
+        k: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+        stride: usize,
+        t: &mut [f32],
+        counter: &mut Counter,
+    ) {
+        let (w, n) = (cols.len(), rows.len());
+        let (w8, n8) = (w - w % 8, n - n % 8);
+        let sc = SlotConsts::new(counter);
+        for ii in (0..n8).step_by(8) {
+            let i = rows.start + ii;
+            for r in 0..8 {
+                if i + r + PREFETCH_ROWS < rows.end {
+                    prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
+                }
+            }
+            let src = p.as_ptr().add(i * k + cols.start);
+            let dst = t.as_mut_ptr().add(ii);
+            for j in (0..w8).step_by(8) {
+                // SAFETY: as in `transpose_f64`, with 8 rows and 8 columns.
+                let r = [
+                    _mm256_loadu_ps(src.add(j)),
+                    _mm256_loadu_ps(src.add(k + j)),
+                    _mm256_loadu_ps(src.add(2 * k + j)),
+                    _mm256_loadu_ps(src.add(3 * k + j)),
+                    _mm256_loadu_ps(src.add(4 * k + j)),
+                    _mm256_loadu_ps(src.add(5 * k + j)),
+                    _mm256_loadu_ps(src.add(6 * k + j)),
+                    _mm256_loadu_ps(src.add(7 * k + j)),
+                ];
+                // Interleave pairs of rows, then pairs of pairs: b_c (c < 4) holds column c of
+                // rows 0..4 in its low lane and column c + 4 in its high lane; b_{c+4} the
+                // same for rows 4..8 ...
+                let a0 = _mm256_unpacklo_ps(r[0], r[1]);
+                let a1 = _mm256_unpackhi_ps(r[0], r[1]);
+                let a2 = _mm256_unpacklo_ps(r[2], r[3]);
+                let a3 = _mm256_unpackhi_ps(r[2], r[3]);
+                let a4 = _mm256_unpacklo_ps(r[4], r[5]);
+                let a5 = _mm256_unpackhi_ps(r[4], r[5]);
+                let a6 = _mm256_unpacklo_ps(r[6], r[7]);
+                let a7 = _mm256_unpackhi_ps(r[6], r[7]);
+                let b0 = _mm256_shuffle_ps::<0x44>(a0, a2);
+                let b1 = _mm256_shuffle_ps::<0xEE>(a0, a2);
+                let b2 = _mm256_shuffle_ps::<0x44>(a1, a3);
+                let b3 = _mm256_shuffle_ps::<0xEE>(a1, a3);
+                let b4 = _mm256_shuffle_ps::<0x44>(a4, a6);
+                let b5 = _mm256_shuffle_ps::<0xEE>(a4, a6);
+                let b6 = _mm256_shuffle_ps::<0x44>(a5, a7);
+                let b7 = _mm256_shuffle_ps::<0xEE>(a5, a7);
+                // ... and the lanes are joined: rows 0..4 from the first, 4..8 from the second.
+                let out = [
+                    _mm256_permute2f128_ps::<0x20>(b0, b4),
+                    _mm256_permute2f128_ps::<0x20>(b1, b5),
+                    _mm256_permute2f128_ps::<0x20>(b2, b6),
+                    _mm256_permute2f128_ps::<0x20>(b3, b7),
+                    _mm256_permute2f128_ps::<0x31>(b0, b4),
+                    _mm256_permute2f128_ps::<0x31>(b1, b5),
+                    _mm256_permute2f128_ps::<0x31>(b2, b6),
+                    _mm256_permute2f128_ps::<0x31>(b3, b7),
+                ];
+                let d = dst.add(j * stride);
+                for (c, v) in out.into_iter().enumerate() {
+                    _mm256_storeu_ps(d.add(c * stride), v);
+                }
+                for v in r {
+                    count_f32x8(v, j, &sc, counter);
+                }
+            }
+            transpose_part(p, k, i..i + 8, rows.start, cols.start + w8..cols.end, w8, stride, t, counter);
+        }
+        let tail = rows.start + n8..rows.end;
+        transpose_part(p, k, tail, rows.start, cols, 0, stride, t, counter);
+    }
+
+    /// The entries a register-block kernel leaves, one at a time: rows `rows` (of the tile
+    /// starting at row `row0`) and columns `cols`, which are columns `j0..` of the block.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn transpose_part<T: crate::kernels::Score>(
+        p: &[T],
+        k: usize,
+        rows: Range<usize>,
+        row0: usize,
+        cols: Range<usize>,
+        j0: usize,
+        stride: usize,
+        t: &mut [T],
+        counter: &mut Counter,
+    ) {
+        for i in rows {
+            for (j, c) in (j0..).zip(cols.clone()) {
+                let v = p[i * k + c];
+                t[j * stride + (i - row0)] = v;
+                counter.add(j, counter.keys.slot(v, counter.thr));
+            }
+        }
+    }
+}
+
+/// Index of the first element of `t` on a 64-byte boundary, where a tile's columns start (0 if
+/// there is none within the spare line; the transposition then uses ordinary stores).
+fn line_start<T>(t: &[T]) -> usize {
+    let a = t.as_ptr().align_offset(64);
+    if a < 64 / std::mem::size_of::<T>() { a } else { 0 }
+}
+
+/// Column-major copies of a block of columns, one tile per chunk of rows, with each tile's
+/// bucket counts per column. The buffers are reused from block to block (fresh pages would
+/// cost more to fault in than to fill).
+pub(super) struct Tiles<T> {
+    rows: Vec<Range<usize>>,
+    data: Vec<Vec<T>>,
+    stride: Vec<usize>,
+    /// Per tile: `counts[j * (keys.nkeys() + 1) + slot]` for column j of the block.
+    counts: Vec<Vec<u16>>,
+    keys: Keys,
+}
+
+impl<T: Score> Tiles<T> {
+    pub(super) fn new(n: usize, keys: Keys) -> Self {
+        let rows: Vec<Range<usize>> =
+            (0..n).step_by(TRANSPOSE_ROWS).map(|s| s..(s + TRANSPOSE_ROWS).min(n)).collect();
+        // Columns start on whole cache lines, with the stride padded by one line so the block's
+        // columns do not all map to the same cache set (power-of-two strides thrash L1 in a
+        // transpose).
+        let line = 64 / std::mem::size_of::<T>();
+        let stride = rows.iter().map(|r| r.len().next_multiple_of(line) + line).collect();
+        let tiles = rows.len();
+        Tiles { data: vec![Vec::new(); tiles], counts: vec![Vec::new(); tiles], rows, stride, keys }
+    }
+
+    /// Transposes the block `cols` and counts its bucket slots (values above `thr` by key, the
+    /// others in the drop slot).
+    pub(super) fn fill(&mut self, x: &Inputs<T>, cols: &Range<usize>, thr: f64) {
+        let w = cols.len();
+        let keys = self.keys;
+        self.data
+            .par_iter_mut()
+            .zip(self.counts.par_iter_mut())
+            .zip(self.rows.par_iter())
+            .zip(self.stride.par_iter())
+            .for_each(|(((t, cnt), r), &stride)| {
+                // One spare line, so that the columns can start on a cache line.
+                t.resize(w * stride + 64 / std::mem::size_of::<T>(), T::default());
+                cnt.clear();
+                cnt.resize(w * (keys.nkeys() + 1), 0);
+                let mut counter = Counter { cnt, keys, thr };
+                let a = line_start(t);
+                let t = &mut t[a..];
+                transpose_rows(x, r.clone(), cols.clone(), stride, t, &mut counter);
+            });
+    }
+
+    /// Column `j` of the block, as one segment per tile.
+    pub(super) fn column(&self, j: usize) -> Vec<&[T]> {
+        self.data
+            .iter()
+            .zip(&self.rows)
+            .zip(&self.stride)
+            .map(|((t, r), &stride)| {
+                let a = line_start(t) + j * stride;
+                &t[a..a + r.len()]
+            })
+            .collect()
+    }
+
+    /// Adds column `j`'s bucket counts (every tile's) to `out`.
+    pub(super) fn add_counts(&self, j: usize, out: &mut [u32]) {
+        let nk1 = self.keys.nkeys() + 1;
+        let out = &mut out[..nk1];
+        for cnt in &self.counts {
+            for (o, &c) in out.iter_mut().zip(&cnt[j * nk1..(j + 1) * nk1]) {
+                *o += c as u32;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic distinct-looking test values.
+    fn values<T: Score>(len: usize, from: impl Fn(f64) -> T) -> Vec<T> {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                from((s >> 11) as f64 / (1u64 << 53) as f64)
+            })
+            .collect()
+    }
+
+    /// The dispatching transposition (AVX2 when available) against the scalar loop and against
+    /// the definition, copies and bucket counts, over shapes where rows and columns are not
+    /// multiples of the register blocks, with values dropped by the threshold.
+    fn check<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy) {
+        let keys = Keys::CLASS;
+        let nk1 = keys.nkeys() + 1;
+        for &(n, k) in &[(1usize, 1usize), (3, 5), (37, 17), (64, 64), (101, 43), (9, 200)] {
+            // A few exact zeros, dropped as the threshold test requires.
+            let p: Vec<T> = values(n * k, |v| from(if v < 0.05 { 0.0 } else { v }));
+            let labels = vec![0i64; n];
+            let x = Inputs::new(&p, &labels, k).unwrap();
+            let col_ranges = [0..k, k / 3..k, 1..k.min(12), k - 1..k, 0..0];
+            let row_ranges = [0..n, n / 2..n, 1.min(n)..n.min(35)];
+            for thr in [0.0, 0.3] {
+                for cols in col_ranges.iter() {
+                    for rows in row_ranges.iter() {
+                        let stride = rows.len() + 5;
+                        let mut want = vec![T::default(); cols.len() * stride];
+                        let mut got = want.clone();
+                        let mut want_cnt = vec![0u16; cols.len() * nk1];
+                        let mut got_cnt = want_cnt.clone();
+                        let mut c = Counter { cnt: &mut want_cnt, keys, thr };
+                        transpose_scalar(&p, k, rows.clone(), cols.clone(), stride, &mut want, &mut c);
+                        let mut c = Counter { cnt: &mut got_cnt, keys, thr };
+                        transpose_rows(&x, rows.clone(), cols.clone(), stride, &mut got, &mut c);
+                        let at = format!("n={n} k={k} thr={thr} rows={rows:?} cols={cols:?}");
+                        assert_eq!(got, want, "{at}");
+                        assert_eq!(got_cnt, want_cnt, "{at}");
+                        let mut def_cnt = vec![0u16; cols.len() * nk1];
+                        for (j, c) in cols.clone().enumerate() {
+                            for (ii, i) in rows.clone().enumerate() {
+                                let v = p[i * k + c];
+                                assert_eq!(want[j * stride + ii], v);
+                                def_cnt[j * nk1 + keys.slot(v, thr)] += 1;
+                            }
+                        }
+                        assert_eq!(want_cnt, def_cnt, "{at}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whole blocks through [`Tiles`] (aligned columns, so the f64 kernel streams its stores)
+    /// against the definition: columns and per-column bucket counts, over several tiles.
+    fn check_tiles<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy) {
+        let keys = Keys::CLASS;
+        for &(n, k) in &[(TRANSPOSE_ROWS + 13, 11usize), (2 * TRANSPOSE_ROWS + 8, 70), (5, 3)] {
+            let p: Vec<T> = values(n * k, |v| from(if v < 0.05 { 0.0 } else { v }));
+            let labels = vec![0i64; n];
+            let x = Inputs::new(&p, &labels, k).unwrap();
+            let mut tiles = Tiles::new(n, keys);
+            for cols in class_blocks(n, k, std::mem::size_of::<T>()) {
+                tiles.fill(&x, &cols, 0.0);
+                for (j, c) in cols.clone().enumerate() {
+                    let col: Vec<T> = tiles.column(j).concat();
+                    let want: Vec<T> = (0..n).map(|i| p[i * k + c]).collect();
+                    assert_eq!(col, want, "n={n} k={k} column {c}");
+                    let mut cnt = vec![0u32; keys.nkeys() + 1];
+                    tiles.add_counts(j, &mut cnt);
+                    let mut def = vec![0u32; keys.nkeys() + 1];
+                    for &v in &want {
+                        def[keys.slot(v, 0.0)] += 1;
+                    }
+                    assert_eq!(cnt, def, "n={n} k={k} column {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiles_match_definition() {
+        check_tiles(|v| v);
+        check_tiles(|v| v as f32);
+    }
+
+    #[test]
+    fn transpose_matches_scalar_f64() {
+        check(|v| v);
+    }
+
+    #[test]
+    fn transpose_matches_scalar_f32() {
+        check(|v| v as f32);
+    }
+}
