@@ -19,7 +19,7 @@ pub fn row_chunks(n: usize, k: usize) -> Vec<Range<usize>> {
 
 /// Row ranges of as equal sizes as possible, each of at most about `max_entries` entries but
 /// at least `min_rows` rows (for work split over the threads with a per-chunk setup cost:
-/// [`map_fold_here`]).
+/// [`crate::kernels::share::map_fold_here`]).
 pub fn row_chunks_split(n: usize, k: usize, max_entries: usize, min_rows: usize) -> Vec<Range<usize>> {
     let rows = (max_entries / k.max(1)).max(min_rows).max(1);
     let parts = n.div_ceil(rows).max(1);
@@ -51,38 +51,6 @@ where
         let parts: Vec<Result<P, E>> = wave.par_iter().map(|r| map(r.clone())).collect();
         for p in parts {
             fold(p?);
-        }
-    }
-    Ok(())
-}
-
-/// [`map_fold`] for short work: the calling thread maps the first chunk of each wave itself
-/// while the pool maps the others, instead of handing the whole wave to the pool and sleeping
-/// until it is done (which costs as much as a short job). Same chunks, same fold order, so the
-/// same results for any number of threads.
-pub fn map_fold_here<P, E, M, F>(chunks: &[Range<usize>], map: M, mut fold: F) -> Result<(), E>
-where
-    P: Send,
-    E: Send,
-    M: Fn(Range<usize>) -> Result<P, E> + Sync,
-    F: FnMut(P),
-{
-    if chunks.len() == 1 {
-        fold(map(chunks[0].clone())?);
-        return Ok(());
-    }
-    for wave in chunks.chunks(WAVE) {
-        let mut parts: Vec<Option<Result<P, E>>> = (0..wave.len()).map(|_| None).collect();
-        let map = &map;
-        rayon::in_place_scope(|s| {
-            let (first, rest) = parts.split_first_mut().expect("a wave is not empty");
-            for (slot, r) in rest.iter_mut().zip(&wave[1..]) {
-                s.spawn(move |_| *slot = Some(map(r.clone())));
-            }
-            *first = Some(map(wave[0].clone()));
-        });
-        for p in parts {
-            fold(p.expect("every chunk was mapped")?);
         }
     }
     Ok(())

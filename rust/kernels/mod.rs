@@ -15,6 +15,7 @@ pub mod edges;
 pub mod error;
 pub mod reduce;
 pub mod score;
+pub mod share;
 pub mod space;
 pub mod spec;
 pub mod stats;

@@ -10,7 +10,8 @@
 
 use std::ops::Range;
 
-use crate::kernels::chunks::{map_fold_here, row_chunks_split};
+use crate::kernels::chunks::row_chunks_split;
+use crate::kernels::share::map_fold_here;
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::stats::LaneTables;
 use crate::kernels::toplabel::scan_rows;
@@ -19,11 +20,12 @@ use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the buffers at a time.
 const BLOCK: usize = 256;
-/// Chunks hold at most this many entries, split evenly: a 10k x 10 input is two chunks, one
-/// per core, the calling thread doing one of them ([`map_fold_here`]). The split depends only
-/// on the shape, so results do not depend on the number of threads. (Inputs this size or
-/// smaller are one chunk on the calling thread: the kernels' glue keeps the GIL for them.)
-const CHUNK: usize = 1 << 16;
+/// Chunks hold at most this many entries, split evenly: a 10k x 10 input is four chunks, mapped
+/// by the calling thread and whichever pool threads wake in time ([`map_fold_here`]). The
+/// split depends only on the shape, so results do not depend on the number of threads. Inputs
+/// of at most this many entries are one chunk, on the calling thread (the glue keeps the GIL
+/// for inputs smaller than this, and rayon must run only with the GIL released).
+const CHUNK: usize = 1 << 15;
 /// ... and at least this many rows (each chunk sets up its own tables and buffers).
 const MIN_ROWS: usize = 2048;
 

@@ -11,7 +11,8 @@ use crate::kernels::{self, BinStats, Binning, GceSpec, Grouping, Inputs, KernelE
 use errors::to_py;
 
 /// Below this many entries the work is too short to be worth releasing the GIL or threading.
-const DETACH_ENTRIES: usize = 1 << 16;
+/// (No kernel splits an input this small over threads: rayon runs only with the GIL released.)
+const DETACH_ENTRIES: usize = 1 << 15;
 
 fn grouping(binning: &str, max_prob: bool, class_conditional: bool, threshold: f64) -> Result<Grouping, KernelError> {
     Ok(Grouping { binning: Binning::parse(binning)?, max_prob, class_conditional, threshold })
