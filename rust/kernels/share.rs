@@ -71,9 +71,9 @@ impl<P: Send, E: Send> Task<P, E> {
     }
 }
 
-/// Maps every chunk (the caller and up to one pool thread per remaining chunk, in waves of
-/// [`WAVE`]) and folds the results in chunk order. The first error in chunk order wins; a
-/// panic in `map` is resumed on the calling thread.
+/// Maps every chunk (the caller and up to `rayon::current_num_threads() - 1` pool threads,
+/// in waves of [`WAVE`]) and folds the results in chunk order. The first error in chunk order
+/// wins; a panic in `map` is resumed on the calling thread.
 pub fn map_fold_here<P, E, M, F>(chunks: &[Range<usize>], map: M, mut fold: F) -> Result<(), E>
 where
     P: Send + 'static,
@@ -99,7 +99,9 @@ where
             chunks: wave.as_ptr(),
             n,
         };
-        for _ in 0..rayon::current_num_threads().min(n - 1) {
+        // The caller is one of the workers: with as many threads as the pool has, not one
+        // more (a third thread on two cores would only be switched in and out).
+        for _ in 0..(rayon::current_num_threads().saturating_sub(1)).min(n - 1) {
             let t = task();
             rayon::spawn(move || t.run());
         }
