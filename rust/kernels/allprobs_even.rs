@@ -167,15 +167,64 @@ mod x86 {
 
     use super::Part;
     use crate::kernels::edges::EvenEdges;
-    use crate::kernels::validate::{row_ok, Checks, RANGE_TOL};
+    use crate::kernels::validate::{row_ok, row_sum_and_bad_avx2, Checks, RowVisitor};
     use crate::kernels::{Inputs, Score};
 
-    /// The class-conditional [`super::accumulate_row`] for every row, in one read of each row:
-    /// eight values at a time (float32 widened exactly) are summed and range-checked lane by
-    /// lane exactly as `row_sum_and_bad` does, added to the bin-0 fast lane with vector
-    /// loads and stores of the per-class arrays, and compared with the first edge into a bit
-    /// mask, so the scattered path visits only the (few) set bits instead of testing every
-    /// entry. Same updates, in the same order, as the portable code.
+    /// One row's updates of the class-conditional tables.
+    struct Sce<'a, T> {
+        row: &'a [T],
+        e: &'a EvenEdges,
+        p: &'a mut Part,
+        thr: __m256d,
+        first: __m256d,
+    }
+
+    impl<T: Score> RowVisitor for Sce<'_, T> {
+        #[inline(always)]
+        unsafe fn visit(&mut self, j: usize, v0: __m256d, v1: __m256d, n: usize) {
+            let one = _mm256_set1_pd(1.0);
+            let k = self.p.low_cnt.len();
+            for (h, v) in [v0, v1].into_iter().enumerate() {
+                let c = j + 4 * h;
+                let kept = _mm256_cmp_pd(v, self.thr, _CMP_GT_OQ);
+                // 1.0 where the portable code's m is 1: kept and below the first edge.
+                let low = _mm256_and_pd(_mm256_and_pd(kept, _mm256_cmp_pd(v, self.first, _CMP_LT_OQ)), one);
+                if c + 4 <= k {
+                    // SAFETY: c + 4 <= k entries of the per-class arrays.
+                    let lc = self.p.low_cnt.as_mut_ptr().add(c);
+                    let ls = self.p.low_sum.as_mut_ptr().add(c);
+                    // m * s with m in {0, 1}, as the portable code adds.
+                    _mm256_storeu_pd(lc, _mm256_add_pd(_mm256_loadu_pd(lc), low));
+                    _mm256_storeu_pd(ls, _mm256_add_pd(_mm256_loadu_pd(ls), _mm256_mul_pd(low, v)));
+                } else {
+                    let (mut m, mut s) = ([0.0f64; 4], [0.0f64; 4]);
+                    _mm256_storeu_pd(m.as_mut_ptr(), low);
+                    _mm256_storeu_pd(s.as_mut_ptr(), v);
+                    for l in 0..n.saturating_sub(4 * h).min(4) {
+                        self.p.low_cnt[c + l] += m[l];
+                        self.p.low_sum[c + l] += m[l] * s[l];
+                    }
+                }
+            }
+            let high0 = _mm256_and_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ), _mm256_cmp_pd(v0, self.first, _CMP_GE_OQ));
+            let high1 = _mm256_and_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ), _mm256_cmp_pd(v1, self.first, _CMP_GE_OQ));
+            let mut m = (_mm256_movemask_pd(high0) | _mm256_movemask_pd(high1) << 4) & ((1 << n) - 1);
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                let s = self.row[j + l].to_f64();
+                let cell = &mut self.p.cells[self.e.bin(s) * k + j + l];
+                cell[0] += 1.0;
+                cell[1] += s;
+                m &= m - 1;
+            }
+        }
+    }
+
+    /// The class-conditional [`super::accumulate_row`] for every row, in one read of each row
+    /// ([`row_sum_and_bad_avx2`]): each group of eight values is added to the bin-0 fast lane
+    /// with vector loads and stores of the per-class arrays, and compared with the first edge
+    /// into a bit mask, so the scattered path visits only the (few) set bits instead of testing
+    /// every entry. Same updates, in the same order, as the portable code.
     ///
     /// # Safety
     /// The CPU must support AVX2 and FMA; `p` must have `x.k` groups and `e.num_bins()` bins.
@@ -190,62 +239,10 @@ mod x86 {
     ) -> Option<usize> {
         let k = x.k;
         assert!(p.low_cnt.len() == k && p.low_sum.len() == k && p.cells.len() == k * e.num_bins());
-        let u1 = e.first_edge();
-        let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
-        let (t, first, one) = (_mm256_set1_pd(thr), _mm256_set1_pd(u1), _mm256_set1_pd(1.0));
-        let n8 = k / 8 * 8;
+        let (t, first) = (_mm256_set1_pd(thr), _mm256_set1_pd(e.first_edge()));
         for i in rows {
             let row = x.row(i);
-            let (mut s0, mut s1, mut bad) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
-            for j in (0..n8).step_by(8) {
-                for (h, acc) in [&mut s0, &mut s1].into_iter().enumerate() {
-                    let c = j + 4 * h;
-                    // SAFETY: c + 4 <= k: the row and the per-class arrays have k entries.
-                    let v = T::load4(row.as_ptr().add(c));
-                    *acc = _mm256_add_pd(*acc, v);
-                    let out = _mm256_or_pd(_mm256_cmp_pd(v, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v, hi, _CMP_NLE_UQ));
-                    bad = _mm256_or_pd(bad, out);
-                    let kept = _mm256_cmp_pd(v, t, _CMP_GT_OQ);
-                    let low = _mm256_and_pd(kept, _mm256_cmp_pd(v, first, _CMP_LT_OQ));
-                    let lc = p.low_cnt.as_mut_ptr().add(c);
-                    let ls = p.low_sum.as_mut_ptr().add(c);
-                    // m * s with m in {0, 1}, as the portable code adds (0 * s is +0 or -0,
-                    // and adding either to the sum leaves it unchanged, as there).
-                    _mm256_storeu_pd(lc, _mm256_add_pd(_mm256_loadu_pd(lc), _mm256_and_pd(low, one)));
-                    _mm256_storeu_pd(ls, _mm256_add_pd(_mm256_loadu_pd(ls), _mm256_mul_pd(_mm256_and_pd(low, one), v)));
-                    let high = _mm256_and_pd(kept, _mm256_cmp_pd(v, first, _CMP_GE_OQ));
-                    let mut m = _mm256_movemask_pd(high);
-                    while m != 0 {
-                        let l = m.trailing_zeros() as usize;
-                        let s = row[c + l].to_f64();
-                        let cell = &mut p.cells[e.bin(s) * k + c + l];
-                        cell[0] += 1.0;
-                        cell[1] += s;
-                        m &= m - 1;
-                    }
-                }
-            }
-            let mut lanes = [0.0f64; 8];
-            _mm256_storeu_pd(lanes.as_mut_ptr(), s0);
-            _mm256_storeu_pd(lanes.as_mut_ptr().add(4), s1);
-            let mut sum = 0.0;
-            for l in lanes {
-                sum += l;
-            }
-            let mut any_bad = _mm256_movemask_pd(bad) != 0;
-            for (c, v) in row.iter().enumerate().skip(n8) {
-                let s = v.to_f64();
-                sum += s;
-                any_bad |= !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL);
-                let m = ((s > thr) & (s < u1)) as u8 as f64;
-                p.low_cnt[c] += m;
-                p.low_sum[c] += m * s;
-                if s >= u1 && s > thr {
-                    let cell = &mut p.cells[e.bin(s) * k + c];
-                    cell[0] += 1.0;
-                    cell[1] += s;
-                }
-            }
+            let (sum, any_bad) = row_sum_and_bad_avx2(row, &mut Sce { row, e, p: &mut *p, thr: t, first });
             if !row_ok(sum, any_bad, check) {
                 return Some(i);
             }

@@ -100,14 +100,35 @@ fn compact_rows<T: Score>(
 mod x86 {
     use std::arch::x86_64::*;
 
-    use crate::kernels::validate::{self, Checks, RANGE_TOL};
+    use crate::kernels::validate::{self, row_sum_and_bad_avx2, Checks, RowVisitor};
     use crate::kernels::{Inputs, Score};
 
-    /// [`super::compact_rows`] in one read of each row: eight values at a time (float32
-    /// widened exactly) are summed and range-checked lane by lane, exactly as
-    /// [`validate::row_sum_and_bad`] does (same lanes, same order, same comparisons), and
-    /// compared with the threshold into a bit mask; only set bits are visited, so with few
-    /// entries kept there is one well-predicted branch per eight entries.
+    /// Appends the kept entries of one row.
+    struct Keep<'a, T> {
+        row: &'a [T],
+        thr: __m256d,
+        cls: &'a mut Vec<u32>,
+        val: &'a mut Vec<f64>,
+    }
+
+    impl<T: Score> RowVisitor for Keep<'_, T> {
+        #[inline(always)]
+        unsafe fn visit(&mut self, j: usize, v0: __m256d, v1: __m256d, n: usize) {
+            let mut keep = (_mm256_movemask_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ))
+                | _mm256_movemask_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ)) << 4)
+                & ((1 << n) - 1);
+            while keep != 0 {
+                let l = keep.trailing_zeros() as usize;
+                self.cls.push((j + l) as u32);
+                self.val.push(self.row[j + l].to_f64());
+                keep &= keep - 1;
+            }
+        }
+    }
+
+    /// [`super::compact_rows`] in one read of each row ([`row_sum_and_bad_avx2`]): each group
+    /// of eight values is compared with the threshold into a bit mask and only set bits are
+    /// visited, so with few entries kept there is one well-predicted branch per eight entries.
     ///
     /// # Safety
     /// The CPU must support AVX2 and FMA.
@@ -120,47 +141,11 @@ mod x86 {
         cls: &mut Vec<u32>,
         val: &mut Vec<f64>,
     ) -> Option<usize> {
-        let (lo, hi, t) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL), _mm256_set1_pd(thr));
+        let t = _mm256_set1_pd(thr);
         for i in rows {
             let row = x.row(i);
-            let n8 = row.len() / 8 * 8;
-            let (mut s0, mut s1, mut bad) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
-            for j in (0..n8).step_by(8) {
-                // SAFETY: j + 8 <= row.len().
-                let v0 = T::load4(row.as_ptr().add(j));
-                let v1 = T::load4(row.as_ptr().add(j + 4));
-                s0 = _mm256_add_pd(s0, v0);
-                s1 = _mm256_add_pd(s1, v1);
-                let out0 = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v0, hi, _CMP_NLE_UQ));
-                let out1 = _mm256_or_pd(_mm256_cmp_pd(v1, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, hi, _CMP_NLE_UQ));
-                bad = _mm256_or_pd(bad, _mm256_or_pd(out0, out1));
-                let mut keep = _mm256_movemask_pd(_mm256_cmp_pd(v0, t, _CMP_GT_OQ))
-                    | _mm256_movemask_pd(_mm256_cmp_pd(v1, t, _CMP_GT_OQ)) << 4;
-                while keep != 0 {
-                    let l = keep.trailing_zeros() as usize;
-                    cls.push((j + l) as u32);
-                    val.push(row[j + l].to_f64());
-                    keep &= keep - 1;
-                }
-            }
-            let mut lanes = [0.0f64; 8];
-            _mm256_storeu_pd(lanes.as_mut_ptr(), s0);
-            _mm256_storeu_pd(lanes.as_mut_ptr().add(4), s1);
-            let mut sum = 0.0;
-            for l in lanes {
-                sum += l;
-            }
-            let mut any_bad = _mm256_movemask_pd(bad) != 0;
-            for (j, v) in row[n8..].iter().enumerate() {
-                let v = v.to_f64();
-                sum += v;
-                any_bad |= !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL);
-                if v > thr {
-                    cls.push((n8 + j) as u32);
-                    val.push(v);
-                }
-            }
-            if !validate::row_ok(sum, any_bad, check) {
+            let (sum, bad) = row_sum_and_bad_avx2(row, &mut Keep { row, thr: t, cls: &mut *cls, val: &mut *val });
+            if !validate::row_ok(sum, bad, check) {
                 return Some(i);
             }
         }
