@@ -155,6 +155,9 @@ for n, k in [(300_000, 10), (20_000, 300)]:
     ev = calibkit.evaluate(y, p, num_bins=(7, 15))
     out.extend(ev.values.ravel().tolist())
     out.append(calibkit.ece(y, p.astype(np.float32)))
+    # Single-metric kernels too, incl. a short input split across threads (10k x 10).
+    for f in (calibkit.ece, calibkit.cce, calibkit.sce, calibkit.tace):
+        out.extend([f(y, p), f(y[:10_000], p[:10_000])])
 print(repr([float(v).hex() for v in out]))
 """
 
