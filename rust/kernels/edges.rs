@@ -4,7 +4,7 @@
 
 /// Even upper edges `u_j = j * (1/B)` for j = 1..B as `np.linspace(0, 1, B+1)[1:]` computes
 /// them (last exactly 1.0). Edges are computed, not looked up, so that binning is a short run
-/// of arithmetic and selects that the compiler vectorises ([`EvenEdges::bins_of`]).
+/// of arithmetic and selects, done four scores at a time with AVX2 ([`EvenEdges::bin4`]).
 #[derive(Debug, Clone)]
 pub struct EvenEdges {
     pub b: usize,
@@ -43,34 +43,6 @@ impl EvenEdges {
         let up = (s >= self.edge(gf + 1.0)) as i32;
         let down = (s < self.edge(gf)) as i32;
         (g + up - down).clamp(0, self.b as i32) as usize
-    }
-
-    /// [`EvenEdges::bin`] of every score (four at a time with AVX2: the same arithmetic on
-    /// vectors, so the same bins).
-    pub fn bins_of(&self, scores: &[f64], out: &mut [u32]) {
-        assert_eq!(scores.len(), out.len());
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is present; lengths were checked above.
-            done = unsafe { self.bins_of_avx2(scores, out) };
-        }
-        for (o, &s) in out[done..].iter_mut().zip(&scores[done..]) {
-            *o = self.bin(s) as u32;
-        }
-    }
-
-    /// The vector part of [`EvenEdges::bins_of`]; returns how many scores it binned.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn bins_of_avx2(&self, scores: &[f64], out: &mut [u32]) -> usize {
-        use std::arch::x86_64::*;
-        let n = scores.len() / 4 * 4;
-        for i in (0..n).step_by(4) {
-            let bins = self.bin4(_mm256_loadu_pd(scores.as_ptr().add(i)));
-            _mm_storeu_si128(out.as_mut_ptr().add(i) as *mut __m128i, bins);
-        }
-        n
     }
 
     /// [`EvenEdges::bin`] of four scores, as i32 lanes.
