@@ -1,6 +1,8 @@
 //! Max-prob (top-label) metrics: one pass over the rows finds each row's prediction (argmax,
-//! lowest index on ties) and confidence, validating the row it has just read; the binning then
-//! works on N (score, outcome) pairs.
+//! lowest index on ties) and confidence, validating the row it has just read (rows of up to 16
+//! classes with [`toplabel_scan`]); the binning then works on N (score, outcome) pairs. This is
+//! the shared summary of `evaluate` and the path of adaptive binning; a single even-binned
+//! metric bins block by block instead ([`crate::kernels::toplabel_even`]).
 
 use rayon::prelude::*;
 
