@@ -2,7 +2,7 @@
 //! goes into a (group, bin) cell. Per entry only the count and the score sum are updated,
 //! without data-dependent branches; the outcome is 1 only at the true label, so it is added
 //! once per row. Rows are validated in the same read (class-conditional with AVX2: one read of
-//! each row does everything, [`x86::accumulate_rows`]).
+//! each row does everything, `x86::accumulate_rows`).
 
 use crate::kernels::chunks::{map_fold, row_chunks_min};
 use crate::kernels::edges::EvenEdges;

@@ -15,13 +15,13 @@
 //!    sums); outcomes (1 only at the true label) are binned from the list of true-label scores.
 //!
 //! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
-//! first compacted into per-class lists and the matrix is never transposed ([`compact`]).
+//! first compacted into per-class lists and the matrix is never transposed (`compact`).
 //! Class-conditional otherwise: blocks of classes are transposed (in parallel over row chunks,
-//! with AVX2 register-block kernels and streamed stores; [`transpose`]) so that each class's
+//! with AVX2 register-block kernels and streamed stores; `transpose`) so that each class's
 //! column is contiguous, and the bucket counts (integers, so their order does not matter) are
 //! taken during the transposition; then classes are processed in parallel, each with one pass
-//! over its column that adds the bucket sums and gathers the wanted buckets ([`histogram`],
-//! [`select`]), on a histogram that fits in L1. Pooled: one finer histogram over row chunks,
+//! over its column that adds the bucket sums and gathers the wanted buckets (`histogram`,
+//! `select`), on a histogram that fits in L1. Pooled: one finer histogram over row chunks,
 //! folded in chunk order.
 //!
 //! Every sum runs in an order fixed by the shape, so results do not depend on the thread count
