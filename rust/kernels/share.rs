@@ -72,7 +72,7 @@ impl<P: Send, E: Send> Task<P, E> {
 }
 
 /// Maps every chunk (the caller and up to `rayon::current_num_threads() - 1` pool threads,
-/// in waves of [`WAVE`]) and folds the results in chunk order. The first error in chunk order
+/// in waves of `WAVE`) and folds the results in chunk order. The first error in chunk order
 /// wins; a panic in `map` is resumed on the calling thread.
 pub fn map_fold_here<P, E, M, F>(chunks: &[Range<usize>], map: M, mut fold: F) -> Result<(), E>
 where

@@ -1,7 +1,7 @@
 //! Even-binned top-label metrics (ECE, class-conditional ECE, MCE, any threshold and norm)
 //! fused with the scan: rows are scanned a block at a time into small buffers (maximum and
-//! first argmax, [`scan_rows`]), each block's cells and outcomes are computed four rows at a
-//! time ([`cells_of`]: bins by [`EvenEdges::bin4`], rows at or below the threshold sent to a
+//! first argmax, `scan_rows`), each block's cells and outcomes are computed four rows at a
+//! time (`cells_of`: bins by [`EvenEdges::bin4`], rows at or below the threshold sent to a
 //! discard cell instead of branching, labels range-checked on the way), and the table updates
 //! are spread over the copies of a [`LaneTables`]. Each row is read once and nothing of size N
 //! is allocated. (Binning inside the scan's registers was tried: the larger loop spilled and ran
