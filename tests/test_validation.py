@@ -80,6 +80,23 @@ def test_first_bad_row_is_named_even_in_large_threaded_input():
             f(y, p)
 
 
+def test_errors_in_a_short_input_split_across_threads():
+    # 10k x 10 is mapped in chunks by the calling thread and the pool: the first bad row (in
+    # row order) is named, and a bad label anywhere takes precedence over bad values.
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(10), size=10_000)
+    y = rng.integers(0, 10, size=10_000)
+    p[9000, 3] = np.nan
+    p[6000, 2] = 2.0
+    for f in (calibkit.ece, calibkit.cce, calibkit.mce):
+        with pytest.raises(InvalidProbabilitiesError, match=r"probs\[6000, 2\] is 2"):
+            f(y, p)
+        bad_y = y.copy()
+        bad_y[8000] = 12
+        with pytest.raises(InvalidLabelsError, match=r"labels\[8000\] is 12"):
+            f(bad_y, p)
+
+
 @pytest.mark.parametrize("ndim_shape", [(2, 3, 2), ()])
 def test_wrong_probs_ndim(ndim_shape):
     with pytest.raises(ShapeMismatchError, match="probs must be 2-D"):

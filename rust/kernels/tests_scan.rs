@@ -1,7 +1,9 @@
 //! The vector top-label scan against the scalar definition: same maximum and first argmax for
-//! every K it handles, float32 and float64, ragged final groups, ties, signed zeros; and it
-//! never misses a row that the scalar checks reject.
+//! every K it handles, float32 and float64, ragged final groups, ties, signed zeros (and so
+//! does the portable scan that replaces it without AVX2); and it never misses a row that the
+//! scalar checks reject.
 
+use super::toplabel::summarise_rows;
 use super::toplabel_scan::{scan, Suspect, Wide};
 use super::validate::{row_ok, row_sum_and_bad, Checks};
 use super::Score;
@@ -55,10 +57,16 @@ fn check_same<T: Score + Wide>(p: &[T], k: usize) -> Option<Suspect> {
     let n = p.len() / k;
     let (mut conf, mut pred) = (vec![0.0; n], vec![0u32; n]);
     let s = scan(p, k, 0..n, &mut conf, &mut pred)?;
+    // The portable fallback the kernels use without AVX2.
+    let labels = vec![0i64; n];
+    let x = super::Inputs::new(p, &labels, k).unwrap();
+    let (mut conf2, mut pred2) = (vec![0.0; n], vec![0u32; n]);
+    assert!(summarise_rows(&x, 0, &mut pred2, &mut conf2, &Checks::ALL));
     for i in 0..n {
         let (mx, arg) = scalar_top(&p[i * k..(i + 1) * k]);
         assert_eq!(conf[i].to_bits(), mx.to_bits(), "K={k} row {i}");
         assert_eq!(pred[i], arg, "K={k} row {i}");
+        assert_eq!((conf2[i].to_bits(), pred2[i]), (mx.to_bits(), arg), "portable K={k} row {i}");
     }
     Some(s)
 }

@@ -100,44 +100,15 @@ fn scan_short_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
 
 crate::kernels::simd::multiversion! {
     /// Scalar scan: fills prediction and confidence for the rows from `start`; false if a row
-    /// fails a check. (The vector scan, [`toplabel_scan::scan`], replaces it where available.)
-    fn summarise_rows<T: Score>(x: &Inputs<T>, start: usize, p: &mut [u32], c: &mut [f64], check: &Checks) -> bool {
+    /// fails a check. (Rows of up to 16 classes take the vector scan, [`toplabel_scan::scan`],
+    /// where the CPU has AVX2; this is their portable fallback and the path of longer rows.)
+    pub(crate) fn summarise_rows<T: Score>(x: &Inputs<T>, start: usize, p: &mut [u32], c: &mut [f64], check: &Checks) -> bool {
         let mut all_ok = true;
-        let mut j0 = 0;
-        if x.k <= 16 {
-            // Short rows: R rows at once, one independent dependency chain per row.
-            const R: usize = 4;
-            use crate::kernels::validate::RANGE_TOL;
-            let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
-            while j0 + R <= p.len() {
-                let base = (start + j0) * x.k;
-                let mut sum = [0.0f64; R];
-                let mut bad = [false; R];
-                let mut mx = [f64::NEG_INFINITY; R];
-                let mut arg = [0usize; R];
-                for col in 0..x.k {
-                    for r in 0..R {
-                        let v = x.probs[base + r * x.k + col].to_f64();
-                        sum[r] += v;
-                        bad[r] |= !(v >= lo && v <= hi);
-                        let gt = v > mx[r];
-                        mx[r] = if gt { v } else { mx[r] };
-                        arg[r] = if gt { col } else { arg[r] };
-                    }
-                }
-                for r in 0..R {
-                    all_ok &= row_ok(sum[r], bad[r], check);
-                    p[j0 + r] = arg[r] as u32;
-                    c[j0 + r] = mx[r];
-                }
-                j0 += R;
-            }
-        }
-        for j in j0..p.len() {
+        for (j, (pj, cj)) in p.iter_mut().zip(c.iter_mut()).enumerate() {
             let (a, mx, s, bad) = scan_row(x.row(start + j));
             all_ok &= row_ok(s, bad, check);
-            p[j] = a as u32;
-            c[j] = mx;
+            *pj = a as u32;
+            *cj = mx;
         }
         all_ok
     }
