@@ -2,18 +2,43 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+
+from .errors import InputTypeError, InvalidParameterError, InvalidScoresError, ShapeMismatchError
 
 __all__ = ["softmax", "log_softmax"]
 
 
-def _as_logits(logits) -> np.ndarray:
-    z = np.asarray(logits)
-    if z.dtype != np.float32:
+def _as_logits(logits, axis) -> tuple[np.ndarray, int]:
+    """``(logits as float32/float64, axis as a non-negative int)``; every problem a calibkit error."""
+    if isinstance(logits, (str, bytes)) or logits is None:
+        raise InputTypeError(f"logits must be an array of numbers, got {type(logits).__name__}")
+    try:
+        z = np.asarray(logits)
+    except Exception as exc:  # ragged lists and the like
+        raise InputTypeError(f"logits could not be converted to a NumPy array: {exc}") from None
+    if z.dtype.kind not in "fiub":
+        raise InputTypeError(f"logits must hold real numbers, got dtype {z.dtype}")
+    if z.dtype.kind != "f" or z.dtype.itemsize != 4:
         z = z.astype(np.float64)
+    elif not z.dtype.isnative:  # big-endian float32 is float32
+        z = z.astype(np.float32)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise InvalidParameterError(f"axis must be an integer, got {axis!r}")
+    if z.ndim == 0:
+        raise ShapeMismatchError("logits is a scalar; pass an array of shape (N, K)")
+    if not -z.ndim <= int(axis) < z.ndim:
+        raise InvalidParameterError(
+            f"axis {int(axis)} is out of range for logits of shape {z.shape}")
+    ax = int(axis) % z.ndim
+    if z.shape[ax] == 0:
+        raise ShapeMismatchError(f"logits has no classes along axis {ax} (shape {z.shape})")
     if not np.all(np.isfinite(z)):
-        raise ValueError("logits: contains NaN or infinite values; remove or replace them first")
-    return z
+        raise InvalidScoresError(
+            "logits: contains NaN or infinite values; remove or replace them first")
+    return z, ax
 
 
 def log_softmax(logits, axis: int = -1) -> np.ndarray:
@@ -36,7 +61,7 @@ def log_softmax(logits, axis: int = -1) -> np.ndarray:
     >>> np.round(np.exp(calibkit.log_softmax([[0.0, np.log(3.0)]])), 3)
     array([[0.25, 0.75]])
     """
-    z = _as_logits(logits)
+    z, axis = _as_logits(logits, axis)
     m = np.max(z, axis=axis, keepdims=True)
     shifted = z - m
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
@@ -64,6 +89,6 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
     >>> calibkit.softmax([[0.0, 0.0]])
     array([[0.5, 0.5]])
     """
-    z = _as_logits(logits)
+    z, axis = _as_logits(logits, axis)
     e = np.exp(z - np.max(z, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)

@@ -1,6 +1,7 @@
 """Every input check of the metric functions and its message, in one place.
 
-Cheap structural checks (types, dimensions, lengths, parameters) run here, before crossing
+Cheap structural checks of the arrays (types, dimensions, lengths) run here (the keyword
+arguments are checked by :mod:`calibkit._params`), before crossing
 into Rust; checks that must read every value (finite, within [0, 1], rows summing to 1, labels
 in range) run inside the Rust pass that reads the data anyway, and raise the same exception
 classes (see :mod:`calibkit.errors`).
@@ -8,7 +9,8 @@ classes (see :mod:`calibkit.errors`).
 Accepted input, and what is copied:
 
 * ``probs``: float32 or float64, shape (N, K); a 1-D array or an (N, 1) array is the binary
-  probability of class 1 and becomes ``[1 - p, p]`` (a new array). Other real dtypes (ints,
+  probability of class 1 and becomes ``[1 - p, p]`` (a new array). float32 of either byte
+  order is float32 (a big-endian array is byte-swapped first); other real dtypes (ints,
   float16, bool) are converted to float64. Non-contiguous or Fortran-ordered arrays are copied
   to C order; a C-contiguous float32/float64 array is used without a copy.
 * ``labels``: integers of any width, or floats holding exact integer values (``3.0``), shape
@@ -18,15 +20,13 @@ Accepted input, and what is copied:
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from . import _native
+# The parameter half of the checks lives in calibkit._params; these names stay importable here.
+from ._params import BINNINGS, MAX_BINS, NORMS, RANGE_TOL, ROW_SUM_TOL, check_gce_params
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
-    InvalidParameterError,
     ShapeMismatchError,
 )
 
@@ -42,15 +42,32 @@ __all__ = [
     "MAX_BINS",
 ]
 
-BINNINGS = ("even", "adaptive")
-NORMS = ("l1", "l2", "max")
-#: Probabilities may leave [0, 1] by this much (float rounding in softmax outputs); the Rust
-#: kernels use the same constant.
-RANGE_TOL: float = _native.RANGE_TOL
-#: Each row of ``probs`` must sum to 1 within this absolute tolerance.
-ROW_SUM_TOL: float = _native.ROW_SUM_TOL
-#: Largest accepted ``num_bins`` (the kernels refuse larger ones too).
-MAX_BINS: int = _native.MAX_BINS
+
+_FAST_PROBS = (np.dtype(np.float64), np.dtype(np.float32))
+_INT64 = np.dtype(np.int64)
+
+
+def float_dtype(dtype) -> np.dtype:
+    """The float dtype calibkit computes in for input of ``dtype``: native-order float32 for
+    float32 of either byte order, else float64 (ints, bools, float16, float64 of any order)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize == 4:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def empty_probs_error(name: str = "probs") -> ShapeMismatchError:
+    return ShapeMismatchError(f"{name} is empty (0 rows); pass at least one prediction")
+
+
+def no_columns_error(name: str = "probs") -> ShapeMismatchError:
+    return ShapeMismatchError(f"{name} has 0 columns; it needs one column per class")
+
+
+def length_mismatch_error(n_labels: int, n_rows: int, what: str = "probs") -> ShapeMismatchError:
+    return ShapeMismatchError(
+        f"labels has {n_labels} entries but {what} has {n_rows} rows; pass one label per row"
+    )
 
 
 def as_probs(probs, name: str = "probs") -> np.ndarray:
@@ -67,8 +84,8 @@ def as_probs(probs, name: str = "probs") -> np.ndarray:
         raise InputTypeError(
             f"{name} must hold real numbers, got dtype {p.dtype}; pass float32 or float64 probabilities"
         )
-    if p.dtype not in (np.float32, np.float64):
-        p = p.astype(np.float64)
+    if p.dtype not in _FAST_PROBS:  # ints, bools, float16, non-native byte order
+        p = p.astype(float_dtype(p.dtype))
     if p.ndim == 1 or (p.ndim == 2 and p.shape[1] == 1):
         q = p.reshape(-1)
         p = np.stack([1 - q, q], axis=1)
@@ -77,9 +94,9 @@ def as_probs(probs, name: str = "probs") -> np.ndarray:
             f"{name} must be 2-D (N samples, K classes) or 1-D binary P(y=1), got shape {p.shape}"
         )
     if p.shape[0] == 0:
-        raise ShapeMismatchError(f"{name} is empty (0 rows); pass at least one prediction")
+        raise empty_probs_error(name)
     if p.shape[1] == 0:
-        raise ShapeMismatchError(f"{name} has 0 columns; it needs one column per class")
+        raise no_columns_error(name)
     return np.ascontiguousarray(p)
 
 
@@ -107,15 +124,38 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
                 f"{name}[{bad}] is {float(y[bad])!r}, not an integer: labels must be class indices "
                 "(did you pass probabilities or scores as labels?)"
             )
+    elif y.dtype == object and all(isinstance(v, (int, np.integer)) for v in y.tolist()):
+        _check_int64(y, name)  # Python ints beyond uint64
+        y = y.astype(np.int64)
     elif y.dtype.kind not in "iu":
         raise InputTypeError(f"{name} must hold integers, got dtype {y.dtype}")
-    if y.dtype.kind == "u" and y.size and y.max() > np.iinfo(np.int64).max:
-        raise InvalidLabelsError(f"{name} holds values too large to be class indices")
+    _check_int64(y, name)
     return np.ascontiguousarray(y, dtype=np.int64)
 
 
-_FAST_PROBS = (np.dtype(np.float64), np.dtype(np.float32))
-_INT64 = np.dtype(np.int64)
+_INT64_LIMIT = 2**63
+
+
+def _check_int64(y: np.ndarray, name: str) -> None:
+    """Refuse integer-valued labels outside int64, naming the first one by its real value."""
+    if y.size == 0 or y.dtype.kind == "i":
+        return
+    if y.dtype.kind == "u":
+        bad = y > np.uint64(_INT64_LIMIT - 1)
+    elif y.dtype.kind == "f":
+        bad = np.abs(y) >= float(_INT64_LIMIT)
+    else:
+        bad = np.array([not -_INT64_LIMIT <= int(v) < _INT64_LIMIT for v in y.tolist()])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        v = y[i]
+        shown = int(v) if y.dtype.kind != "f" else float(v)
+        raise InvalidLabelsError(
+            f"{name}[{i}] is {shown}, far outside the class indices [0, K) (K = the number of "
+            "columns of probs): labels must be class indices"
+        )
+
+
 
 
 def validate_inputs(labels, probs):
@@ -141,9 +181,7 @@ def validate_inputs(labels, probs):
     p = as_probs(probs)
     y = as_labels(labels)
     if y.shape[0] != p.shape[0]:
-        raise ShapeMismatchError(
-            f"labels has {y.shape[0]} entries but probs has {p.shape[0]} rows; pass one label per row"
-        )
+        raise length_mismatch_error(y.shape[0], p.shape[0])
     return y, p
 
 

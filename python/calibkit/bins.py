@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params, validate_inputs
-from .errors import InvalidParameterError, ShapeMismatchError
+from ._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
+from ._validate import validate_inputs
+from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
 __all__ = ["CalibrationBins", "calibration_bins", "reduce_bins"]
 
@@ -19,7 +20,7 @@ class CalibrationBins:
 
     G is K when class-conditional (group k = rows predicted as k for top-label metrics, or
     column k), else 1. nb is ``num_bins + 1`` for even binning (the last bin holds scores
-    equal to 1.0, see SPEC) and ``num_bins`` for adaptive binning.
+    equal to 1.0, see docs/spec.md) and ``num_bins`` for adaptive binning.
 
     Attributes
     ----------
@@ -31,8 +32,10 @@ class CalibrationBins:
         Sum of the outcomes (1 = correct / true class) per bin.
     edges : ndarray of float64, shape (G, nb + 1)
         Bin boundaries. Even: ``0, u_1, ..., u_B = 1.0, 1.0`` (the extra bin is [1, 1]).
-        Adaptive: ``threshold, e_1, ..., e_{B-1}, 1.0`` (NaN edges for an empty group); a
-        score s is in bin j when ``edges[j] <= s < edges[j+1]`` (left-closed).
+        Adaptive: ``threshold, e_1, ..., e_{B-1}, max(1.0, e_{B-1})`` (NaN edges for an empty
+        group; scores may exceed 1 by the tolerance, and the top edge follows them so that
+        edges never decrease); a score s is in bin j when ``edges[j] <= s < edges[j+1]``
+        (left-closed, the last bin closed).
     num_classes : int
         K.
     binning : str
@@ -50,6 +53,18 @@ class CalibrationBins:
     class_conditional: bool
     max_prob: bool
     threshold: float
+
+    def __post_init__(self):
+        # Scores may exceed 1 by RANGE_TOL; an adaptive edge can then lie above 1.0, and the top
+        # edge must follow it so that every row of edges is non-decreasing, whatever built the
+        # table (kernel, streaming, multilabel).
+        e = np.asarray(self.edges, dtype=np.float64)
+        if e.ndim == 2 and e.shape[1] >= 2:
+            top = np.fmax(e[:, -1], np.fmax.reduce(e[:, :-1], axis=1))
+            if not np.array_equal(top, e[:, -1], equal_nan=True):
+                e = e.copy()
+                e[:, -1] = top
+                object.__setattr__(self, "edges", e)
 
     @property
     def group_sizes(self) -> np.ndarray:
@@ -150,6 +165,8 @@ def calibration_bins(
     0.3
     """
     binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
+    max_prob = as_flag(max_prob, "max_prob")
+    class_conditional = as_flag(class_conditional, "class_conditional")
     if np.ndim(labels) == 2:
         from .multilabel import multilabel_bins
 
@@ -158,10 +175,26 @@ def calibration_bins(
                                num_bins=num_bins)
     y, p = validate_inputs(labels, probs)
     counts, ss, so, edges = _native.bin_stats(
-        y, p, binning, bool(max_prob), bool(class_conditional), threshold, num_bins
+        y, p, binning, max_prob, class_conditional, threshold, num_bins
     )
-    return CalibrationBins(counts, ss, so, edges, p.shape[1], binning, bool(class_conditional),
-                           bool(max_prob), threshold)
+    return CalibrationBins(counts, ss, so, edges, p.shape[1], binning, class_conditional,
+                           max_prob, threshold)
+
+
+def _as_table(x, name: str) -> np.ndarray:
+    """A table of bin statistics as float64, refusing NaN, infinities and negative entries."""
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputTypeError(f"{name} must hold real numbers: {exc}") from None
+    bad = ~np.isfinite(a) | (a < 0)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidParameterError(
+            f"{name}[{', '.join(map(str, idx))}] is {float(a[idx])!r}: counts and sums of bin statistics must be finite "
+            "and non-negative (are the tables from calibration_bins or an Accumulator?)"
+        )
+    return a
 
 
 def reduce_bins(counts, sum_score, sum_outcome, *, norm: str = "l1",
@@ -179,17 +212,40 @@ def reduce_bins(counts, sum_score, sum_outcome, *, norm: str = "l1",
     Returns
     -------
     float
+
+    Raises
+    ------
+    calibkit.errors.InvalidParameterError
+        A negative, NaN or infinite count or sum, or sums that no scores in [0, 1] with 0/1
+        outcomes could give (a score or outcome sum above its count).
+    calibkit.errors.ShapeMismatchError
+        The three tables differ in shape, are not 2-D, or a pooled table has several groups.
+
+    Examples
+    --------
+    >>> import calibkit
+    >>> round(calibkit.reduce_bins([[2, 2]], [[0.6, 1.8]], [[0.0, 2.0]]), 6)
+    0.2
     """
-    if norm not in ("l1", "l2", "max"):
-        raise InvalidParameterError(f"norm must be one of ('l1', 'l2', 'max'), got {norm!r}")
-    c = np.asarray(counts, dtype=np.float64)
-    ss = np.asarray(sum_score, dtype=np.float64)
-    so = np.asarray(sum_outcome, dtype=np.float64)
+    norm = as_choice(norm, "norm", NORMS)
+    class_conditional = as_flag(class_conditional, "class_conditional")
+    c, ss, so = (_as_table(x, name) for x, name in ((counts, "counts"), (sum_score, "sum_score"),
+                                                     (sum_outcome, "sum_outcome")))
     if c.ndim != 2 or c.shape != ss.shape or c.shape != so.shape:
         raise ShapeMismatchError(
             f"counts, sum_score and sum_outcome must share one 2-D shape (G, nb); got "
             f"{c.shape}, {ss.shape}, {so.shape}"
         )
+    slack = 1e-9 * np.maximum(c, 1.0)  # float sums of scores up to 1 + RANGE_TOL
+    for name, s in (("sum_score", ss), ("sum_outcome", so)):
+        over = s > c * (1.0 + RANGE_TOL) + slack
+        if over.any():
+            g, b = (int(i) for i in np.argwhere(over)[0])
+            raise InvalidParameterError(
+                f"{name}[{g}, {b}] is {float(s[g, b])!r} but counts[{g}, {b}] is "
+                f"{float(c[g, b])!r}: a bin's "
+                f"sum of scores or outcomes (each in [0, 1]) cannot exceed its count"
+            )
     if not class_conditional and c.shape[0] != 1:
         raise ShapeMismatchError(
             f"a pooled (not class-conditional) table has one group, got {c.shape[0]}"

@@ -16,6 +16,8 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "InvalidFlagError",
+    "InvalidScoresError",
 ]
 
 
@@ -25,6 +27,10 @@ class CalibkitError(Exception):
 
 class InvalidProbabilitiesError(CalibkitError, ValueError):
     """``probs`` holds NaN/inf, values outside [0, 1], or rows that do not sum to 1."""
+
+
+class InvalidScoresError(CalibkitError, ValueError):
+    """Logits or other unnormalised scores hold NaN or infinite values."""
 
 
 class InvalidLabelsError(CalibkitError, ValueError):
@@ -41,3 +47,11 @@ class InvalidParameterError(CalibkitError, ValueError):
 
 class InputTypeError(CalibkitError, TypeError):
     """An argument has a type calibkit cannot use (strings, objects, complex numbers, ...)."""
+
+
+class InvalidFlagError(InvalidParameterError, InputTypeError):
+    """A flag (``max_prob``, ``class_conditional``, ...) is not ``True``/``False``.
+
+    Both an :class:`InvalidParameterError` (``ValueError``) and an :class:`InputTypeError`
+    (``TypeError``): ``"False"`` or ``0`` is a wrong value and a wrong type at once.
+    """

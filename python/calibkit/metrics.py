@@ -1,7 +1,7 @@
 """The General Calibration Error and the named metrics built on it.
 
 Every function takes ``labels`` first (like scikit-learn and the paper's own library), then
-``probs``. Semantics follow ``SPEC.md`` exactly (the paper's released library, as corrected on
+``probs``. Semantics follow ``docs/spec.md`` exactly (the paper's released library, as corrected on
 its main branch): see :func:`gce` for the definitions and the README for the differences from
 torchmetrics, netcal and scikit-learn.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params, validate_inputs
+from ._params import as_flag, check_gce_params
+from ._validate import validate_inputs
 
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
 
@@ -78,7 +79,8 @@ def gce(
     calibkit.errors.ShapeMismatchError
         Wrong number of dimensions, length mismatch, empty input.
     calibkit.errors.InvalidParameterError
-        Unknown binning or norm, threshold outside [0, 1), num_bins < 1.
+        Unknown binning or norm, threshold outside [0, 1), num_bins not an integer in
+        [1, 1000000], a flag that is not ``True``/``False`` (:class:`~calibkit.errors.InvalidFlagError`).
     calibkit.errors.InputTypeError
         Non-numeric input.
 
@@ -91,6 +93,8 @@ def gce(
     0.133333
     """
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
+    max_prob = as_flag(max_prob, "max_prob")
+    class_conditional = as_flag(class_conditional, "class_conditional")
     ndim = labels.ndim if type(labels) is np.ndarray else np.ndim(labels)
     if ndim == 2:  # multilabel: an (N, K) 0/1 label matrix
         from .multilabel import multilabel_gce
@@ -107,7 +111,7 @@ def gce(
         )
     y, p = validate_inputs(labels, probs)
     return _native.gce(
-        y, p, binning, bool(max_prob), bool(class_conditional), threshold, norm, num_bins
+        y, p, binning, max_prob, class_conditional, threshold, norm, num_bins
     )
 
 

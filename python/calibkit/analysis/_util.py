@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["make_estimator", "recalibration_inputs"]
+import numpy as np
+
+from ..errors import InputTypeError
+
+__all__ = ["as_floats", "make_estimator", "recalibration_inputs"]
 
 
 def make_estimator(factory, **kwargs):
@@ -38,3 +42,17 @@ def recalibration_inputs(val, test):
     import numpy as np
 
     return np.asarray(val.probs), np.asarray(test.probs), "probs"
+
+
+def as_floats(values, name: str) -> np.ndarray:
+    """``values`` as a float64 array, or an InputTypeError naming ``name`` (strings, objects).
+
+    Examples
+    --------
+    >>> as_floats([1, 2], "x").dtype
+    dtype('float64')
+    """
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputTypeError(f"{name} must hold real numbers: {exc}") from None

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CalibkitError, InvalidParameterError
+
 __all__ = [
     "PredictionFileError",
     "Predictions",
@@ -48,7 +50,7 @@ __all__ = [
 _LABEL_COLUMN_NAMES = ("label", "labels", "y", "target", "true_label", "class")
 
 
-class PredictionFileError(ValueError):
+class PredictionFileError(CalibkitError, ValueError):
     """A predictions file could not be used; the message names the file, the array and the fix."""
 
 
@@ -83,7 +85,7 @@ class Predictions:
 
     def __post_init__(self) -> None:
         if self.kind not in ("logits", "probs"):
-            raise ValueError(f"Predictions: kind must be 'logits' or 'probs' (got {self.kind!r})")
+            raise InvalidParameterError(f"Predictions: kind must be 'logits' or 'probs' (got {self.kind!r})")
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -225,7 +227,7 @@ def check_predictions(labels: Any, scores: Any, kind: str | None, source: str) -
             )
         kind = "probs"
     if kind not in ("logits", "probs"):
-        raise ValueError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
+        raise InvalidParameterError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
     if kind == "logits" and (s.ndim != 2 or s.shape[1] < 2):
         raise _fail(source, f"logits must have shape (N, K) with K >= 2 classes (got {s.shape})")
     y = _check_labels(labels, s.shape[0], source)
@@ -446,9 +448,9 @@ def load_predictions(
     """
     p = Path(path)
     if split not in ("test", "val"):
-        raise ValueError(f"split must be 'test' or 'val' (got {split!r})")
+        raise InvalidParameterError(f"split must be 'test' or 'val' (got {split!r})")
     if kind not in (None, "logits", "probs"):
-        raise ValueError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
+        raise InvalidParameterError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
     if not p.exists():
         raise _fail(str(p), "file not found")
     if p.is_dir():

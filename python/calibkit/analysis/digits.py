@@ -14,6 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 from .data import ModelSplits, Predictions
 
 __all__ = [
@@ -204,7 +206,7 @@ def default_models(
             m = train_mlp(d.X_fit, d.y_fit, seed=seed)
             desc = "MLP (64-32-10, ReLU, Adam, 300 epochs) on scikit-learn digits"
         else:
-            raise ValueError(f"unknown default model {name!r}; choose from {DEFAULT_MODELS}")
+            raise InvalidParameterError(f"unknown default model {name!r}; choose from {DEFAULT_MODELS}")
         out.append(
             ModelSplits(
                 name=name,

@@ -18,6 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 from .tables import Table
 
 __all__ = ["LabelNoiseResult", "noisy_labels", "noise_levels", "label_noise_study"]
@@ -35,9 +37,9 @@ def noise_levels(num_levels: int = 11, max_level: float = MAX_NOISE) -> np.ndarr
     [0.0, 0.025, 0.05]
     """
     if isinstance(num_levels, bool) or not isinstance(num_levels, (int, np.integer)) or num_levels < 1:
-        raise ValueError(f"num_levels: expected an int >= 1 (got {num_levels!r})")
+        raise InvalidParameterError(f"num_levels: expected an int >= 1 (got {num_levels!r})")
     if not 0.0 <= float(max_level) <= 1.0:
-        raise ValueError(f"max_level: expected a fraction in [0, 1] (got {max_level!r})")
+        raise InvalidParameterError(f"max_level: expected a fraction in [0, 1] (got {max_level!r})")
     if num_levels == 1:
         return np.array([0.0])
     return np.linspace(0.0, float(max_level), int(num_levels))
@@ -70,7 +72,7 @@ def noisy_labels(labels, level: float, num_classes: int, *, seed: int = 0) -> np
     """
     y = np.asarray(labels).astype(np.int64)
     if not 0.0 <= float(level) <= 1.0:
-        raise ValueError(f"level: expected a fraction in [0, 1] (got {level!r})")
+        raise InvalidParameterError(f"level: expected a fraction in [0, 1] (got {level!r})")
     rng = np.random.default_rng(seed)
     order = rng.permutation(y.size)
     draws = rng.integers(0, num_classes, size=y.size)
@@ -185,7 +187,7 @@ def label_noise_study(
     k = int(max(y_fit.max(), y_test.max())) + 1
     lv = noise_levels(num_levels, max_level) if levels is None else np.asarray(levels, dtype=float)
     if lv.ndim != 1 or lv.size == 0 or np.any((lv < 0) | (lv > 1)):
-        raise ValueError(f"levels: expected fractions in [0, 1] (got {levels!r})")
+        raise InvalidParameterError(f"levels: expected fractions in [0, 1] (got {levels!r})")
     try:
         from calibkit.diagnostics import ignored_important_fraction
     except ImportError:  # pragma: no cover - diagnostics ships with the package
@@ -197,7 +199,7 @@ def label_noise_study(
         model = train(X_fit, y_noisy, seed=seed)
         classes = np.asarray(model.classes_)
         if classes.size != k or np.any(classes != np.arange(k)):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"label noise level {level:g}: the retrained model knows classes {classes.tolist()}, "
                 f"expected 0..{k - 1}; use fewer noise or more training data"
             )

@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 from .tables import Table
 
 __all__ = ["PropertyGroup", "property_groups", "group_by_property", "PROPERTIES"]
@@ -154,7 +156,7 @@ def group_by_property(
     for key, arr in per_metric.items():
         a = np.asarray(arr, dtype=np.float64)
         if a.shape != (len(specs),):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"group_by_property: column {key!r} has shape {a.shape}, expected ({len(specs)},) "
                 "- one number per metric of the space"
             )

@@ -19,6 +19,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+
+from ..errors import InvalidParameterError, ShapeMismatchError
+from ._util import as_floats
 from scipy import stats
 
 from .properties import group_by_property
@@ -49,18 +52,18 @@ def ordinal(i: int) -> str:
 
 
 def _pair(x, y, fname: str) -> tuple[np.ndarray, np.ndarray]:
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
+    a = as_floats(x, f"{fname}: x")
+    b = as_floats(y, f"{fname}: y")
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"{fname}: x and y must be 1-D (got shapes {a.shape} and {b.shape})")
+        raise ShapeMismatchError(f"{fname}: x and y must be 1-D (got shapes {a.shape} and {b.shape})")
     if a.shape != b.shape:
-        raise ValueError(
+        raise ShapeMismatchError(
             f"{fname}: x and y must rank the same items (got lengths {a.size} and {b.size})"
         )
     if a.size < 2:
-        raise ValueError(f"{fname}: need at least 2 items to correlate two orderings (got {a.size})")
+        raise InvalidParameterError(f"{fname}: need at least 2 items to correlate two orderings (got {a.size})")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError(f"{fname}: x and y must be finite (found NaN or inf); drop those items first")
+        raise InvalidParameterError(f"{fname}: x and y must be finite (found NaN or inf); drop those items first")
     return a, b
 
 
@@ -99,7 +102,7 @@ def spearman_rho(x, y, *, formula: str = "standard") -> float:
     if formula == "paper":
         return float(1.0 - 6.0 * np.sum(np.abs(ra - rb)) / (n * (n * n - 1)))
     if formula != "standard":
-        raise ValueError(f"spearman_rho: formula must be 'standard' or 'paper' (got {formula!r})")
+        raise InvalidParameterError(f"spearman_rho: formula must be 'standard' or 'paper' (got {formula!r})")
     if np.ptp(ra) == 0 or np.ptp(rb) == 0:
         return float("nan")
     if np.unique(ra).size == n and np.unique(rb).size == n:
@@ -155,7 +158,7 @@ def rank_correlation(x, y, method: str = "spearman") -> float:
         return spearman_rho(x, y)
     if method == "kendall":
         return kendall_tau(x, y)
-    raise ValueError(f"rank_correlation: method must be 'spearman' or 'kendall' (got {method!r})")
+    raise InvalidParameterError(f"rank_correlation: method must be 'spearman' or 'kendall' (got {method!r})")
 
 
 def rank_order(errors) -> np.ndarray:
@@ -177,11 +180,11 @@ def rank_order(errors) -> np.ndarray:
     >>> rank_order([0.3, 0.1, 0.2]).tolist()
     [1, 2, 0]
     """
-    e = np.asarray(errors, dtype=np.float64)
+    e = as_floats(errors, "rank_order: errors")
     if e.ndim != 1:
-        raise ValueError(f"rank_order: errors must be 1-D (got shape {e.shape})")
+        raise ShapeMismatchError(f"rank_order: errors must be 1-D (got shape {e.shape})")
     if np.any(np.isnan(e)):
-        raise ValueError("rank_order: errors contain NaN; a calibration error must be a number")
+        raise InvalidParameterError("rank_order: errors contain NaN; a calibration error must be a number")
     return np.argsort(e, kind="stable")
 
 
@@ -216,11 +219,11 @@ def _corr_matrix(x: np.ndarray, method: str) -> np.ndarray:
     both against SciPy). NaN where a column is constant.
     """
     if method not in ("spearman", "kendall"):
-        raise ValueError(f"method must be 'spearman' or 'kendall' (got {method!r})")
+        raise InvalidParameterError(f"method must be 'spearman' or 'kendall' (got {method!r})")
     if x.shape[0] < 2:
-        raise ValueError(f"need at least 2 items to correlate orderings (got {x.shape[0]})")
+        raise InvalidParameterError(f"need at least 2 items to correlate orderings (got {x.shape[0]})")
     if not np.all(np.isfinite(x)):
-        raise ValueError("values must be finite (found NaN or inf); drop those items first")
+        raise InvalidParameterError("values must be finite (found NaN or inf); drop those items first")
     if method == "spearman":
         r = stats.rankdata(x, axis=0)
         c = r - r.mean(axis=0)
@@ -236,9 +239,9 @@ def _corr_matrix(x: np.ndarray, method: str) -> np.ndarray:
 
 
 def _values_2d(values, fname: str) -> np.ndarray:
-    v = np.asarray(values, dtype=np.float64)
+    v = as_floats(values, f"{fname}: values")
     if v.ndim != 2:
-        raise ValueError(f"{fname}: values must be 2-D (n_methods, n_metrics) (got shape {v.shape})")
+        raise ShapeMismatchError(f"{fname}: values must be 2-D (n_methods, n_metrics) (got shape {v.shape})")
     return v
 
 
@@ -281,7 +284,7 @@ def rank_order_table(
     method_labels = list(range(n_methods)) if method_labels is None else list(method_labels)
     metric_labels = list(range(n_metrics)) if metric_labels is None else list(metric_labels)
     if len(method_labels) != n_methods or len(metric_labels) != n_metrics:
-        raise ValueError(
+        raise InvalidParameterError(
             f"rank_order_table: {len(method_labels)} method labels and {len(metric_labels)} metric "
             f"labels for values of shape {v.shape}"
         )
@@ -321,7 +324,7 @@ def metric_rank_correlations(values, method: str = "spearman") -> np.ndarray:
     try:
         return _corr_matrix(v, method)
     except ValueError as exc:
-        raise ValueError(f"metric_rank_correlations: {exc}") from None
+        raise InvalidParameterError(f"metric_rank_correlations: {exc}") from None
 
 
 def bin_sensitivity(values, method: str = "spearman") -> np.ndarray:
@@ -352,11 +355,11 @@ def bin_sensitivity(values, method: str = "spearman") -> np.ndarray:
     """
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 3:
-        raise ValueError(
+        raise InvalidParameterError(
             f"bin_sensitivity: values must be 3-D (n_methods, n_metrics, n_bins) (got shape {v.shape})"
         )
     if v.shape[2] < 2:
-        raise ValueError(
+        raise InvalidParameterError(
             f"bin_sensitivity: need at least 2 bin counts to compare (got {v.shape[2]})"
         )
     out = np.full(v.shape[1], np.nan)
@@ -365,7 +368,7 @@ def bin_sensitivity(values, method: str = "spearman") -> np.ndarray:
         try:
             r = _corr_matrix(v[:, j, :], method)[iu]
         except ValueError as exc:
-            raise ValueError(f"bin_sensitivity: {exc}") from None
+            raise InvalidParameterError(f"bin_sensitivity: {exc}") from None
         r = r[~np.isnan(r)]
         if r.size:
             out[j] = r.mean()

@@ -27,6 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 from ._util import make_estimator, recalibration_inputs
 from .conditionality import ConditionalityResult, class_conditionality
 from .data import ModelSplits
@@ -115,23 +117,23 @@ class StudyConfig:
     def __post_init__(self) -> None:
         nb = tuple(int(b) for b in self.num_bins)
         if len(nb) < 2 or len(set(nb)) != len(nb) or min(nb) < 1:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"num_bins: need at least two distinct positive bin counts for the bin-sensitivity "
                 f"analysis (got {self.num_bins!r})"
             )
         object.__setattr__(self, "num_bins", nb)
         if int(self.report_bins) < 1:
-            raise ValueError(f"report_bins: expected a positive int (got {self.report_bins!r})")
+            raise InvalidParameterError(f"report_bins: expected a positive int (got {self.report_bins!r})")
         if self.temperature_starts is not None and int(self.temperature_starts) < 1:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"temperature_starts: expected a positive int or None (got {self.temperature_starts!r})"
             )
         if int(self.noise_levels) < 1:
-            raise ValueError(f"noise_levels: expected an int >= 1 (got {self.noise_levels!r})")
+            raise InvalidParameterError(f"noise_levels: expected an int >= 1 (got {self.noise_levels!r})")
         if not 0.0 <= float(self.max_noise) <= 1.0:
-            raise ValueError(f"max_noise: expected a fraction in [0, 1] (got {self.max_noise!r})")
+            raise InvalidParameterError(f"max_noise: expected a fraction in [0, 1] (got {self.max_noise!r})")
         if not 0.0 <= float(self.importance_threshold) < 1.0:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"importance_threshold: expected a value in [0, 1) (got {self.importance_threshold!r})"
             )
         object.__setattr__(self, "temperatures", tuple(float(t) for t in self.temperatures))
@@ -532,7 +534,7 @@ def run_study(
     else:
         model_list = [models] if isinstance(models, ModelSplits) else list(models)
         if not model_list:
-            raise ValueError("run_study: models is empty; pass at least one ModelSplits")
+            raise InvalidParameterError("run_study: models is empty; pass at least one ModelSplits")
         source = "; ".join(f"{m.name}: {m.description}" for m in model_list)
     run_noise = cfg.label_noise if cfg.label_noise is not None else default
     if run_noise and digits is None:

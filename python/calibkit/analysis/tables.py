@@ -18,6 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import ShapeMismatchError
+
 __all__ = ["Table"]
 
 
@@ -97,12 +99,12 @@ class Table:
         self.columns = [str(c) for c in self.columns]
         rows = [list(r) for r in (self.data.tolist() if isinstance(self.data, np.ndarray) else self.data)]
         if len(rows) != len(self.index):
-            raise ValueError(
+            raise ShapeMismatchError(
                 f"Table {self.name!r}: data has {len(rows)} rows but index has {len(self.index)} labels"
             )
         for i, r in enumerate(rows):
             if len(r) != len(self.columns):
-                raise ValueError(
+                raise ShapeMismatchError(
                     f"Table {self.name!r}: row {i} has {len(r)} cells but there are "
                     f"{len(self.columns)} columns"
                 )

@@ -17,6 +17,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 from ._util import make_estimator, recalibration_inputs
 from .data import ModelSplits
 from .properties import group_by_property
@@ -65,7 +67,7 @@ def temperature_curves(
 
     t = np.asarray(temperatures, dtype=np.float64)
     if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t <= 0):
-        raise ValueError(f"temperatures: expected positive finite numbers (got {temperatures!r})")
+        raise InvalidParameterError(f"temperatures: expected positive finite numbers (got {temperatures!r})")
     z = np.asarray(logits, dtype=np.float64)
     sp = metric_space() if space is None else space
     rows = [evaluate(labels, softmax(z / ti, axis=1), space=sp, num_bins=(int(num_bins),)).values[:, 0]
@@ -225,12 +227,12 @@ def temperature_table(
     ['softmax-regression ECE', 'softmax-regression RMSCE (control)']
     """
     if not results:
-        raise ValueError("temperature_table: need at least one TemperatureResult")
+        raise InvalidParameterError("temperature_table: need at least one TemperatureResult")
     space = results[0].space
     cols = {}
     for r in results:
         if list(r.space) != list(space):
-            raise ValueError("temperature_table: all results must use the same metric space")
+            raise InvalidParameterError("temperature_table: all results must use the same metric space")
         cols[f"{r.model} ECE"] = r.test_ece
         cols[f"{r.model} RMSCE (control)"] = r.test_rmsce
     nb = results[0].settings.get("num_bins", 15)

@@ -1,0 +1,197 @@
+"""Every keyword-argument check of calibkit and its message, written once.
+
+The array half of input checking (``labels``, ``probs``) lives in :mod:`calibkit._validate`;
+this module holds the other half: flags, bin counts, thresholds, norms and binnings, plain
+integers and reals, and the limits and tolerances, which are read from the Rust core so that
+Python and Rust can never disagree. Every public entry point (``gce`` and the named metrics,
+``calibration_bins``, ``evaluate``, ``Accumulator``, ``calibkit.dask``, the recalibrators,
+diagnostics, analysis, compat, plots) coerces its keywords through these functions, so one
+wrong argument gives the same error class and the same text wherever it is passed.
+
+Rules:
+
+* a flag is ``True``/``False`` or a NumPy bool, nothing else (``"False"`` or ``0`` would be
+  silently truthy or falsy through ``bool()``);
+* an integer is any :class:`numbers.Integral` (Python or NumPy ints) but never a bool;
+* a bin count is such an integer in ``[1, MAX_BINS]``, and a (groups x bins) table must fit in
+  ``MAX_TABLE_CELLS`` cells, on every path (kernel, streaming, dask, multilabel);
+* every error is an :class:`~calibkit.errors.InvalidParameterError` (a ``ValueError``) that
+  names the argument, says what it got and what is accepted.
+
+Examples
+--------
+>>> from calibkit._params import as_flag, as_num_bins
+>>> as_flag(True, "max_prob"), as_num_bins(15)
+(True, 15)
+>>> as_flag("False", "max_prob")
+Traceback (most recent call last):
+...
+calibkit.errors.InvalidFlagError: max_prob must be True or False (a bool), got 'False' of type str
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from . import _native
+from .errors import InvalidFlagError, InvalidParameterError
+
+__all__ = [
+    "BINNINGS",
+    "NORMS",
+    "RANGE_TOL",
+    "ROW_SUM_TOL",
+    "MAX_BINS",
+    "MAX_TABLE_CELLS",
+    "as_flag",
+    "as_choice",
+    "as_int",
+    "as_real",
+    "as_threshold",
+    "as_num_bins",
+    "as_bin_counts",
+    "check_table",
+    "check_gce_params",
+]
+
+BINNINGS = ("even", "adaptive")
+NORMS = ("l1", "l2", "max")
+#: Probabilities may leave [0, 1] by this much (float rounding in softmax outputs): the kernel's.
+RANGE_TOL: float = float(_native.RANGE_TOL)
+#: Each row of ``probs`` must sum to 1 within this absolute tolerance: the kernel's.
+ROW_SUM_TOL: float = float(_native.ROW_SUM_TOL)
+#: Largest accepted ``num_bins``: the kernel's.
+MAX_BINS: int = int(_native.MAX_BINS)
+#: Largest (groups x (bins + 1)) table any path may allocate: the kernel's.
+MAX_TABLE_CELLS: int = int(getattr(_native, "MAX_TABLE_CELLS", 1 << 25))
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def as_flag(value, name: str) -> bool:
+    """``value`` as a bool; only ``True``/``False`` and NumPy bools are accepted."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise InvalidFlagError(
+        f"{name} must be True or False (a bool), got {value!r} of type {type(value).__name__}"
+    )
+
+
+def as_choice(value, name: str, choices) -> str:
+    """``value`` if it is one of the strings ``choices``."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def as_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an int (any integer type, not bool) within ``[minimum, maximum]``."""
+    if not _is_int(value):
+        raise InvalidParameterError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
+        )
+    v = int(value)
+    if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+        lo = "-inf" if minimum is None else minimum
+        hi = "inf" if maximum is None else maximum
+        raise InvalidParameterError(f"{name} must be an integer in [{lo}, {hi}], got {v}")
+    return v
+
+
+def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
+            high_open: bool = False) -> float:
+    """``value`` as a finite float within the given bounds (a bool is not a number here)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(float(value)):
+        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
+    v = float(value)
+    if low is not None and (v < low or (low_open and v == low)):
+        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise InvalidParameterError(f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}")
+    return v
+
+
+def as_threshold(value, name: str = "threshold") -> float:
+    """A score threshold: a number in [0, 1) (scores ``<= threshold`` are dropped)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(f"{name} must be a number in [0, 1), got {value!r}")
+    t = float(value)
+    if not 0.0 <= t < 1.0:
+        raise InvalidParameterError(
+            f"{name} must be in [0, 1) (scores <= {name} are dropped), got {value!r}"
+        )
+    return t
+
+
+def as_num_bins(value, name: str = "num_bins") -> int:
+    """One bin count: an integer (any integer type, not bool) in ``[1, MAX_BINS]``."""
+    if not _is_int(value):
+        raise InvalidParameterError(
+            f"{name} must be a positive integer, got {value!r} of type {type(value).__name__}"
+        )
+    b = int(value)
+    if b < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer (>= 1), got {b}")
+    if b > MAX_BINS:
+        raise InvalidParameterError(
+            f"{name} must be at most {MAX_BINS} (got {b}); calibration estimates need many "
+            "points per bin, so use far fewer bins"
+        )
+    return b
+
+
+def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]:
+    """``(bin counts, single)`` from one bin count or a sequence of distinct ones.
+
+    ``single`` is True when ``value`` was one integer (so results are scalars, not tables).
+    """
+    if _is_int(value):
+        return (as_num_bins(value, name),), True
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidParameterError(
+            f"{name} must be a positive integer or a sequence of them such as (10, 20, 30), "
+            f"got {value!r} of type {type(value).__name__}"
+        )
+    items = tuple(value)
+    if not items:
+        raise InvalidParameterError(f"{name} must hold at least one bin count, e.g. (15,)")
+    out = tuple(as_num_bins(b, name) for b in items)
+    if len(set(out)) != len(out):
+        raise InvalidParameterError(f"{name} repeats a bin count ({out}); give each bin count once")
+    return out, False
+
+
+def check_table(groups: int, num_bins: int, name: str = "num_bins") -> None:
+    """Refuse a per-(group, bin) table larger than ``MAX_TABLE_CELLS`` (counting a spare bin)."""
+    cells = int(groups) * (int(num_bins) + 1)
+    if cells > MAX_TABLE_CELLS:
+        raise InvalidParameterError(
+            f"{name}={num_bins} with {groups} score groups needs a table of {cells} cells "
+            f"(limit {MAX_TABLE_CELLS}); use fewer bins"
+        )
+
+
+def check_gce_params(binning, norm, threshold, num_bins) -> tuple[str, str, float, int]:
+    """Validate the GCE keywords; returns them normalised (threshold a float, num_bins an int)."""
+    if (
+        type(threshold) is float
+        and type(num_bins) is int
+        and type(binning) is str
+        and type(norm) is str
+        and binning in BINNINGS
+        and norm in NORMS
+        and 0.0 <= threshold < 1.0
+        and 1 <= num_bins <= MAX_BINS
+    ):
+        return binning, norm, threshold, num_bins
+    return (as_choice(binning, "binning", BINNINGS), as_choice(norm, "norm", NORMS),
+            as_threshold(threshold), as_num_bins(num_bins))
