@@ -243,7 +243,7 @@ def test_unknown_chunk_sizes_and_bad_parameters():
         cdask.gce(dl, dp, binning="equal", **SYNC)
     with pytest.raises(InvalidParameterError, match="split_every"):
         cdask.gce(dl, dp, split_every=1, **SYNC)
-    with pytest.raises(InvalidParameterError, match="no repeats"):
+    with pytest.raises(InvalidParameterError, match="repeats a bin count"):
         cdask.evaluate(dl, dp, num_bins=(5, 5), **SYNC)
     with pytest.raises(InputTypeError, match="num_bins"):
         cdask.evaluate(dl, dp, num_bins="15", **SYNC)

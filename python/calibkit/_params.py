@@ -16,7 +16,9 @@ Rules:
 * a bin count is such an integer in ``[1, MAX_BINS]``, and a (groups x bins) table must fit in
   ``MAX_TABLE_CELLS`` cells, on every path (kernel, streaming, dask, multilabel);
 * every error is an :class:`~calibkit.errors.InvalidParameterError` (a ``ValueError``) that
-  names the argument, says what it got and what is accepted.
+  names the argument, says what it got and what is accepted; a wrong *type* raises its
+  subclass :class:`~calibkit.errors.ParameterTypeError`, which is also an
+  :class:`~calibkit.errors.InputTypeError` (a ``TypeError``).
 
 Examples
 --------
@@ -38,7 +40,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from . import _native
-from .errors import InvalidFlagError, InvalidParameterError
+from .errors import InvalidFlagError, InvalidParameterError, ParameterTypeError
 
 __all__ = [
     "BINNINGS",
@@ -85,17 +87,17 @@ def as_flag(value, name: str) -> bool:
     )
 
 
-def as_choice(value, name: str, choices) -> str:
-    """``value`` if it is one of the strings ``choices``."""
+def as_choice(value, name: str, choices, hint: str = "") -> str:
+    """``value`` if it is one of the strings ``choices`` (``hint`` explains them in the error)."""
     if isinstance(value, str) and value in choices:
         return value
-    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {value!r}")
 
 
 def as_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """``value`` as an int (any integer type, not bool) within ``[minimum, maximum]``."""
     if not _is_int(value):
-        raise InvalidParameterError(
+        raise ParameterTypeError(
             f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
         )
     v = int(value)
@@ -109,8 +111,9 @@ def as_int(value, name: str, minimum: int | None = None, maximum: int | None = N
 def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
             high_open: bool = False) -> float:
     """``value`` as a finite float within the given bounds (a bool is not a number here)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(f"{name} must be a finite number, got {value!r}")
+    if not math.isfinite(float(value)):
         raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
     v = float(value)
     if low is not None and (v < low or (low_open and v == low)):
@@ -123,7 +126,7 @@ def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
 def as_threshold(value, name: str = "threshold") -> float:
     """A score threshold: a number in [0, 1) (scores ``<= threshold`` are dropped)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise InvalidParameterError(f"{name} must be a number in [0, 1), got {value!r}")
+        raise ParameterTypeError(f"{name} must be a number in [0, 1), got {value!r}")
     t = float(value)
     if not 0.0 <= t < 1.0:
         raise InvalidParameterError(
@@ -135,7 +138,7 @@ def as_threshold(value, name: str = "threshold") -> float:
 def as_num_bins(value, name: str = "num_bins") -> int:
     """One bin count: an integer (any integer type, not bool) in ``[1, MAX_BINS]``."""
     if not _is_int(value):
-        raise InvalidParameterError(
+        raise ParameterTypeError(
             f"{name} must be a positive integer, got {value!r} of type {type(value).__name__}"
         )
     b = int(value)
@@ -157,7 +160,7 @@ def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]
     if _is_int(value):
         return (as_num_bins(value, name),), True
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InvalidParameterError(
+        raise ParameterTypeError(
             f"{name} must be a positive integer or a sequence of them such as (10, 20, 30), "
             f"got {value!r} of type {type(value).__name__}"
         )

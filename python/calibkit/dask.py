@@ -40,16 +40,24 @@ True
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from ._groups import score_groups, sorted_bin_sums
 from ._select import Selection, SelectionError, add_packed, scan_groups
-from ._validate import check_gce_params, validate_inputs
+from ._params import as_bin_counts, as_int, check_gce_params, check_table
+from ._space import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
+from ._validate import (
+    empty_probs_error,
+    float_dtype,
+    length_mismatch_error,
+    no_columns_error,
+    validate_inputs,
+)
 from .bins import calibration_bins, reduce_bins
-from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from .errors import CalibkitError, InputTypeError, ShapeMismatchError
 from .evaluation import Evaluation
-from .space import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, metric_space
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -95,23 +103,46 @@ def _prepare(labels, probs):
         raise InputTypeError(f"probs must hold real numbers, got dtype {probs.dtype}")
     n = probs.shape[0]
     if labels.shape[0] != n:
-        raise ShapeMismatchError(
-            f"labels has {labels.shape[0]} entries but probs has {n} rows; pass one label per row"
-        )
+        raise length_mismatch_error(labels.shape[0], n)
     if n == 0:
-        raise ShapeMismatchError("probs is empty (0 rows); pass at least one prediction")
+        raise empty_probs_error()
     if probs.ndim == 2 and probs.shape[1] == 0:
-        raise ShapeMismatchError("probs has 0 columns; it needs one column per class")
+        raise no_columns_error()
     k = 2 if probs.ndim == 1 or probs.shape[1] == 1 else probs.shape[1]
-    dtype = probs.dtype if probs.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    dtype = float_dtype(probs.dtype)
     if probs.ndim == 2 and len(probs.chunks[1]) > 1:
         probs = probs.rechunk({1: -1})
     if labels.chunks[0] != probs.chunks[0]:
         labels = labels.rechunk((probs.chunks[0],))
     # Unoptimized graphs keep the keys the two arrays share (e.g. a task producing both), so a
     # source feeding both arrays runs once per pass, not once per array.
-    return (labels.to_delayed(optimize_graph=False).ravel(),
-            probs.to_delayed(optimize_graph=False).ravel(), n, k, np.dtype(dtype))
+    lblocks = labels.to_delayed(optimize_graph=False).ravel()
+    pblocks = probs.to_delayed(optimize_graph=False).ravel()
+    # each block knows the global index of its first row, for error messages
+    starts = np.concatenate([[0], np.cumsum(probs.chunks[0])[:-1]]).astype(int).tolist()
+    return list(zip(lblocks, starts)), pblocks, n, k, dtype
+
+
+# Row numbers in the messages of calibkit.errors: "probs[12, 3]", "row 12 of probs",
+# "labels[12]", "label_matrix[12, 3]" (and "at [12, 3]").
+_ROW_PATTERNS = re.compile(r"(probs\[|labels\[|row |at \[)(\d+)")
+
+
+def _globalise_rows(exc: CalibkitError, start: int) -> CalibkitError:
+    """The same error with its row numbers counted from the start of the whole array."""
+    if start == 0 or not exc.args or not isinstance(exc.args[0], str):
+        return exc
+    msg = _ROW_PATTERNS.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + start}", exc.args[0])
+    return type(exc)(msg)
+
+
+def _located_chunk_task(labels_at, probs, job):
+    """:func:`_chunk_task` with errors naming global row numbers."""
+    labels, start = labels_at
+    try:
+        return _chunk_task(labels, probs, job)
+    except CalibkitError as exc:
+        raise _globalise_rows(exc, start) from None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -183,7 +214,8 @@ def _combine(*parts):
 def _run_pass(lblocks, pblocks, job, scheduler, split_every):
     dask, _ = _import_dask()
     job_d = dask.delayed(job, traverse=False)
-    level = [dask.delayed(_chunk_task)(lb, pb, job_d) for lb, pb in zip(lblocks, pblocks)]
+    level = [dask.delayed(_located_chunk_task)((lb, start), pb, job_d)
+             for (lb, start), pb in zip(lblocks, pblocks)]
     while True:
         level = [dask.delayed(_combine)(*level[i:i + split_every])
                  for i in range(0, len(level), split_every)]
@@ -200,12 +232,14 @@ def _run_pass(lblocks, pblocks, job, scheduler, split_every):
 
 
 def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split_every):
-    if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
-        raise InvalidParameterError(f"split_every must be an int >= 2, got {split_every!r}")
+    split_every = as_int(split_every, "split_every", minimum=2)
     for s in space:
         for b in num_bins:
             check_gce_params(s.binning, s.norm, s.threshold, b)
     lblocks, pblocks, n, k, dtype = _prepare(labels, probs)
+    for s in space:
+        for b in num_bins:
+            check_table(k if s.class_conditional else 1, b)
     even = sorted({(s.max_prob, s.class_conditional, s.threshold, b)
                    for s in space if s.binning == "even" for b in num_bins})
     akeys = sorted({(s.max_prob, s.class_conditional, s.threshold)
@@ -291,8 +325,11 @@ def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
     0.4
     """
     spec = MetricSpec(binning, max_prob, class_conditional, threshold, norm)
-    values, _, _ = _values(labels, probs, MetricSpace([spec]), (num_bins,), scheduler,
-                           split_every)
+    bins, single = as_bin_counts(num_bins)
+    if not single:
+        raise InputTypeError(f"num_bins must be one integer here, got {num_bins!r}; use "
+                             "calibkit.dask.evaluate for several bin counts")
+    values, _, _ = _values(labels, probs, MetricSpace([spec]), bins, scheduler, split_every)
     return float(values[0, 0])
 
 
@@ -300,7 +337,7 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
              split_every: int = 8) -> Evaluation:
     """Every metric of a space at every bin count, over dask arrays, sharing passes.
 
-    Same arguments and result as :func:`calibkit.space.evaluate`; all even-binning metrics come
+    Same arguments and result as :func:`calibkit.evaluate`; all even-binning metrics come
     from one map-reduce and all adaptive ones from one shared selection plus one counting pass.
 
     Parameters
@@ -331,20 +368,7 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
     >>> ev.values.shape
     (3, 2)
     """
-    if space is None:
-        space = metric_space()
-    elif not isinstance(space, MetricSpace):
-        single = isinstance(space, (str, MetricSpec, dict, int)) and not isinstance(space, bool)
-        space = MetricSpace([space] if single else space)
-    if isinstance(num_bins, (int, np.integer)) and not isinstance(num_bins, bool):
-        bins = (int(num_bins),)
-    else:
-        if isinstance(num_bins, (str, bytes, dict)):
-            raise InputTypeError(f"num_bins: expected an int or a sequence of ints, got "
-                                 f"{type(num_bins).__name__}")
-        bins = tuple(num_bins)
-        if not bins or len(set(bins)) != len(bins):
-            raise InvalidParameterError(
-                f"num_bins: give at least one bin count and no repeats, got {bins}")
+    space, _ = as_space(space)
+    bins, _ = as_bin_counts(num_bins)
     values, n, k = _values(labels, probs, space, bins, scheduler, split_every)
     return Evaluation(values, space, bins, n_samples=n, num_classes=k)

@@ -16,6 +16,7 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "ParameterTypeError",
     "InvalidFlagError",
     "InvalidScoresError",
 ]
@@ -49,9 +50,16 @@ class InputTypeError(CalibkitError, TypeError):
     """An argument has a type calibkit cannot use (strings, objects, complex numbers, ...)."""
 
 
-class InvalidFlagError(InvalidParameterError, InputTypeError):
-    """A flag (``max_prob``, ``class_conditional``, ...) is not ``True``/``False``.
+class ParameterTypeError(InvalidParameterError, InputTypeError):
+    """A keyword argument has the wrong type (a string or float bin count, a bool threshold).
 
     Both an :class:`InvalidParameterError` (``ValueError``) and an :class:`InputTypeError`
-    (``TypeError``): ``"False"`` or ``0`` is a wrong value and a wrong type at once.
+    (``TypeError``), so either ``except`` clause catches it.
+    """
+
+
+class InvalidFlagError(ParameterTypeError):
+    """A flag (``max_prob``, ``class_conditional``, ...) is not ``True``/``False``.
+
+    ``"False"`` or ``0`` is refused rather than read through ``bool()``.
     """

@@ -7,43 +7,19 @@ requested bin counts; each norm is then a cheap reduction of the same per-bin ta
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Iterable, Mapping
-
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params, validate_inputs
-from .errors import InputTypeError, InvalidParameterError
-from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space
+from ._params import as_bin_counts, as_num_bins, check_gce_params
+from ._space import DEFAULT_NUM_BINS, MetricSpace, _as_space
+from ._validate import validate_inputs
+from .errors import InvalidParameterError, ShapeMismatchError
 
 __all__ = ["Evaluation", "evaluate"]
 
 
 def _as_num_bins(num_bins) -> tuple[int, ...]:
-    if isinstance(num_bins, numbers.Integral) and not isinstance(num_bins, (bool, np.bool_)):
-        items = (num_bins,)
-    elif isinstance(num_bins, (str, bytes, Mapping)) or not isinstance(num_bins, Iterable):
-        raise InputTypeError(
-            f"num_bins: expected an int or a sequence of ints such as (10, 20, 30), got "
-            f"{type(num_bins).__name__}"
-        )
-    else:
-        items = tuple(num_bins)
-    if not items:
-        raise InvalidParameterError("num_bins: must hold at least one bin count, e.g. (15,)")
-    out = []
-    for b in items:
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, numbers.Integral):
-            raise InputTypeError(
-                f"num_bins: every bin count must be an int, got {b!r} ({type(b).__name__})"
-            )
-        out.append(int(b))
-    if len(set(out)) != len(out):
-        raise InvalidParameterError(
-            f"num_bins: repeats a bin count ({tuple(out)}); give each bin count once"
-        )
-    return tuple(out)
+    return as_bin_counts(num_bins)[0]
 
 
 class Evaluation:
@@ -80,7 +56,7 @@ class Evaluation:
         num_bins = _as_num_bins(num_bins)
         v = np.array(values, dtype=np.float64, copy=True)
         if v.shape != (len(space), len(num_bins)):
-            raise ValueError(
+            raise ShapeMismatchError(
                 f"values: expected shape {(len(space), len(num_bins))} for {len(space)} metrics "
                 f"x {len(num_bins)} bin counts, got {v.shape}"
             )
@@ -103,10 +79,9 @@ class Evaluation:
         return self.space.names
 
     def _col(self, num_bins) -> int:
-        if isinstance(num_bins, (bool, np.bool_)) or not isinstance(num_bins, numbers.Integral):
-            raise InputTypeError(f"num_bins: expected an int, got {num_bins!r}")
+        num_bins = as_num_bins(num_bins)
         try:
-            return self.num_bins.index(int(num_bins))
+            return self.num_bins.index(num_bins)
         except ValueError:
             raise InvalidParameterError(
                 f"num_bins: {num_bins} was not evaluated; available bin counts are "

@@ -6,7 +6,7 @@
 :meth:`Accumulator.merge` (they pickle, so they travel between processes), and call
 :meth:`Accumulator.compute` at the end.
 
-What is kept, per score group of SPEC.md:
+What is kept, per score group of docs/spec.md:
 
 * **even binning**: per-(group, bin) count, score sum and outcome sum (float64), taken per batch
   from :func:`calibkit.calibration_bins` and added. Memory is independent of N and the result
@@ -20,9 +20,9 @@ What is kept, per score group of SPEC.md:
 * **adaptive binning, ``adaptive="sketch"``**: bounded memory. Each group keeps two KLL quantile
   sketches (Apache DataSketches; mergeable, about ``3 * sketch_k`` retained scores each) of its
   kept scores, one per outcome. They are a weighted summary of the group's (score, outcome)
-  pairs, and :meth:`~Accumulator.compute` applies SPEC's adaptive rule to that summary: the edges
-  are its weighted quantiles at SPEC's positions, and each bin's count, score sum and outcome sum
-  are the weighted sums of the retained items in it. This is a single pass, and two sketch
+  pairs, and :meth:`~Accumulator.compute` applies the adaptive rule of docs/spec.md to that
+  summary: the edges are its weighted quantiles at the rule's positions, and each bin's count,
+  score sum and outcome sum are the weighted sums of the retained items in it. This is a single pass, and two sketch
   accumulators merge like exact ones. What is exact: the group sizes; and everything, as long as
   no sketch has compacted (fewer than about ``sketch_k`` scores per group and outcome;
   :attr:`Accumulator.is_exact`). What is approximate once a sketch compacts, with
@@ -30,7 +30,7 @@ What is kept, per score group of SPEC.md:
   (DataSketches' normalized rank errors: 99th percentiles of the maximum error over all
   queries; 0.28 % and 0.36 % for the default k = 1024):
 
-  - the edges: each lies within ``eps * n`` ranks of SPEC's exact position ``pos_j``;
+  - the edges: each lies within ``eps * n`` ranks of the spec's exact position ``pos_j``;
   - the bin sums: for any range of scores (a bin), the estimated count is within ``eps2 * n``
     of the true count of that range and the outcome sum within ``eps2 * n1`` (n1 = scores with
     outcome 1); the score sum errs by at most the count error times the largest score.
@@ -71,11 +71,17 @@ import numpy as np
 from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums
 from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
-from ._validate import check_gce_params, validate_inputs
+from ._params import as_bin_counts, as_choice, as_int, check_table
+from ._space import MetricSpace, MetricSpec, as_space
+from ._validate import (
+    float_dtype,
+    length_mismatch_error,
+    no_columns_error,
+    validate_inputs,
+)
 from .bins import CalibrationBins, calibration_bins, reduce_bins
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 from .evaluation import Evaluation
-from .space import MetricSpace, MetricSpec
 
 __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
 
@@ -110,40 +116,7 @@ def _as_space(metric, gce_params) -> tuple[MetricSpace, bool]:
         return MetricSpace([MetricSpec(**gce_params)]), True
     if metric is None:
         return MetricSpace([MetricSpec()]), True
-    if isinstance(metric, MetricSpace):
-        return metric, False
-    single = isinstance(metric, (str, MetricSpec, Mapping)) or (
-        isinstance(metric, numbers.Integral) and not isinstance(metric, (bool, np.bool_))
-    ) or (isinstance(metric, tuple) and len(metric) == 5 and metric[0] in ("even", "adaptive"))
-    if single:
-        return MetricSpace([MetricSpec.coerce(metric)]), True
-    if not isinstance(metric, Iterable):
-        raise InputTypeError(
-            f"metric: expected a metric (name such as 'ECE', paper index, MetricSpec, mapping) or "
-            f"a list of them, got {type(metric).__name__}"
-        )
-    return MetricSpace(metric), False
-
-
-def _as_num_bins(num_bins) -> tuple[tuple[int, ...], bool]:
-    if isinstance(num_bins, numbers.Integral) and not isinstance(num_bins, (bool, np.bool_)):
-        items, single = (num_bins,), True
-    elif isinstance(num_bins, (str, bytes, Mapping)) or not isinstance(num_bins, Iterable):
-        raise InputTypeError(
-            f"num_bins: expected an int or a sequence of ints, got {type(num_bins).__name__}"
-        )
-    else:
-        items, single = tuple(num_bins), False
-        if not items:
-            raise InvalidParameterError("num_bins: must hold at least one bin count, e.g. (15,)")
-        if len(set(items)) != len(items):
-            raise InvalidParameterError(f"num_bins: repeats a bin count ({items})")
-    out = []
-    for b in items:
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, numbers.Integral):
-            raise InputTypeError(f"num_bins: every bin count must be an int, got {b!r}")
-        out.append(check_gce_params("even", "l1", 0.0, b)[3])
-    return tuple(out), single
+    return as_space(metric)
 
 
 def _check_batch(labels, probs):
@@ -154,15 +127,12 @@ def _check_batch(labels, probs):
         p = None
     if p is not None and p.dtype.kind in "fiub" and p.ndim in (1, 2) and p.shape[0] == 0:
         if p.ndim == 2 and p.shape[1] == 0:
-            raise ShapeMismatchError("probs has 0 columns; it needs one column per class")
+            raise no_columns_error()
         y = np.asarray(labels)
         if y.ndim != 1 or y.shape[0] != 0:
-            raise ShapeMismatchError(
-                f"labels has shape {y.shape} but probs has 0 rows; pass one label per row"
-            )
+            raise length_mismatch_error(y.shape[0] if y.ndim else 1, 0)
         k = 2 if p.ndim == 1 or p.shape[1] == 1 else p.shape[1]
-        dtype = p.dtype if p.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-        return None, None, k, np.dtype(dtype)
+        return None, None, k, float_dtype(p.dtype)
     y, p = validate_inputs(labels, probs)
     return y, p, p.shape[1], p.dtype
 
@@ -228,17 +198,11 @@ class Accumulator:
     def __init__(self, metric=None, *, num_bins=15, adaptive: str = "exact",
                  sketch_k: int = DEFAULT_SKETCH_K, **gce_params):
         space, single_metric = _as_space(metric, gce_params)
-        bins, single_bins = _as_num_bins(num_bins)
-        if not isinstance(adaptive, str) or adaptive not in _ADAPTIVE_MODES:
-            raise InvalidParameterError(
-                f"adaptive must be one of {_ADAPTIVE_MODES} ('exact' keeps the kept scores, "
-                f"'sketch' uses bounded-memory KLL sketches), got {adaptive!r}"
-            )
-        if isinstance(sketch_k, (bool, np.bool_)) or not isinstance(sketch_k, numbers.Integral) \
-                or not 8 <= int(sketch_k) <= 65535:
-            raise InvalidParameterError(
-                f"sketch_k must be an integer in [8, 65535] (KLL's k), got {sketch_k!r}"
-            )
+        bins, single_bins = as_bin_counts(num_bins)
+        adaptive = as_choice(adaptive, "adaptive", _ADAPTIVE_MODES,
+                             " ('exact' keeps the kept scores, 'sketch' uses bounded-memory KLL "
+                             "sketches)")
+        sketch_k = as_int(sketch_k, "sketch_k (KLL's k)", 8, 65535)
         self.space = space
         self.num_bins = bins
         self.adaptive = adaptive
@@ -311,6 +275,10 @@ class Accumulator:
             Anything :func:`calibkit.gce` rejects. The accumulator is unchanged on any error.
         """
         y, p, k, dtype = _check_batch(labels, probs)
+        if self.num_classes is None:  # the tables' size is known once K is
+            for s in self.space:
+                for b in self.num_bins:
+                    check_table(k if s.class_conditional else 1, b)
         if self.num_classes is not None and k != self.num_classes:
             raise ShapeMismatchError(
                 f"probs has K={k} classes but this accumulator was started with K="
