@@ -19,6 +19,7 @@ __all__ = [
     "ParameterTypeError",
     "InvalidFlagError",
     "InvalidScoresError",
+    "NumericalError",
 ]
 
 
@@ -62,4 +63,11 @@ class InvalidFlagError(ParameterTypeError):
     """A flag (``max_prob``, ``class_conditional``, ...) is not ``True``/``False``.
 
     ``"False"`` or ``0`` is refused rather than read through ``bool()``.
+    """
+
+
+class NumericalError(CalibkitError, FloatingPointError):
+    """A fit left the finite floating-point range (non-finite parameters or loss).
+
+    A ``FloatingPointError`` too, so existing ``except FloatingPointError`` clauses still work.
     """

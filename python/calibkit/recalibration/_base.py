@@ -31,6 +31,7 @@ import numbers
 
 import numpy as np
 
+from .._params import RANGE_TOL, ROW_SUM_TOL, as_choice, as_flag, as_int, as_real
 from ..errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -53,10 +54,8 @@ __all__ = [
 
 #: Probabilities are floored here before taking logs (the smallest normal float32).
 PROB_FLOOR = float(np.finfo(np.float32).tiny)
-#: Probabilities may leave [0, 1] by this much (same tolerance as the metric kernels).
-RANGE_TOL = 1e-4
-#: Rows of probabilities may sum to 1 within this absolute tolerance (as the metric kernels).
-ROW_SUM_TOL = 1e-3
+# RANGE_TOL (probabilities may leave [0, 1] by this much) and ROW_SUM_TOL (rows may sum to 1
+# within this) are the metric kernels' own constants, read from calibkit._params.
 
 INPUT_KINDS = ("logits", "probs")
 
@@ -198,39 +197,27 @@ def check_random_state(random_state) -> np.random.Generator:
 # parameter checks used by the estimators' fit
 
 
+# The estimators' argument order (name first) over calibkit._params, which holds the rules.
+
+
 def check_int(name: str, value, minimum: int) -> int:
-    """``value`` as an int >= ``minimum`` or an InvalidParameterError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    """``value`` as an int >= ``minimum`` (:func:`calibkit._params.as_int`)."""
+    return as_int(value, name, minimum)
 
 
 def check_float(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> float:
-    """``value`` as a finite float within the given bounds or an InvalidParameterError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
-    v = float(value)
-    if low is not None and (v < low or (low_open and v == low)):
-        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
-    if high is not None and (v > high or (high_open and v == high)):
-        raise InvalidParameterError(
-            f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}"
-        )
-    return v
+    """``value`` as a finite float within the given bounds (:func:`calibkit._params.as_real`)."""
+    return as_real(value, name, low=low, high=high, low_open=low_open, high_open=high_open)
 
 
 def check_bool(name: str, value) -> bool:
-    """``value`` as a bool (True/False or numpy bools only) or an InvalidParameterError."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+    """``value`` as a bool, True/False or NumPy bools only (:func:`calibkit._params.as_flag`)."""
+    return as_flag(value, name)
 
 
 def check_choice(name: str, value, choices) -> str:
-    """``value`` if it is one of ``choices`` else an InvalidParameterError listing them."""
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidParameterError(f"{name} must be one of {tuple(choices)!r}, got {value!r}")
-    return value
+    """``value`` if it is one of ``choices`` (:func:`calibkit._params.as_choice`)."""
+    return as_choice(value, name, choices)
 
 
 def check_range(name: str, value) -> tuple[float, float]:

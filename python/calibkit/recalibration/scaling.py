@@ -8,6 +8,7 @@ analytic gradients and scipy's L-BFGS-B. The temperature methods live in
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -20,10 +21,30 @@ from ._base import (
     check_int,
     limit_blas_threads,
 )
+from ..errors import NumericalError
 from ._kernels import scaled_softmax, vector_pass, xent_grad_inplace
 from .temperature import FLOAT32_MIN_ENTRIES, SUBSAMPLE_ROWS, fit_temperature_nll
 
 __all__ = ["MatrixScaling", "PlattScaling", "VectorScaling"]
+
+
+#: Scores beyond this magnitude are divided by a power of two before fitting (see _tame).
+_HUGE_SCORE = 2.0**64
+
+
+def _tame(Z):
+    """``(Z / c, c)``: huge scores brought to magnitude < 64 by an exact power of two ``c``.
+
+    The linear models are equivariant (``w * (z / c) = (w / c) * z``), so fitting on ``Z / c``
+    and dividing the fitted scales by ``c`` is the same model, while the optimiser's sums of
+    squares and exponentials stay finite (logits times 1e300 would otherwise overflow them).
+    ``c = 1`` (no copy) for ordinary scores.
+    """
+    m = float(np.max(np.abs(Z))) if Z.size else 0.0
+    if m <= _HUGE_SCORE:
+        return Z, 1.0
+    c = math.ldexp(1.0, math.frexp(m)[1] - 6)
+    return Z / c, c
 
 
 def _work_dtype(n: int, k: int):
@@ -48,7 +69,10 @@ def _lbfgs(fun, x0, max_iter, tol, name):
     )
     x = res.x
     if not np.all(np.isfinite(x)) or not np.isfinite(res.fun):  # pragma: no cover - defensive
-        raise FloatingPointError(f"{name}: the optimiser produced non-finite parameters")
+        raise NumericalError(
+            f"{name}: the optimiser produced non-finite parameters; check X for extreme "
+            "values, or strengthen the regularisation"
+        )
     converged = bool(res.success) or res.nit > 0 and "ABNORMAL" in str(res.message).upper()
     if not converged:
         warnings.warn(
@@ -105,7 +129,10 @@ def _damped_newton(fgh, f_only, x0, max_iter, tol, name):
         x = x + step
         f, g, H = fn, gn, Hn
     if not np.all(np.isfinite(x)):  # pragma: no cover - defensive
-        raise FloatingPointError(f"{name}: the optimiser produced non-finite parameters")
+        raise NumericalError(
+            f"{name}: the optimiser produced non-finite parameters; check X for extreme "
+            "values, or strengthen the regularisation"
+        )
     if not converged:
         warnings.warn(
             f"{name} did not converge in {max_iter} Newton iterations; raise max_iter or "
@@ -219,6 +246,7 @@ class VectorScaling(_LinearBase):
         lam_b = check_float("reg_bias", self.reg_bias, low=0.0)
         max_iter = check_int("max_iter", self.max_iter, 1)
         tol = check_float("tol", self.tol, low=0.0, low_open=True)
+        Z, c = _tame(Z)
         n, k = Z.shape
         s, Zs = _column_scale(Z, _work_dtype(n, k))
         # spread of the scales in logit units: d = diag(s) (w - mean(w)) = M wt
@@ -246,7 +274,7 @@ class VectorScaling(_LinearBase):
             x, self.loss_, self.converged_, self.n_iter_ = _damped_newton(
                 fgh, lambda x: fgh(x, hessian=False), x0, max_iter, tol, "VectorScaling"
             )
-        self.coef_ = x[:k] / s
+        self.coef_ = x[:k] / s / c
         self.intercept_ = x[k:] - x[k:].mean()
 
     def _logits(self, Z):
@@ -327,6 +355,7 @@ class MatrixScaling(_LinearBase):
         lam_b = check_float("reg_bias", self.reg_bias, low=0.0)
         max_iter = check_int("max_iter", self.max_iter, 1)
         tol = check_float("tol", self.tol, low=0.0, low_open=True)
+        Z, c = _tame(Z)
         n, k = Z.shape
         dt = _work_dtype(n, k)
         s, Zs = _column_scale(Z, dt)
@@ -354,7 +383,7 @@ class MatrixScaling(_LinearBase):
                 fun, x0, max_iter, tol, "MatrixScaling"
             )
         b = x[k * k :]
-        self.coef_ = x[: k * k].reshape(k, k) / s[None, :]
+        self.coef_ = x[: k * k].reshape(k, k) / s[None, :] / c
         self.intercept_ = b - b.mean()
 
     def _logits(self, Z):
@@ -416,6 +445,7 @@ class PlattScaling(_LinearBase):
         smooth = check_bool("smooth_targets", self.smooth_targets)
         max_iter = check_int("max_iter", self.max_iter, 1)
         tol = check_float("tol", self.tol, low=0.0, low_open=True)
+        Z, c = _tame(Z)
         s = Z[:, 1] - Z[:, 0]
         t = y.astype(np.float64)
         if smooth:
@@ -434,7 +464,7 @@ class PlattScaling(_LinearBase):
         x, _, self.converged_, self.n_iter_ = _lbfgs(
             fun, np.array([1.0, 0.0]), max_iter, tol, "PlattScaling"
         )
-        self.coef_ = float(x[0])
+        self.coef_ = float(x[0]) / c
         self.intercept_ = float(x[1])
 
     def _logits(self, Z):
