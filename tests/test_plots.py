@@ -21,6 +21,7 @@ from calibkit.errors import (  # noqa: E402
     ShapeMismatchError,
 )
 from calibkit.diagnostics import per_class_error  # noqa: E402
+from calibkit.analysis.temperature import error_vs_temperature  # noqa: E402
 from calibkit.space import evaluate  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -190,7 +191,7 @@ def test_metric_vs_bins_plot(tmp_path):
 def test_error_vs_temperature_values():
     labels, logits = logits_case(6)
     temps = [0.5, 1.0, 1.7, 3.0]
-    curves = plots.error_vs_temperature(labels, logits, temps, ["ECE", "SCE", "TACE"],
+    curves = error_vs_temperature(labels, logits, temps, ["ECE", "SCE", "TACE"],
                                         num_bins=12)
     assert curves.values.shape == (3, 4) and curves.metrics == ("ECE", "SCE", "TACE")
     for j, t in enumerate(temps):
@@ -214,7 +215,7 @@ def test_error_vs_temperature_real_logits(tmp_path):
 
     d = load_shared("kangsepp__densenet40_c10.npz")
     temps = np.geomspace(0.5, 5.0, 12)
-    curves = plots.error_vs_temperature(d["labels"], d["logits"], temps)
+    curves = error_vs_temperature(d["labels"], d["logits"], temps)
     # the over-confident DenseNet is best calibrated above T = 1 by every metric
     assert all(curves.best_temperature(m) > 1.0 for m in curves.metrics)
     fig = plots.plot_error_vs_temperature(curves, path=tmp_path / "temp.png")
@@ -224,7 +225,7 @@ def test_error_vs_temperature_real_logits(tmp_path):
 
 def test_error_vs_temperature_plot_and_errors(tmp_path):
     labels, logits = logits_case(7, n=300)
-    curves = plots.error_vs_temperature(labels, logits, np.linspace(0.5, 3, 8))
+    curves = error_vs_temperature(labels, logits, np.linspace(0.5, 3, 8))
     fig = render_both(lambda p: plots.plot_error_vs_temperature(curves, path=p), tmp_path,
                       "temperature")
     ax, nx = fig.axes
@@ -236,12 +237,12 @@ def test_error_vs_temperature_plot_and_errors(tmp_path):
     assert len(fig.axes) == 1
     for bad in ([], [1.0, 0.0], [1.0, -2.0], [np.nan]):
         with pytest.raises(InvalidParameterError, match="temperature"):
-            plots.error_vs_temperature(labels, logits, bad)
+            error_vs_temperature(labels, logits, bad)
     with pytest.raises(ShapeMismatchError, match="logits"):
-        plots.error_vs_temperature(labels, logits[:, 0], [1.0])
+        error_vs_temperature(labels, logits[:, 0], [1.0])
     with pytest.raises(ShapeMismatchError, match="labels"):
-        plots.error_vs_temperature(labels[:-1], logits, [1.0])
+        error_vs_temperature(labels[:-1], logits, [1.0])
     with pytest.raises(InvalidLabelsError, match="labels"):
-        plots.error_vs_temperature(labels + 10, logits, [1.0])
+        error_vs_temperature(labels + 10, logits, [1.0])
     with pytest.raises(InputTypeError, match="TemperatureCurves"):
         plots.plot_error_vs_temperature(curves.values)

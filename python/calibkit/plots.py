@@ -6,8 +6,13 @@
   paper's Figure 1 left);
 - :func:`plot_metric_vs_bins` -- metric value against the number of bins, from an
   :class:`~calibkit.space.Evaluation`;
-- :func:`error_vs_temperature` / :func:`plot_error_vs_temperature` -- calibration error of
-  several metrics (and the NLL) as the softmax temperature changes (the paper's Figure 1 right).
+- :func:`plot_error_vs_temperature` -- calibration error of several metrics (and the NLL) as
+  the softmax temperature changes (the paper's Figure 1 right), drawn from the curves that
+  :func:`calibkit.analysis.temperature.error_vs_temperature` computes.
+
+This module only draws: every number it shows comes from a calibkit function
+(:func:`calibkit.calibration_bins`, :func:`calibkit.diagnostics.per_class_error`, an
+:class:`~calibkit.space.Evaluation`, or the temperature curves of :mod:`calibkit.analysis`).
 
 Every plotting function builds a standalone :class:`matplotlib.figure.Figure` (no pyplot
 state, no GUI needed), returns it, and saves it when ``path`` is given (format from the suffix:
@@ -19,20 +24,19 @@ from __future__ import annotations
 
 import numbers
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
+from ._params import as_flag, as_int
+from ._space import MetricSpec
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from .space import Evaluation, MetricSpace, MetricSpec
+from .evaluation import Evaluation
 
 __all__ = [
     "reliability_diagram",
     "plot_per_class_error",
     "plot_metric_vs_bins",
-    "error_vs_temperature",
     "plot_error_vs_temperature",
-    "TemperatureCurves",
 ]
 
 _SAVE_FORMATS = (".png", ".svg", ".pdf")
@@ -152,15 +156,7 @@ def reliability_diagram(
                     threshold=threshold, num_bins=num_bins)
     g = 0
     if cc:
-        if isinstance(class_index, (bool, np.bool_)) or not isinstance(class_index,
-                                                                        numbers.Integral):
-            raise InputTypeError(f"class_index: expected an int, got {class_index!r}")
-        k = table.counts.shape[0]
-        if not 0 <= class_index < k:
-            raise InvalidParameterError(
-                f"class_index: must be in [0, {k}) for {k} classes, got {class_index}"
-            )
-        g = int(class_index)
+        g = as_int(class_index, "class_index (a class of probs)", 0, table.counts.shape[0] - 1)
     counts = np.asarray(table.counts[g], dtype=np.int64)
     total = int(counts.sum())
     if total == 0:
@@ -203,7 +199,7 @@ def reliability_diagram(
     ax.set_ylabel("accuracy")
     ax.grid(alpha=0.25, lw=0.6)
     ax.legend(loc="upper left", fontsize=8, frameon=False)
-    spec = MetricSpec(binning, bool(max_prob), cc, float(threshold), "l1")
+    spec = MetricSpec(binning, as_flag(max_prob, "max_prob"), cc, float(threshold), "l1")
     what = spec.name if spec.alias and not cc else "calibration error (l1)"
     sub = f"{what} = {err:.4f}   N = {total}   {num_bins} {binning} bins"
     if has_ones:
@@ -396,134 +392,17 @@ def plot_metric_vs_bins(evaluation: Evaluation, metrics=None, *, logy: bool = Fa
 
 
 # --- error vs temperature ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TemperatureCurves:
-    """Calibration error of several metrics, and the NLL, over softmax temperatures.
-
-    Attributes
-    ----------
-    temperatures : numpy.ndarray of shape (T,)
-    metrics : tuple of str
-    values : numpy.ndarray of shape (len(metrics), T)
-        ``values[m, t] = calibkit.gce(labels, softmax(logits / temperatures[t]), **metric m)``.
-    nll : numpy.ndarray of shape (T,)
-        Mean negative log-likelihood of the true labels at each temperature.
-    num_bins : int
-    """
-
-    temperatures: np.ndarray
-    metrics: tuple
-    values: np.ndarray
-    nll: np.ndarray
-    num_bins: int
-
-    def best_temperature(self, metric=None) -> float:
-        """The temperature (of the grid) minimising ``metric``, or the NLL when None."""
-        if metric is None:
-            return float(self.temperatures[int(np.argmin(self.nll))])
-        name = MetricSpec.coerce(metric).name
-        if name not in self.metrics:
-            raise InvalidParameterError(
-                f"metric: {name} was not computed; available: {self.metrics}"
-            )
-        row = self.values[self.metrics.index(name)]
-        return float(self.temperatures[int(np.argmin(row))])
-
-    def to_dict(self) -> dict:
-        """``{"temperature": [...], "nll": [...], <metric>: [...], ...}``."""
-        out = {"temperature": self.temperatures.tolist(), "nll": self.nll.tolist()}
-        out.update({m: self.values[i].tolist() for i, m in enumerate(self.metrics)})
-        return out
-
-
-def error_vs_temperature(labels, logits, temperatures,
-                         metrics=("ECE", "SCE", "ACE", "TACE"), *,
-                         num_bins: int = 15) -> TemperatureCurves:
-    """Calibration error of each metric on ``softmax(logits / T)`` for every temperature T.
-
-    The paper's Figure 1 right: the temperature minimising a calibration metric differs from
-    the one minimising the NLL, and between metrics. Each value is one
-    :func:`calibkit.gce` call.
-
-    Parameters
-    ----------
-    labels : array_like of shape (N,)
-    logits : array_like of shape (N, K)
-        Unnormalised scores (K >= 2).
-    temperatures : array_like of shape (T,)
-        Positive, finite temperatures (e.g. ``np.geomspace(0.5, 4, 30)``).
-    metrics : sequence of metric keys, default ("ECE", "SCE", "ACE", "TACE")
-        Names, paper indices or :class:`~calibkit.space.MetricSpec`.
-    num_bins : int, default 15
-
-    Returns
-    -------
-    TemperatureCurves
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from calibkit.plots import error_vs_temperature
-    >>> rng = np.random.default_rng(0)
-    >>> logits = rng.normal(size=(500, 4)) * 3
-    >>> labels = rng.integers(0, 4, size=500)
-    >>> curves = error_vs_temperature(labels, logits, [0.5, 1.0, 2.0], ["ECE", "ACE"])
-    >>> curves.values.shape
-    (2, 3)
-    """
-    from ._softmax import log_softmax, softmax
-    from ._validate import as_labels
-    from .errors import InvalidLabelsError
-    from .metrics import gce
-
-    space = MetricSpace([metrics] if isinstance(metrics, (str, MetricSpec)) else metrics)
-    z = np.asarray(logits)
-    if z.ndim != 2 or z.shape[1] < 2:
-        raise ShapeMismatchError(
-            f"logits: expected shape (N, K) with K >= 2, got {z.shape}; for a binary logit "
-            f"z pass np.stack([np.zeros_like(z), z], axis=1)"
-        )
-    t = np.asarray(temperatures, dtype=np.float64).reshape(-1) if np.ndim(temperatures) <= 1 \
-        else None
-    if t is None:
-        raise ShapeMismatchError("temperatures: expected a 1-D sequence of temperatures")
-    if t.size == 0:
-        raise InvalidParameterError("temperatures: give at least one temperature")
-    if not np.all(np.isfinite(t)) or np.any(t <= 0):
-        raise InvalidParameterError(
-            f"temperatures: every temperature must be positive and finite, got {t.tolist()}"
-        )
-    z = z.astype(np.float64)
-    y = as_labels(labels)
-    if y.shape[0] != z.shape[0]:
-        raise ShapeMismatchError(
-            f"labels has {y.shape[0]} entries but logits has {z.shape[0]} rows"
-        )
-    if y.size and (y.min() < 0 or y.max() >= z.shape[1]):
-        raise InvalidLabelsError(
-            f"labels: must be class indices in [0, {z.shape[1]}) for K = {z.shape[1]}"
-        )
-    values = np.empty((len(space), t.size))
-    nll = np.empty(t.size)
-    rows = np.arange(z.shape[0])
-    for j, temp in enumerate(t):
-        scaled = z / temp
-        nll[j] = -float(np.mean(log_softmax(scaled)[rows, y]))
-        probs = softmax(scaled)
-        for i, spec in enumerate(space):
-            values[i, j] = gce(y, probs, **spec.kwargs(), num_bins=num_bins)
-    return TemperatureCurves(t, space.names, values, nll, int(num_bins))
+# The curves are computed by calibkit.analysis.temperature.error_vs_temperature; plots only draw.
 
 
 def plot_error_vs_temperature(curves: TemperatureCurves, *, show_nll: bool = True,
                               title: str | None = None, figsize=(6.0, 4.0), path=None):
-    """Plot :func:`error_vs_temperature` curves; each curve's minimum is marked.
+    """Plot temperature curves; each curve's minimum is marked.
 
     Parameters
     ----------
-    curves : TemperatureCurves
+    curves : calibkit.analysis.temperature.TemperatureCurves
+        From :func:`calibkit.analysis.temperature.error_vs_temperature`.
     show_nll : bool, default True
         Draw the NLL on a second y-axis, with its minimising temperature as a vertical line.
     title : str, optional
@@ -537,7 +416,8 @@ def plot_error_vs_temperature(curves: TemperatureCurves, *, show_nll: bool = Tru
     Examples
     --------
     >>> import numpy as np
-    >>> from calibkit.plots import error_vs_temperature, plot_error_vs_temperature
+    >>> from calibkit.analysis.temperature import error_vs_temperature
+    >>> from calibkit.plots import plot_error_vs_temperature
     >>> rng = np.random.default_rng(0)
     >>> logits = rng.normal(size=(300, 3)) * 3
     >>> curves = error_vs_temperature(rng.integers(0, 3, size=300), logits, [0.5, 1, 2])
@@ -545,7 +425,7 @@ def plot_error_vs_temperature(curves: TemperatureCurves, *, show_nll: bool = Tru
     >>> fig.axes[0].get_xlabel()
     'temperature T'
     """
-    if not isinstance(curves, TemperatureCurves):
+    if not all(hasattr(curves, a) for a in ("temperatures", "metrics", "values", "nll")):
         raise InputTypeError(
             f"curves: expected TemperatureCurves (from error_vs_temperature), got "
             f"{type(curves).__name__}"

@@ -43,7 +43,9 @@ from .report import write_report, write_prediction_report, named_metric_rows
 from .study import ModelStudy, StudyConfig, StudyResult, evaluate_methods, run_study
 from .tables import Table
 from .temperature import (
+    TemperatureCurves,
     TemperatureResult,
+    error_vs_temperature,
     optimise_temperature_per_metric,
     temperature_curves,
     temperature_table,
@@ -73,6 +75,8 @@ __all__ = [
     "property_groups",
     "group_by_property",
     "TemperatureResult",
+    "TemperatureCurves",
+    "error_vs_temperature",
     "temperature_curves",
     "optimise_temperature_per_metric",
     "temperature_table",

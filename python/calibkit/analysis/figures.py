@@ -155,14 +155,17 @@ def label_noise_figure(levels, columns: dict, *, threshold: float = 0.1):
 def temperature_figure(labels, logits, temperatures, metrics: Sequence[str], *, num_bins: int = 15,
                        title: str = ""):
     """Calibration error vs temperature for several metrics (the paper's Figure 1, right), via
-    :func:`calibkit.plots.error_vs_temperature` and :func:`calibkit.plots.plot_error_vs_temperature`.
+    :func:`calibkit.analysis.temperature.error_vs_temperature` and
+    :func:`calibkit.plots.plot_error_vs_temperature`.
 
     Returns
     -------
-    (matplotlib.figure.Figure, calibkit.plots.TemperatureCurves)
+    (matplotlib.figure.Figure, calibkit.analysis.temperature.TemperatureCurves)
     """
     _plt()
-    from calibkit.plots import error_vs_temperature, plot_error_vs_temperature
+    from calibkit.plots import plot_error_vs_temperature
+
+    from .temperature import error_vs_temperature
 
     curves = error_vs_temperature(labels, logits, temperatures, metrics, num_bins=num_bins)
     return plot_error_vs_temperature(curves, title=title or None), curves

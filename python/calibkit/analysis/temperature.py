@@ -6,8 +6,10 @@ split, and the result is scored with ECE (and, as the paper's control, RMSCE). A
 ECEs over the metrics that share a property value gives the paper's "optimizing for calibration
 error" table: it shows how much ECE rewards being optimised for metrics that resemble it.
 
-:func:`temperature_curves` computes every metric of the space over a grid of temperatures (the
-paper's Figure 1, right: calibration error vs temperature).
+:func:`temperature_curves` computes every metric of the space over a grid of temperatures, and
+:func:`error_vs_temperature` the same with the NLL beside it, as :class:`TemperatureCurves`
+(the paper's Figure 1, right: calibration error vs temperature), which
+:func:`calibkit.plots.plot_error_vs_temperature` draws.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from .._params import as_num_bins
+from .._softmax import log_softmax, softmax
+from .._space import MetricSpace, MetricSpec, as_space
+from .._validate import as_labels, length_mismatch_error
+from ..errors import InvalidLabelsError, InvalidParameterError, ShapeMismatchError
+from ..evaluation import evaluate
 
 from ._util import make_estimator, recalibration_inputs
 from .data import ModelSplits
@@ -26,6 +33,8 @@ from .tables import Table
 
 __all__ = [
     "TemperatureResult",
+    "TemperatureCurves",
+    "error_vs_temperature",
     "temperature_curves",
     "optimise_temperature_per_metric",
     "temperature_table",
@@ -34,6 +43,46 @@ __all__ = [
 
 #: Default temperature grid for the curves: 61 log-spaced values from 0.1 to 10.
 DEFAULT_TEMPERATURES = np.geomspace(0.1, 10.0, 61)
+
+
+def _temperatures(temperatures) -> np.ndarray:
+    """A 1-D float64 array of positive, finite temperatures (calibkit errors otherwise)."""
+    try:
+        t = np.asarray(temperatures, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"temperatures: expected positive finite numbers, got {temperatures!r}") from None
+    if t.ndim > 1:
+        raise ShapeMismatchError("temperatures: expected a 1-D sequence of temperatures")
+    t = t.reshape(-1)
+    if t.size == 0:
+        raise InvalidParameterError("temperatures: give at least one temperature")
+    if not np.all(np.isfinite(t)) or np.any(t <= 0):
+        raise InvalidParameterError(
+            f"temperatures: every temperature must be positive and finite, got {t.tolist()}"
+        )
+    return t
+
+
+def _logits_and_labels(labels, logits) -> tuple[np.ndarray, np.ndarray]:
+    """float64 (N, K >= 2) logits and int64 labels in [0, K)."""
+    try:
+        z = np.asarray(logits)
+    except Exception as exc:  # ragged lists and the like
+        raise InvalidParameterError(f"logits could not be converted to an array: {exc}") from None
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise ShapeMismatchError(
+            f"logits: expected shape (N, K) with K >= 2, got {z.shape}; for a binary logit "
+            f"z pass np.stack([np.zeros_like(z), z], axis=1)"
+        )
+    y = as_labels(labels)
+    if y.shape[0] != z.shape[0]:
+        raise length_mismatch_error(y.shape[0], z.shape[0], "logits")
+    if y.size and (y.min() < 0 or y.max() >= z.shape[1]):
+        raise InvalidLabelsError(
+            f"labels: must be class indices in [0, {z.shape[1]}) for K = {z.shape[1]}"
+        )
+    return y, z
 
 
 def temperature_curves(
@@ -62,17 +111,101 @@ def temperature_curves(
     >>> temperature_curves(y, z, [0.5, 1.0, 2.0], space=["ECE", "ACE"]).shape
     (3, 2)
     """
-    from calibkit import softmax
-    from calibkit.space import evaluate, metric_space
-
-    t = np.asarray(temperatures, dtype=np.float64)
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t <= 0):
-        raise InvalidParameterError(f"temperatures: expected positive finite numbers (got {temperatures!r})")
-    z = np.asarray(logits, dtype=np.float64)
-    sp = metric_space() if space is None else space
-    rows = [evaluate(labels, softmax(z / ti, axis=1), space=sp, num_bins=(int(num_bins),)).values[:, 0]
+    t = _temperatures(temperatures)
+    y, z = _logits_and_labels(labels, logits)
+    z = z.astype(np.float64)
+    sp, _ = as_space(space)
+    b = as_num_bins(num_bins)
+    rows = [evaluate(y, softmax(z / ti, axis=1), space=sp, num_bins=(b,)).values[:, 0]
             for ti in t]
     return np.vstack(rows)
+
+
+@dataclass(frozen=True)
+class TemperatureCurves:
+    """Calibration error of several metrics, and the NLL, over softmax temperatures.
+
+    Attributes
+    ----------
+    temperatures : numpy.ndarray of shape (T,)
+    metrics : tuple of str
+    values : numpy.ndarray of shape (len(metrics), T)
+        ``values[m, t] = calibkit.gce(labels, softmax(logits / temperatures[t]), **metric m)``.
+    nll : numpy.ndarray of shape (T,)
+        Mean negative log-likelihood of the true labels at each temperature.
+    num_bins : int
+    """
+
+    temperatures: np.ndarray
+    metrics: tuple
+    values: np.ndarray
+    nll: np.ndarray
+    num_bins: int
+
+    def best_temperature(self, metric=None) -> float:
+        """The temperature (of the grid) minimising ``metric``, or the NLL when None."""
+        if metric is None:
+            return float(self.temperatures[int(np.argmin(self.nll))])
+        name = MetricSpec.coerce(metric).name
+        if name not in self.metrics:
+            raise InvalidParameterError(
+                f"metric: {name} was not computed; available: {self.metrics}"
+            )
+        row = self.values[self.metrics.index(name)]
+        return float(self.temperatures[int(np.argmin(row))])
+
+    def to_dict(self) -> dict:
+        """``{"temperature": [...], "nll": [...], <metric>: [...], ...}``."""
+        out = {"temperature": self.temperatures.tolist(), "nll": self.nll.tolist()}
+        out.update({m: self.values[i].tolist() for i, m in enumerate(self.metrics)})
+        return out
+
+
+def error_vs_temperature(labels, logits, temperatures,
+                         metrics=("ECE", "SCE", "ACE", "TACE"), *,
+                         num_bins: int = 15) -> TemperatureCurves:
+    """Calibration error of each metric on ``softmax(logits / T)`` for every temperature T.
+
+    The paper's Figure 1 right: the temperature minimising a calibration metric differs from
+    the one minimising the NLL, and between metrics. The errors are :func:`temperature_curves`
+    (one :func:`calibkit.evaluate` per temperature); the NLL is computed beside them. Draw the
+    result with :func:`calibkit.plots.plot_error_vs_temperature`.
+
+    Parameters
+    ----------
+    labels : array_like of shape (N,)
+    logits : array_like of shape (N, K)
+        Unnormalised scores (K >= 2).
+    temperatures : array_like of shape (T,)
+        Positive, finite temperatures (e.g. ``np.geomspace(0.5, 4, 30)``).
+    metrics : metric or sequence of metrics, default ("ECE", "SCE", "ACE", "TACE")
+        Names, paper indices or :class:`~calibkit.space.MetricSpec`.
+    num_bins : int, default 15
+
+    Returns
+    -------
+    TemperatureCurves
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.analysis.temperature import error_vs_temperature
+    >>> rng = np.random.default_rng(0)
+    >>> logits = rng.normal(size=(500, 4)) * 3
+    >>> labels = rng.integers(0, 4, size=500)
+    >>> curves = error_vs_temperature(labels, logits, [0.5, 1.0, 2.0], ["ECE", "ACE"])
+    >>> curves.values.shape
+    (2, 3)
+    """
+    t = _temperatures(temperatures)
+    y, z = _logits_and_labels(labels, logits)
+    z = z.astype(np.float64)
+    space, _ = as_space(metrics)
+    b = as_num_bins(num_bins)
+    values = temperature_curves(y, z, t, space, b).T
+    rows = np.arange(z.shape[0])
+    nll = np.array([-float(np.mean(log_softmax(z / temp)[rows, y])) for temp in t])
+    return TemperatureCurves(t, space.names, values, nll, b)
 
 
 @dataclass
@@ -165,7 +298,7 @@ def optimise_temperature_per_metric(
     """
     import calibkit
     from calibkit.recalibration import MetricTemperatureScaling
-    from calibkit.space import MetricSpace, metric_space
+    from calibkit.space import metric_space
 
     if space is None:
         sp = metric_space()
