@@ -198,7 +198,7 @@ def test_run_study_on_user_models_skips_label_noise_by_default():
 
 
 @pytest.mark.parametrize("kw,match", [({"num_bins": (10,)}, "at least two distinct"),
-                                      ({"num_bins": (10, 10)}, "at least two distinct"),
+                                      ({"num_bins": (10, 10)}, "repeats a bin count"),
                                       ({"report_bins": 0}, "report_bins"),
                                       ({"noise_levels": 0}, "noise_levels"),
                                       ({"max_noise": 1.5}, "max_noise"),

@@ -12,12 +12,11 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._validate import RANGE_TOL, as_probs
-from .errors import InputTypeError, InvalidParameterError, InvalidProbabilitiesError
+from ._params import RANGE_TOL, as_int, as_real, as_threshold
+from ._validate import as_probs
+from .errors import InvalidParameterError, InvalidProbabilitiesError
 from .space import MetricSpec
 
 __all__ = [
@@ -50,7 +49,7 @@ def _bins(labels, probs, *, binning, max_prob, threshold, num_bins):
 def per_class_error(labels, probs, metric="ACE", *, num_bins: int = 15) -> np.ndarray:
     """Calibration error of each class under a class-conditional metric.
 
-    For class k the scores of group k (see SPEC.md: the rows predicted as k for top-label
+    For class k the scores of group k (see docs/spec.md: the rows predicted as k for top-label
     metrics, column k for all-probability metrics) are binned and
     ``E_k = sum_b (n_b / n_k) |acc_b - conf_b|`` (l1),
     ``sqrt(sum_b (n_b / n_k) (acc_b - conf_b)^2)`` (l2, a per-class RMS error) or
@@ -121,7 +120,7 @@ def adaptive_bin_edges(labels, probs, *, num_bins: int = 15, threshold: float = 
 
     For class k the kept scores ``probs[:, k] > threshold`` are sorted and the values at
     positions ``round_half_even(j * n_k / num_bins)``, j = 1..num_bins-1, become the upper edges
-    (SPEC.md); these are the edges ACE (``threshold=0``) and TACE (``threshold=0.01``) use.
+    (docs/spec.md); these are the edges ACE (``threshold=0``) and TACE (``threshold=0.01``) use.
     Tracking them over training epochs gives the paper's "ranges over training" figure.
 
     Parameters
@@ -188,11 +187,7 @@ def ignored_important_fraction(probs, threshold: float = 0.1) -> float:
     >>> ignored_important_fraction([[0.5, 0.3, 0.2], [0.9, 0.05, 0.05]], threshold=0.1)
     0.5
     """
-    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
-        raise InputTypeError(f"threshold: expected a number in [0, 1), got {threshold!r}")
-    t = float(threshold)
-    if not (np.isfinite(t) and 0.0 <= t < 1.0):
-        raise InvalidParameterError(f"threshold: expected a finite number in [0, 1), got {t!r}")
+    t = as_threshold(threshold)
     p = as_probs(probs)
     if not np.isfinite(p).all():
         raise InvalidProbabilitiesError("probs: contains NaN or infinite values; remove them first")
@@ -251,21 +246,13 @@ def ece_pathology_example(*, n_wrong: int = 450, p_wrong: float = 0.52, n_right:
     >>> round(calibkit.sce(labels, probs, num_bins=10), 6)
     0.465
     """
-    for name, n in (("n_wrong", n_wrong), ("n_right", n_right)):
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-            raise InputTypeError(f"{name}: expected a non-negative int, got {n!r}")
-        if n < 0:
-            raise InvalidParameterError(f"{name}: expected a non-negative int, got {n}")
+    n_wrong = as_int(n_wrong, "n_wrong", minimum=0)
+    n_right = as_int(n_right, "n_right", minimum=0)
     if n_wrong + n_right == 0:
         raise InvalidParameterError("n_wrong + n_right: the example needs at least one row")
-    for name, p in (("p_wrong", p_wrong), ("p_right", p_right)):
-        if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
-            raise InputTypeError(f"{name}: expected a confidence in (0.5, 1], got {p!r}")
-        if not 0.5 < float(p) <= 1.0:
-            raise InvalidParameterError(
-                f"{name}: must be a top-label confidence in (0.5, 1] so the predicted class is "
-                f"unambiguous, got {p!r}"
-            )
+    p_wrong, p_right = (as_real(p, f"{name} (a top-label confidence, unambiguous)", low=0.5,
+                                high=1.0, low_open=True)
+                        for name, p in (("p_wrong", p_wrong), ("p_right", p_right)))
     wrong = np.tile([float(p_wrong), 1.0 - float(p_wrong)], (int(n_wrong), 1))
     right = np.tile([1.0 - float(p_right), float(p_right)], (int(n_right), 1))
     probs = np.concatenate([wrong, right]).reshape(-1, 2)

@@ -63,9 +63,6 @@ True
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Iterable, Mapping
-
 import numpy as np
 
 from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums

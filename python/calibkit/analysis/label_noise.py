@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .._params import as_int, as_real
 from ..errors import InvalidParameterError
 
 from .tables import Table
@@ -36,10 +37,8 @@ def noise_levels(num_levels: int = 11, max_level: float = MAX_NOISE) -> np.ndarr
     >>> noise_levels(3).tolist()
     [0.0, 0.025, 0.05]
     """
-    if isinstance(num_levels, bool) or not isinstance(num_levels, (int, np.integer)) or num_levels < 1:
-        raise InvalidParameterError(f"num_levels: expected an int >= 1 (got {num_levels!r})")
-    if not 0.0 <= float(max_level) <= 1.0:
-        raise InvalidParameterError(f"max_level: expected a fraction in [0, 1] (got {max_level!r})")
+    num_levels = as_int(num_levels, "num_levels", minimum=1)
+    max_level = as_real(max_level, "max_level (a fraction)", low=0.0, high=1.0)
     if num_levels == 1:
         return np.array([0.0])
     return np.linspace(0.0, float(max_level), int(num_levels))

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._params import as_bin_counts, as_int, as_num_bins, as_real, as_threshold
 from ..errors import InvalidParameterError
 
 from ._util import make_estimator, recalibration_inputs
@@ -115,27 +116,19 @@ class StudyConfig:
     models: tuple = DEFAULT_MODELS
 
     def __post_init__(self) -> None:
-        nb = tuple(int(b) for b in self.num_bins)
-        if len(nb) < 2 or len(set(nb)) != len(nb) or min(nb) < 1:
+        nb, _ = as_bin_counts(self.num_bins)
+        if len(nb) < 2:
             raise InvalidParameterError(
                 f"num_bins: need at least two distinct positive bin counts for the bin-sensitivity "
                 f"analysis (got {self.num_bins!r})"
             )
         object.__setattr__(self, "num_bins", nb)
-        if int(self.report_bins) < 1:
-            raise InvalidParameterError(f"report_bins: expected a positive int (got {self.report_bins!r})")
-        if self.temperature_starts is not None and int(self.temperature_starts) < 1:
-            raise InvalidParameterError(
-                f"temperature_starts: expected a positive int or None (got {self.temperature_starts!r})"
-            )
-        if int(self.noise_levels) < 1:
-            raise InvalidParameterError(f"noise_levels: expected an int >= 1 (got {self.noise_levels!r})")
-        if not 0.0 <= float(self.max_noise) <= 1.0:
-            raise InvalidParameterError(f"max_noise: expected a fraction in [0, 1] (got {self.max_noise!r})")
-        if not 0.0 <= float(self.importance_threshold) < 1.0:
-            raise InvalidParameterError(
-                f"importance_threshold: expected a value in [0, 1) (got {self.importance_threshold!r})"
-            )
+        as_num_bins(self.report_bins, "report_bins")
+        if self.temperature_starts is not None:
+            as_int(self.temperature_starts, "temperature_starts", minimum=1)
+        as_int(self.noise_levels, "noise_levels", minimum=1)
+        as_real(self.max_noise, "max_noise (a fraction)", low=0.0, high=1.0)
+        as_threshold(self.importance_threshold, "importance_threshold")
         object.__setattr__(self, "temperatures", tuple(float(t) for t in self.temperatures))
         object.__setattr__(self, "models", tuple(self.models))
 

@@ -78,6 +78,7 @@ import numpy as np
 
 from calibkit import calibration_bins as _calibration_bins
 from calibkit import gce as _gce
+from calibkit._params import as_flag
 from calibkit.errors import InvalidParameterError, ShapeMismatchError
 
 __all__ = [
@@ -143,11 +144,7 @@ def _legacy_l2_from_table(table) -> float:
 
 
 def _check_legacy(legacy_l2) -> bool:
-    if not isinstance(legacy_l2, (bool, np.bool_)):
-        raise InvalidParameterError(
-            f"legacy_l2: expected True or False, got {type(legacy_l2).__name__} {legacy_l2!r}"
-        )
-    return bool(legacy_l2)
+    return as_flag(legacy_l2, "legacy_l2")
 
 
 def gce(
