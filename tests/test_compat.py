@@ -7,7 +7,7 @@ threshold 0 / 0.01 = 16), the ``legacy_l2=True`` switch for all 16 l2 variants, 
 random data built to hit ties, exact 0/1 and bin edges, and on the real network outputs in
 ``../shared/data`` (all rows; upstream is fast enough at these sizes, about 1 s per file).
 
-Where 0.0.81 disagrees with SPEC.md (its l2 form, its rmsce default) the default compat result
+Where 0.0.81 disagrees with docs/spec.md (its l2 form, its rmsce default) the default compat result
 is checked against calibkit instead, and the disagreement itself is asserted so that it stays
 documented.
 """

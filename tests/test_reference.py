@@ -1,6 +1,6 @@
-"""SPEC.md's worked example and small hand-checked cases, against both implementations.
+"""docs/spec.md's worked example and small hand-checked cases, against both implementations.
 
-Every expected number here comes from SPEC.md or is worked out by hand in the comment beside it;
+Every expected number here comes from docs/spec.md or is worked out by hand in the comment beside it;
 none was produced by the code under test. Each case runs against the NumPy oracle
 (``calibkit.reference``) and the native path (``calibkit.gce`` / ``calibkit.calibration_bins``).
 """
@@ -13,44 +13,20 @@ import itertools
 
 import numpy as np
 import pytest
+from spec_doc import table_32, worked_example
 
 import calibkit
 from calibkit import reference
 
 TOL = 1e-12
 
-# SPEC.md, "Worked example (N = 10, K = 3, B = 3)".
-WORKED_PROBS = np.array(
-    [
-        [0.70, 0.20, 0.10],
-        [0.50, 0.30, 0.20],
-        [0.15, 0.60, 0.25],
-        [0.40, 0.35, 0.25],
-        [0.005, 0.195, 0.80],
-        [0.90, 0.05, 0.05],
-        [0.30, 0.45, 0.25],
-        [0.20, 0.25, 0.55],
-        [0.34, 0.33, 0.33],
-        [0.10, 0.85, 0.05],
-    ]
-)
-WORKED_LABELS = np.array([0, 1, 1, 2, 2, 0, 0, 1, 0, 1])
-
-# SPEC.md, "All 32 indices at B = 3 (l2 with the weight outside the square)".
-SPEC_32 = [
-    0.189888888888889, 0.257556897705256, 0.189888888888889, 0.257556897705256,
-    0.159000000000000, 0.160693808219234, 0.159000000000000, 0.160693808219234,
-    0.111333333333333, 0.145404703423850, 0.114796296296296, 0.147270065601337,
-    0.079333333333333, 0.108491854330822, 0.082241379310345, 0.110473337224635,
-    0.313444444444444, 0.352298799947494, 0.313444444444444, 0.352298799947494,
-    0.099000000000000, 0.104956340129281, 0.099000000000000, 0.104956340129281,
-    0.112000000000000, 0.136022873893409, 0.130759259259259, 0.163879566589856,
-    0.120000000000000, 0.122780291578087, 0.165344827586207, 0.178953133914808,
-]  # fmt: skip
+# docs/spec.md, "Worked example" (N = 10, K = 3, B = 3) and its 32 values, read from the document.
+WORKED_LABELS, WORKED_PROBS = worked_example()
+SPEC_32 = [v for _, _, v in table_32()]
 
 
 def spec_params(index: int) -> dict:
-    """Keyword arguments of metric ``index`` (SPEC: 16*adaptive + 8*!max_prob + 4*!cc + ...)."""
+    """Keyword arguments of metric ``index`` (docs/spec.md: 16*adaptive + 8*!max_prob + 4*!cc + ...)."""
     return dict(
         binning="adaptive" if index & 16 else "even",
         max_prob=not (index & 8),

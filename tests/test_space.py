@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import load_shared
+from spec_doc import table_32, worked_example
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,29 +41,14 @@ assert PAPER_LIST[0] == ("even", True, True, 0.0, "l1")
 assert PAPER_LIST[21] == ("adaptive", True, False, 0.0, "l2")
 assert PAPER_LIST[31] == ("adaptive", False, False, 0.01, "l2")
 
-# SPEC.md worked example (N = 10, K = 3, B = 3) and its table of all 32 values.
-SPEC_PROBS = np.array(
-    [
-        [0.70, 0.20, 0.10], [0.50, 0.30, 0.20], [0.15, 0.60, 0.25], [0.40, 0.35, 0.25],
-        [0.005, 0.195, 0.80], [0.90, 0.05, 0.05], [0.30, 0.45, 0.25], [0.20, 0.25, 0.55],
-        [0.34, 0.33, 0.33], [0.10, 0.85, 0.05],
-    ]
-)
-SPEC_LABELS = np.array([0, 1, 1, 2, 2, 0, 0, 1, 0, 1])
-SPEC_TABLE = [
-    0.189888888888889, 0.257556897705256, 0.189888888888889, 0.257556897705256,
-    0.159000000000000, 0.160693808219234, 0.159000000000000, 0.160693808219234,
-    0.111333333333333, 0.145404703423850, 0.114796296296296, 0.147270065601337,
-    0.079333333333333, 0.108491854330822, 0.082241379310345, 0.110473337224635,
-    0.313444444444444, 0.352298799947494, 0.313444444444444, 0.352298799947494,
-    0.099000000000000, 0.104956340129281, 0.099000000000000, 0.104956340129281,
-    0.112000000000000, 0.136022873893409, 0.130759259259259, 0.163879566589856,
-    0.120000000000000, 0.122780291578087, 0.165344827586207, 0.178953133914808,
-]
+# The worked example of docs/spec.md (N = 10, K = 3, B = 3) and its table of all 32 values, read
+# from the document (tests/spec_doc.py).
+SPEC_LABELS, SPEC_PROBS = worked_example()
+SPEC_TABLE = [v for _, _, v in table_32()]
 
 
 def spec_formula(b, m, c, t, n) -> int:
-    """SPEC.md's index formula, written independently of calibkit.space."""
+    """docs/spec.md's index formula, written independently of calibkit.space."""
     return 16 * (b == "adaptive") + 8 * (not m) + 4 * (not c) + 2 * (t == 0.01) + (n == "l2")
 
 

@@ -1,11 +1,11 @@
 """Private NumPy helpers shared by :mod:`calibkit.streaming` and :mod:`calibkit.dask`.
 
-They form the score groups of SPEC.md from one *already validated* batch, compute SPEC's
+They form the score groups of docs/spec.md from one *already validated* batch, compute SPEC's
 adaptive edge positions, and turn kept scores (exact, or weighted as a sketch holds them) into
 per-bin sufficient statistics (count, sum of scores, sum of outcomes) that
 :func:`calibkit.bins.reduce_bins` reduces to a metric.
 
-Conventions (binding, from SPEC.md): scores keep the input dtype (float32 stays float32) and are
+Conventions (binding, from docs/spec.md): scores keep the input dtype (float32 stays float32) and are
 widened exactly to float64 before any comparison with a threshold or an edge; sums are float64.
 """
 

@@ -9,6 +9,7 @@ import numpy.typing as npt
 RANGE_TOL: float
 ROW_SUM_TOL: float
 MAX_BINS: int
+MAX_TABLE_CELLS: int
 
 def gce(
     labels: npt.NDArray[np.int64],

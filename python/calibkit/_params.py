@@ -69,7 +69,7 @@ ROW_SUM_TOL: float = float(_native.ROW_SUM_TOL)
 #: Largest accepted ``num_bins``: the kernel's.
 MAX_BINS: int = int(_native.MAX_BINS)
 #: Largest (groups x (bins + 1)) table any path may allocate: the kernel's.
-MAX_TABLE_CELLS: int = int(getattr(_native, "MAX_TABLE_CELLS", 1 << 25))
+MAX_TABLE_CELLS: int = int(_native.MAX_TABLE_CELLS)
 
 
 def _is_int(value) -> bool:

@@ -3,7 +3,7 @@
 Labels given as an (N, K) matrix of 0/1 mean *multilabel*: row i may carry any number of the K
 labels, and ``probs[i, k]`` is the model's probability that label k applies (an independent
 sigmoid output, so rows need not sum to 1). Every column is a binary problem with score
-``probs[:, k]`` and outcome ``labels[:, k]``; the General Calibration Error then follows SPEC.md
+``probs[:, k]`` and outcome ``labels[:, k]``; the General Calibration Error then follows docs/spec.md
 with ``max_prob=False``:
 
 - ``class_conditional=True``: one score group per column, the K per-column errors averaged over

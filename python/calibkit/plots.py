@@ -108,7 +108,7 @@ def reliability_diagram(
     is shaded red (the bin's gap, weighted into the metric by its count); the diagonal is
     perfect calibration. Bottom strip: the number of scores per bin, annotated. The panel's
     text gives the metric the bins define (l1; e.g. ECE for the defaults). Even binning's extra
-    bin of scores exactly 1.0 (SPEC.md) is drawn as a narrow bar just right of 1.
+    bin of scores exactly 1.0 (docs/spec.md) is drawn as a narrow bar just right of 1.
 
     Parameters
     ----------

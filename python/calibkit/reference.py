@@ -1,6 +1,6 @@
 """Pure-NumPy reference implementation of the General Calibration Error (the test oracle).
 
-Everything here follows ``SPEC.md`` literally and is written to be read, not to be fast: one
+Everything here follows ``docs/spec.md`` literally and is written to be read, not to be fast: one
 score group at a time, one bin at a time, with NumPy only. It deliberately imports nothing from
 the rest of calibkit (neither the native module nor the validators), so that comparing the fast
 path against it is an independent check. Sums are correctly rounded (:func:`math.fsum`), so the
@@ -10,7 +10,7 @@ Input handling is minimal: arrays are converted with :func:`numpy.asarray`, floa
 exactly to float64, and 1-D or (N, 1) binary probabilities become the two columns
 ``[1 - p, p]``. Nothing is validated; use :mod:`calibkit` itself for user-facing calls.
 
-The semantics, in short (see ``SPEC.md`` for the binding text):
+The semantics, in short (see ``docs/spec.md`` for the binding text):
 
 * predicted class = row argmax, lowest index on ties;
 * score groups: top-label or all entries, pooled or one group per class (K from ``probs``);
@@ -101,7 +101,7 @@ def prepare(labels, probs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def score_groups(labels, probs, *, max_prob=True, class_conditional=False, threshold=0.0):
-    """The score groups of SPEC.md: a list of ``(scores, outcomes)`` pairs of float64 arrays.
+    """The score groups of docs/spec.md: a list of ``(scores, outcomes)`` pairs of float64 arrays.
 
     One group when ``class_conditional`` is False, else one per class ``k = 0..K-1``.
     Only scores strictly greater than ``threshold`` are kept, tested after the max-prob

@@ -1,4 +1,4 @@
-//! Bin edges and bin assignment (SPEC.md "Bins inside a group").
+//! Bin edges and bin assignment (docs/spec.md, "Bins inside a group").
 //!
 //! A score goes to the bin numbered by how many upper edges are <= it (left-closed bins).
 

@@ -1,5 +1,5 @@
 //! From per-(group, bin) statistics to the metric: the norm inside each group, then the class
-//! average (SPEC.md "Error of a group, then of the whole").
+//! average (docs/spec.md, "Error of a group, then of the whole").
 
 use crate::kernels::{BinStats, Norm};
 

@@ -1,4 +1,4 @@
-//! What one metric is: the GCE properties of SPEC.md.
+//! What one metric is: the GCE properties of docs/spec.md.
 
 use crate::kernels::KernelError;
 

@@ -138,5 +138,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::spec::MAX_BINS)?;
+    m.add("MAX_TABLE_CELLS", kernels::spec::MAX_TABLE_CELLS)?;
     Ok(())
 }

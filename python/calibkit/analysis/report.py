@@ -274,7 +274,7 @@ def per_bin_table(labels, probs, *, num_bins: int = 15) -> Table:
         columns=["lower", "upper", "count", "mean confidence", "accuracy", "gap", "ECE contribution"],
         data=rows,
         index_name="bin",
-        note="Bins are left-closed; a confidence of exactly 1.0 has a bin of its own (see SPEC.md). "
+        note="Bins are left-closed; a confidence of exactly 1.0 has a bin of its own (see docs/spec.md). "
              "Empty bins are omitted; the ECE contributions sum to ECE.",
     )
 
