@@ -157,7 +157,7 @@ def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]
 
     ``single`` is True when ``value`` was one integer (so results are scalars, not tables).
     """
-    if _is_int(value):
+    if isinstance(value, (numbers.Number, np.bool_)):  # one count, or one bad scalar
         return (as_num_bins(value, name),), True
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ParameterTypeError(

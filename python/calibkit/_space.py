@@ -397,6 +397,14 @@ def _tuple_of(value, name: str) -> tuple:
     return out
 
 
+def _flags_of(value, name: str) -> tuple:
+    """One flag or a sequence of flags, each True/False (calibkit._params.as_flag)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or (
+            isinstance(value, np.ndarray) and value.ndim == 0):
+        return (as_flag(value, name),)
+    return _tuple_of(tuple(as_flag(v, name) for v in value), name)
+
+
 def metric_space(
     thresholds=PAPER_THRESHOLDS,
     norms=("l1", "l2"),
@@ -436,8 +444,8 @@ def metric_space(
     grid = [
         (b, m, c, t, n)
         for b in _tuple_of(binnings, "binnings")
-        for m in _tuple_of(max_prob, "max_prob")
-        for c in _tuple_of(class_conditional, "class_conditional")
+        for m in _flags_of(max_prob, "max_prob")
+        for c in _flags_of(class_conditional, "class_conditional")
         for t in _tuple_of(thresholds, "thresholds")
         for n in _tuple_of(norms, "norms")
     ]
