@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._params import RANGE_TOL, as_int, as_real, as_threshold
+from ._params import RANGE_TOL, as_flag, as_int, as_real, as_threshold
 from ._validate import as_probs
 from .errors import InvalidParameterError, InvalidProbabilitiesError
 from .space import MetricSpec
@@ -150,6 +150,7 @@ def adaptive_bin_edges(labels, probs, *, num_bins: int = 15, threshold: float = 
     array([[0. , 0.8, 1. ],
            [0. , 0.4, 1. ]])
     """
+    include_ends = as_flag(include_ends, "include_ends")
     b = _bins(labels, probs, binning="adaptive", max_prob=False, threshold=threshold,
               num_bins=num_bins)
     edges = np.array(b.edges, dtype=np.float64)

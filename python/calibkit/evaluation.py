@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native
-from ._params import as_bin_counts, as_num_bins, check_gce_params
+from ._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
 from ._space import DEFAULT_NUM_BINS, MetricSpace, _as_space
 from ._validate import validate_inputs
 from .errors import InvalidParameterError, ShapeMismatchError
@@ -139,7 +139,7 @@ class Evaluation:
                 "Evaluation.to_pandas() needs pandas; install it with `pip install pandas` "
                 "or use Evaluation.to_dict()"
             ) from exc
-        if not long:
+        if not as_flag(long, "long"):
             return pd.DataFrame(np.array(self.values), index=pd.Index(self.names, name="metric"),
                                 columns=pd.Index(self.num_bins, name="num_bins"))
         rows = [

@@ -296,6 +296,7 @@ def plot_per_class_error(
             raise ShapeMismatchError(
                 f"class_names: got {len(names)} names for {k} classes; give one per class"
             )
+    sort = as_flag(sort, "sort")
     order = np.argsort(-errors, kind="stable") if sort else np.arange(k)
     if figsize is None:
         figsize = (min(max(4.5, 0.22 * k + 2.0), 10.0), 3.6)
@@ -380,7 +381,7 @@ def plot_metric_vs_bins(evaluation: Evaluation, metrics=None, *, logy: bool = Fa
                 lw=1.4, label=evaluation.space[r].name)
     ax.set_xlabel("number of bins")
     ax.set_ylabel("calibration error")
-    if logy:
+    if as_flag(logy, "logy"):
         ax.set_yscale("log")
     ax.set_xticks(x[order])
     ax.grid(alpha=0.25, lw=0.6)
@@ -395,7 +396,7 @@ def plot_metric_vs_bins(evaluation: Evaluation, metrics=None, *, logy: bool = Fa
 # The curves are computed by calibkit.analysis.temperature.error_vs_temperature; plots only draw.
 
 
-def plot_error_vs_temperature(curves: TemperatureCurves, *, show_nll: bool = True,
+def plot_error_vs_temperature(curves, *, show_nll: bool = True,
                               title: str | None = None, figsize=(6.0, 4.0), path=None):
     """Plot temperature curves; each curve's minimum is marked.
 
@@ -444,7 +445,7 @@ def plot_error_vs_temperature(curves: TemperatureCurves, *, show_nll: bool = Tru
         ax.set_xscale("log")
     ax.grid(alpha=0.25, lw=0.6)
     handles, labels = ax.get_legend_handles_labels()
-    if show_nll:
+    if as_flag(show_nll, "show_nll"):
         nx = ax.twinx()
         (nl,) = nx.plot(t[order], curves.nll[order], color="black", lw=1.4, ls=":",
                         label="NLL (right axis)")

@@ -68,7 +68,7 @@ import numpy as np
 from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums
 from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
-from ._params import as_bin_counts, as_choice, as_int, check_table
+from ._params import as_bin_counts, as_choice, as_flag, as_int, check_table
 from ._space import MetricSpace, MetricSpec, as_space
 from ._validate import (
     float_dtype,
@@ -531,7 +531,8 @@ class Accumulator:
         if self.adaptive != "sketch":
             return None
         ds = load_datasketches()
-        return float(ds.kll_doubles_sketch.get_normalized_rank_error(self.sketch_k, bool(pmf)))
+        return float(ds.kll_doubles_sketch.get_normalized_rank_error(self.sketch_k,
+                                                                        as_flag(pmf, "pmf")))
 
     @property
     def is_exact(self) -> bool:
