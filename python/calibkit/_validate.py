@@ -56,12 +56,35 @@ def float_dtype(dtype) -> np.dtype:
     return np.dtype(np.float64)
 
 
+# One message per error: the shape and type errors below are raised by validate_inputs and by
+# the entry points that see arrays before it does (streaming's empty batches, calibkit.dask).
+
+
 def empty_probs_error(name: str = "probs") -> ShapeMismatchError:
     return ShapeMismatchError(f"{name} is empty (0 rows); pass at least one prediction")
 
 
 def no_columns_error(name: str = "probs") -> ShapeMismatchError:
     return ShapeMismatchError(f"{name} has 0 columns; it needs one column per class")
+
+
+def probs_dtype_error(dtype, name: str = "probs") -> InputTypeError:
+    return InputTypeError(
+        f"{name} must hold real numbers, got dtype {dtype}; pass float32 or float64 probabilities"
+    )
+
+
+def probs_ndim_error(shape, name: str = "probs") -> ShapeMismatchError:
+    return ShapeMismatchError(
+        f"{name} must be 2-D (N samples, K classes) or 1-D binary P(y=1), got shape {shape}"
+    )
+
+
+def labels_ndim_error(shape, name: str = "labels") -> ShapeMismatchError:
+    return ShapeMismatchError(
+        f"{name} must be 1-D (one class index per row), got shape {shape}; "
+        "for multilabel data pass an (N, K) 0/1 matrix to the functions that accept it"
+    )
 
 
 def length_mismatch_error(n_labels: int, n_rows: int, what: str = "probs") -> ShapeMismatchError:
@@ -81,18 +104,14 @@ def as_probs(probs, name: str = "probs") -> np.ndarray:
     except Exception as exc:  # ragged lists and the like
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
     if p.dtype.kind not in "fiub":
-        raise InputTypeError(
-            f"{name} must hold real numbers, got dtype {p.dtype}; pass float32 or float64 probabilities"
-        )
+        raise probs_dtype_error(p.dtype, name)
     if p.dtype not in _FAST_PROBS:  # ints, bools, float16, non-native byte order
         p = p.astype(float_dtype(p.dtype))
     if p.ndim == 1 or (p.ndim == 2 and p.shape[1] == 1):
         q = p.reshape(-1)
         p = np.stack([1 - q, q], axis=1)
     elif p.ndim != 2:
-        raise ShapeMismatchError(
-            f"{name} must be 2-D (N samples, K classes) or 1-D binary P(y=1), got shape {p.shape}"
-        )
+        raise probs_ndim_error(p.shape, name)
     if p.shape[0] == 0:
         raise empty_probs_error(name)
     if p.shape[1] == 0:
@@ -109,10 +128,7 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
     except Exception as exc:
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
     if y.ndim != 1:
-        raise ShapeMismatchError(
-            f"{name} must be 1-D (one class index per row), got shape {y.shape}; "
-            "for multilabel data pass an (N, K) 0/1 matrix to the functions that accept it"
-        )
+        raise labels_ndim_error(y.shape, name)
     if y.dtype.kind == "b":
         y = y.astype(np.int64)
     elif y.dtype.kind == "f":

@@ -51,8 +51,11 @@ from ._space import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
 from ._validate import (
     empty_probs_error,
     float_dtype,
+    labels_ndim_error,
     length_mismatch_error,
     no_columns_error,
+    probs_dtype_error,
+    probs_ndim_error,
     validate_inputs,
 )
 from .bins import calibration_bins, reduce_bins
@@ -88,19 +91,15 @@ def _prepare(labels, probs):
     probs = da.asarray(probs)
     labels = da.asarray(labels)
     if probs.ndim not in (1, 2):
-        raise ShapeMismatchError(
-            f"probs must be 2-D (N samples, K classes) or 1-D binary P(y=1), got shape "
-            f"{probs.shape}"
-        )
+        raise probs_ndim_error(probs.shape)
     if labels.ndim != 1:
-        raise ShapeMismatchError(f"labels must be 1-D (one class index per row), got shape "
-                                 f"{labels.shape}")
+        raise labels_ndim_error(labels.shape)
     if any(math.isnan(c) for c in probs.chunks[0] + labels.chunks[0]):
         raise ShapeMismatchError(
             "labels/probs have unknown chunk sizes; call .compute_chunk_sizes() on them first"
         )
     if probs.dtype.kind not in "fiub":
-        raise InputTypeError(f"probs must hold real numbers, got dtype {probs.dtype}")
+        raise probs_dtype_error(probs.dtype)
     n = probs.shape[0]
     if labels.shape[0] != n:
         raise length_mismatch_error(labels.shape[0], n)
