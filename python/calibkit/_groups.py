@@ -5,8 +5,9 @@ adaptive edge positions, and turn kept scores (exact, or weighted as a sketch ho
 per-bin sufficient statistics (count, sum of scores, sum of outcomes) that
 :func:`calibkit.bins.reduce_bins` reduces to a metric.
 
-Conventions (binding, from docs/spec.md): scores keep the input dtype (float32 stays float32) and are
-widened exactly to float64 before any comparison with a threshold or an edge; sums are float64.
+Conventions (binding, from docs/spec.md): scores keep the input dtype (float32 stays float32)
+and are widened exactly to float64 before any comparison with a threshold or an edge; sums are
+float64.
 """
 
 from __future__ import annotations

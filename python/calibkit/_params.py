@@ -119,7 +119,8 @@ def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
     if low is not None and (v < low or (low_open and v == low)):
         raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
     if high is not None and (v > high or (high_open and v == high)):
-        raise InvalidParameterError(f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}")
+        raise InvalidParameterError(
+            f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}")
     return v
 
 

@@ -12,7 +12,7 @@ __all__ = ["softmax", "log_softmax"]
 
 
 def _as_logits(logits, axis) -> tuple[np.ndarray, int]:
-    """``(logits as float32/float64, axis as a non-negative int)``; every problem a calibkit error."""
+    """``(logits as float32/float64, axis as a non-negative int)``; calibkit errors otherwise."""
     if isinstance(logits, (str, bytes)) or logits is None:
         raise InputTypeError(f"logits must be an array of numbers, got {type(logits).__name__}")
     try:

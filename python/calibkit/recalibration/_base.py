@@ -138,7 +138,7 @@ class ParamsMixin:
         for key, value in params.items():
             key, delim, sub_key = key.partition("__")
             if key not in valid:
-                raise ValueError(
+                raise InvalidParameterError(
                     f"Invalid parameter {key!r} for estimator {type(self).__name__}. "
                     f"Valid parameters are: {sorted(self._get_param_names())!r}."
                 )
