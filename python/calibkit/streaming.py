@@ -68,7 +68,7 @@ import numpy as np
 from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums
 from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
-from ._params import as_bin_counts, as_choice, as_flag, as_int, check_table
+from ._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table
 from ._space import MetricSpace, MetricSpec, as_space
 from ._validate import (
     float_dtype,
@@ -471,6 +471,7 @@ class Accumulator:
             if len(self.num_bins) != 1:
                 raise InvalidParameterError(f"bins: pass num_bins, one of {self.num_bins}")
             num_bins = self.num_bins[0]
+        num_bins = as_num_bins(num_bins)
         if num_bins not in self.num_bins:
             raise InvalidParameterError(
                 f"bins: num_bins={num_bins!r} was not accumulated; use one of {self.num_bins}")
