@@ -11,9 +11,13 @@ from .bins import CalibrationBins, calibration_bins, reduce_bins
 from .errors import (
     CalibkitError,
     InputTypeError,
+    InvalidFlagError,
     InvalidLabelsError,
     InvalidParameterError,
     InvalidProbabilitiesError,
+    InvalidScoresError,
+    NumericalError,
+    ParameterTypeError,
     ShapeMismatchError,
 )
 from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
@@ -51,4 +55,8 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "ParameterTypeError",
+    "InvalidFlagError",
+    "InvalidScoresError",
+    "NumericalError",
 ]

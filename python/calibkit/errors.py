@@ -1,7 +1,8 @@
 """The exceptions calibkit raises on bad input.
 
 Every class subclasses the built-in exception a caller would expect (``ValueError`` for bad
-values, ``TypeError`` for bad types), so ``except ValueError`` keeps working, while a caller
+values, ``TypeError`` for bad types, both for a keyword of the wrong type, ``FloatingPointError``
+for a fit that left the finite range), so ``except ValueError`` keeps working, while a caller
 who wants to tell the cases apart can catch the specific class. The Rust kernels raise these
 same classes (the glue looks them up here), so an error is the same whether Python or Rust
 found it.
