@@ -84,3 +84,15 @@ def test_no_file_cites_the_old_spec_name():
         if "SPEC.md" in path.read_text(encoding="utf-8"):
             stale.append(str(path.relative_to(root)))
     assert not stale, f"these files still cite SPEC.md instead of docs/spec.md: {stale}"
+
+
+def test_scikit_learn_bins_are_right_closed_as_documented():
+    # docs/spec.md: calibration_curve closes bins on the right, calibkit on the left
+    calibration = pytest.importorskip("sklearn.calibration")
+    scores = np.array([0.25, 0.5, 0.75])
+    y = np.array([0, 1, 1])
+    prob_true, prob_pred = calibration.calibration_curve(y, scores, n_bins=2)
+    assert prob_pred[0] == pytest.approx(0.375)  # 0.5 joined the lower bin [0, 0.5]
+    t = calibkit.calibration_bins(y, scores, max_prob=False, class_conditional=True, num_bins=2)
+    assert t.counts[1].tolist() == [1, 2, 0]  # 0.5 opens the upper bin [0.5, 1) here
+    assert t.mean_confidence[1, 0] == pytest.approx(0.25)
