@@ -477,3 +477,37 @@ def test_invalid_probabilities_still_specific():
     # the value checks of the kernel are untouched by the parameter module
     with pytest.raises(InvalidProbabilitiesError):
         calibkit.ece([0, 1], [[0.5, 0.6], [0.2, 0.8]])
+
+
+# ------------------------------------------------------------------- the rules themselves
+
+
+def test_param_rules_directly():
+    P = _params
+    assert P.as_int(np.uint16(7), "n", 1, 10) == 7
+    for bad in (True, 7.0, "7", None):
+        with pytest.raises(ParameterTypeError, match="n must be an integer"):
+            P.as_int(bad, "n")
+    with pytest.raises(InvalidParameterError, match=r"\[1, 10\]"):
+        P.as_int(11, "n", 1, 10)
+    assert P.as_real(np.float32(0.5), "x", low=0.0, high=1.0) == 0.5
+    with pytest.raises(InvalidParameterError, match="> 0"):
+        P.as_real(0, "x", low=0.0, low_open=True)
+    with pytest.raises(InvalidParameterError, match="finite"):
+        P.as_real(float("nan"), "x")
+    with pytest.raises(ParameterTypeError):
+        P.as_real(False, "x")
+    with pytest.raises(InvalidParameterError, match=r"\('a', 'b'\) \(hint\), got 'c'"):
+        P.as_choice("c", "mode", ("a", "b"), " (hint)")
+    for bad in (1.0, -0.1, float("nan"), float("inf")):
+        with pytest.raises(InvalidParameterError, match="threshold"):
+            P.as_threshold(bad)
+    assert P.as_threshold(np.float16(0.25)) == 0.25
+    assert P.as_bin_counts(np.array([10, 20])) == ((10, 20), False)
+    assert P.as_bin_counts(np.int8(3)) == ((3,), True)
+    for bad in ([], (5, 5), {"a": 1}, b"10", np.array(10)):
+        with pytest.raises(InvalidParameterError, match="num_bins"):
+            P.as_bin_counts(bad)
+    P.check_table(1, P.MAX_BINS)
+    with pytest.raises(InvalidParameterError, match="cells"):
+        P.check_table(P.MAX_TABLE_CELLS // 10, 10)

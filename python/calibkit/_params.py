@@ -158,7 +158,8 @@ def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]
 
     ``single`` is True when ``value`` was one integer (so results are scalars, not tables).
     """
-    if isinstance(value, (numbers.Number, np.bool_)):  # one count, or one bad scalar
+    if isinstance(value, (numbers.Number, np.bool_)) or (
+            isinstance(value, np.ndarray) and value.ndim == 0):  # one count, or one bad scalar
         return (as_num_bins(value, name),), True
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ParameterTypeError(
