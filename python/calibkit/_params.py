@@ -14,7 +14,7 @@ Rules:
   silently truthy or falsy through ``bool()``);
 * an integer is any :class:`numbers.Integral` (Python or NumPy ints) but never a bool;
 * a bin count is such an integer in ``[1, MAX_BINS]``, and a (groups x bins) table must fit in
-  ``MAX_TABLE_CELLS`` cells, on every path (kernel, streaming, dask, multilabel);
+  ``MAX_TABLE_CELLS`` cells, on every path that allocates one (the kernel checks its own);
 * every error is an :class:`~calibkit.errors.InvalidParameterError` (a ``ValueError``) that
   names the argument, says what it got and what is accepted; a wrong *type* raises its
   subclass :class:`~calibkit.errors.ParameterTypeError`, which is also an
