@@ -39,7 +39,7 @@ from .errors import (
     TopLabelInputError,
 )
 
-__all__ = ["Pairs", "resolve", "require_top_label", "pair_groups", "ALL_PROBS_HINT"]
+__all__ = ["Pairs", "resolve", "is_top_label", "toplabel_space", "require_top_label", "pair_groups", "ALL_PROBS_HINT"]
 
 #: What to pass instead when a metric needs every class's probability.
 ALL_PROBS_HINT = (
@@ -142,12 +142,9 @@ def _as_num_classes(num_classes) -> int:
     return k
 
 
-def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None) -> Pairs | None:
-    """The top-label :class:`Pairs`, or None when the call uses ``(labels, probs)``.
-
-    Raises a calibkit error when the two forms are mixed, when neither is complete, or when an
-    argument is structurally wrong (values are checked by the Rust pass).
-    """
+def is_top_label(labels, probs, confidence, correct, predicted=None, num_classes=None) -> bool:
+    """Whether a call uses the top-label form; refuses mixed or incomplete forms (no conversion,
+    so it also serves lazy arrays)."""
     top = {"confidence": confidence, "correct": correct, "predicted": predicted,
            "num_classes": num_classes}
     given = [name for name, v in top.items() if v is not None]
@@ -158,7 +155,7 @@ def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None
                 f"{missing} missing: pass labels and probs, or confidence= and correct= (one "
                 f"top-label probability and one 0/1 outcome per prediction)"
             )
-        return None
+        return False
     matrix = [name for name, v in (("labels", labels), ("probs", probs)) if v is not None]
     if matrix:
         raise InvalidParameterError(
@@ -177,6 +174,19 @@ def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None
             f"{have}= needs {need}= too: class-conditional metrics average over all "
             f"num_classes classes, which the predictions alone cannot tell"
         )
+    return True
+
+
+def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None, *,
+            allow_empty: bool = False) -> Pairs | None:
+    """The top-label :class:`Pairs`, or None when the call uses ``(labels, probs)``.
+
+    Raises a calibkit error when the two forms are mixed, when neither is complete, or when an
+    argument is structurally wrong (values are checked by the Rust pass). Empty input is
+    refused unless ``allow_empty`` (a streaming batch).
+    """
+    if not is_top_label(labels, probs, confidence, correct, predicted, num_classes):
+        return None
     c = _as_confidence(confidence)
     o = _as_correct(correct)
     p = None if predicted is None else as_labels(predicted, name="predicted")
@@ -191,7 +201,7 @@ def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None
             f"predicted has {p.shape[0]} entries but confidence has {c.shape[0]}; pass one "
             f"predicted class per confidence"
         )
-    if c.shape[0] == 0:
+    if c.shape[0] == 0 and not allow_empty:
         raise ShapeMismatchError("confidence is empty (0 entries); pass at least one prediction")
     return Pairs(c, o, p, k)
 
@@ -254,3 +264,30 @@ def evaluate(pairs: Pairs, specs: list, num_bins: list) -> np.ndarray:
 
     return np.asarray(_native.pairs_evaluate(*pairs.native_args(), specs, num_bins),
                       dtype=np.float64)
+
+
+def toplabel_space(space, has_predicted: bool):
+    """The metric space of an ``evaluate`` call with top-label input (see
+    :func:`calibkit.evaluate`): by default the paper's max-prob metrics the input allows."""
+    from .space import _as_space
+
+    if space is None:
+        space = _as_space(None).select(max_prob=True)
+        if not has_predicted:
+            space = space.select(class_conditional=False)
+        return space
+    space = _as_space(space)
+    need_all = [s.name for s in space if not s.max_prob]
+    if need_all:
+        raise TopLabelInputError(
+            f"evaluate: {', '.join(need_all)} cannot use top-label input: {ALL_PROBS_HINT}; "
+            f"or leave space=None for every max-prob metric"
+        )
+    need_pred = [s.name for s in space if s.class_conditional]
+    if need_pred and not has_predicted:
+        raise TopLabelInputError(
+            f"evaluate: {', '.join(need_pred)} are class-conditional: pass predicted= (the "
+            f"predicted class of each confidence) and num_classes= (K) along with confidence= "
+            f"and correct=, or leave space=None for the pooled max-prob metrics"
+        )
+    return space

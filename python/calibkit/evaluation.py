@@ -292,19 +292,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
 
 def _evaluate_pairs(pairs, space, num_bins) -> Evaluation:
     """:func:`evaluate` of top-label input (see its ``confidence`` parameter)."""
-    if space is None:
-        space = _as_space(None).select(max_prob=True)
-        if pairs.predicted is None:
-            space = space.select(class_conditional=False)
-    space = _as_space(space)
-    need_all = [s.name for s in space if not s.max_prob]
-    if need_all:
-        raise _toplabel.TopLabelInputError(
-            f"evaluate: {', '.join(need_all)} cannot use top-label input: "
-            f"{_toplabel.ALL_PROBS_HINT}; or leave space=None for every max-prob metric"
-        )
-    for s in space:
-        _toplabel.require_top_label(pairs, s.max_prob, s.class_conditional, f"evaluate: {s.name}")
+    space = _toplabel.toplabel_space(space, pairs.predicted is not None)
     bins = _as_num_bins(num_bins)
     for spec in space:
         for b in bins:
