@@ -252,40 +252,99 @@ fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ran
     Ok(st)
 }
 
-crate::kernels::simd::multiversion! {
-    /// Score, cell (the discard cell `drop` at or below the threshold) and count increment (1,
-    /// plus 1 << 32 when correct) of the pairs of `block`; false if one fails a check.
-    fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> bool {
-        let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
-        let nb = e.num_bins() as u32;
-        let n = block.len();
-        let conf = &x.conf[block.clone()];
-        let correct = &x.correct[block.clone()];
-        let mut bad = false;
-        for j in 0..n {
-            let s = conf[j].to_f64();
-            let c = correct[j];
-            bad |= !(s >= lo && s <= hi) | (c > 1);
-            b.scores[j] = s;
-            b.cells[j] = if s > g.threshold { e.bin(s) as u32 } else { drop };
-            b.incs[j] = 1 | (((c & 1) as u64) << 32);
-        }
-        if let (true, Some(p)) = (g.class_conditional, x.pred) {
-            let k = x.k as u64;
-            for (j, &v) in p[block].iter().enumerate() {
-                let in_range = (v as u64) < k;
+/// Score, cell (the discard cell `drop` at or below the threshold) and count increment (1,
+/// plus 1 << 32 when correct) of the pairs of `block`; false if one fails a check. Four pairs
+/// at a time with AVX2 ([`x86::cells_of`]), the rest here.
+fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> bool {
+    let mut done = 0;
+    let mut ok = true;
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present; `x86::cells_of` reads only `block` and writes the first
+        // block.len() (<= BLOCK) entries of the buffers.
+        (done, ok) = unsafe { x86::cells_of(x, g, e, drop, block.clone(), b) };
+    }
+    ok & cells_of_scalar(x, g, e, drop, block, done, b)
+}
+
+/// [`cells_of`] for the pairs of `block` from offset `from` on.
+fn cells_of_scalar<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, from: usize, b: &mut Buffers) -> bool {
+    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
+    let nb = e.num_bins() as u32;
+    let k = x.k as u64;
+    let mut bad = false;
+    for j in from..block.len() {
+        let i = block.start + j;
+        let s = x.conf[i].to_f64();
+        let c = x.correct[i];
+        bad |= !(s >= lo && s <= hi) | (c > 1);
+        let group = match x.pred {
+            Some(p) => {
+                let in_range = (p[i] as u64) < k;
                 bad |= !in_range;
-                let cell = b.cells[j];
-                let group = if in_range { v as u32 } else { 0 };
-                b.cells[j] = if cell == drop { drop } else { group * nb + cell };
+                if g.class_conditional && in_range { p[i] as u32 } else { 0 }
             }
-        } else if let Some(p) = x.pred {
-            let k = x.k as u64;
-            for &v in &p[block] {
-                bad |= (v as u64) >= k;
+            None => 0,
+        };
+        b.scores[j] = s;
+        b.cells[j] = if s > g.threshold { group * nb + e.bin(s) as u32 } else { drop };
+        b.incs[j] = 1 | (((c & 1) as u64) << 32);
+    }
+    !bad
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{Buffers, Pairs};
+    use crate::kernels::edges::EvenEdges;
+    use crate::kernels::validate::RANGE_TOL;
+    use crate::kernels::{Grouping, Score};
+    use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    /// [`super::cells_of`] four pairs at a time; returns (pairs done, all passed the checks).
+    /// A pair that fails a check is sent to the discard cell (its chunk is refused anyway).
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> (usize, bool) {
+        let n = block.len();
+        assert!(block.end <= x.n && n <= b.scores.len());
+        let conf = x.conf.as_ptr().add(block.start);
+        let correct = x.correct.as_ptr().add(block.start);
+        let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
+        let threshold = _mm256_set1_pd(g.threshold);
+        let drop = _mm_set1_epi32(drop as i32);
+        let nb = _mm_set1_epi32(e.num_bins() as i32);
+        let (one, one_u8) = (_mm256_set1_epi64x(1), _mm256_set1_epi64x(1));
+        let k = _mm256_set1_epi64x(x.k as i64);
+        let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        let mut bad = _mm256_setzero_si256();
+        let done = n / 4 * 4;
+        for j in (0..done).step_by(4) {
+            let s = T::load4(conf.add(j));
+            let bins = e.bin4(s);
+            let out = _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ));
+            let mut ok = _mm256_xor_si256(_mm256_castpd_si256(out), _mm256_set1_epi64x(-1));
+            let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((correct.add(j) as *const i32).read_unaligned()));
+            ok = _mm256_andnot_si256(_mm256_cmpgt_epi64(c, one_u8), ok);
+            let mut cells = bins;
+            if let Some(p) = x.pred {
+                let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
+                let in_range = _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_cmpgt_epi64(k, p));
+                ok = _mm256_and_si256(ok, in_range);
+                if g.class_conditional {
+                    let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
+                    cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
+                }
             }
+            bad = _mm256_or_si256(bad, _mm256_xor_si256(ok, _mm256_set1_epi64x(-1)));
+            let keep = _mm256_and_si256(_mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ)), ok);
+            let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
+            _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
+            _mm256_storeu_pd(b.scores.as_mut_ptr().add(j), s);
+            let inc = _mm256_or_si256(one, _mm256_slli_epi64(_mm256_and_si256(c, one), 32));
+            _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
         }
-        !bad
+        (done, _mm256_testz_si256(bad, bad) == 1)
     }
 }
 
