@@ -145,6 +145,9 @@ def _as_num_classes(num_classes) -> int:
 def is_top_label(labels, probs, confidence, correct, predicted=None, num_classes=None) -> bool:
     """Whether a call uses the top-label form; refuses mixed or incomplete forms (no conversion,
     so it also serves lazy arrays)."""
+    if (confidence is None and correct is None and predicted is None and num_classes is None
+            and labels is not None and probs is not None):
+        return False  # the matrix form, decided in a few identity tests
     top = {"confidence": confidence, "correct": correct, "predicted": predicted,
            "num_classes": num_classes}
     given = [name for name, v in top.items() if v is not None]
