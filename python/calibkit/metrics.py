@@ -158,6 +158,12 @@ def ece(labels=None, probs=None, *, num_bins: int = 15,
     >>> import calibkit
     >>> round(calibkit.ece([0, 1], [[0.9, 0.1], [0.2, 0.8]]), 6)
     0.15
+
+    With only each prediction's confidence and whether it was right (top-label input, see
+    :func:`gce`):
+
+    >>> round(calibkit.ece(confidence=[0.9, 0.8], correct=[True, True]), 6)
+    0.15
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
                confidence=confidence, correct=correct, predicted=predicted,
@@ -170,7 +176,8 @@ def cce(labels=None, probs=None, *, num_bins: int = 15,
     """Class-conditional ECE: ECE computed per predicted class, averaged over all K classes.
 
     :func:`gce` with even binning, ``max_prob=True``, ``class_conditional=True``, threshold 0,
-    l1 norm (index 0 of the paper's 32-metric space).
+    l1 norm (index 0 of the paper's 32-metric space). Top-label input needs ``predicted=``
+    and ``num_classes=`` besides ``confidence=`` and ``correct=``.
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
@@ -184,6 +191,8 @@ def sce(labels=None, probs=None, *, num_bins: int = 15,
 
     :func:`gce` with even binning, ``max_prob=False``, ``class_conditional=True``, threshold 0,
     l1 norm (index 8).
+    Needs every class's probability: top-label input (``confidence=``) raises
+    :class:`calibkit.errors.TopLabelInputError`.
     """
     return gce(labels, probs, binning="even", max_prob=False, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
@@ -198,6 +207,8 @@ def ace(labels=None, probs=None, *, num_bins: int = 15,
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
     threshold 0, l1 norm (index 24). Bins are weighted by their counts, as the paper's released
     code does (the paper's formula writes a uniform 1/(K R) weight).
+    Needs every class's probability: top-label input (``confidence=``) raises
+    :class:`calibkit.errors.TopLabelInputError`.
     """
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
@@ -211,6 +222,8 @@ def tace(labels=None, probs=None, *, num_bins: int = 15, threshold: float = 0.01
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
     ``threshold=0.01``, l1 norm (index 26).
+    Needs every class's probability: top-label input (``confidence=``) raises
+    :class:`calibkit.errors.TopLabelInputError`.
     """
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
