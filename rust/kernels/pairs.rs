@@ -303,7 +303,9 @@ mod x86 {
     use std::ops::Range;
 
     /// [`super::cells_of`] four pairs at a time; returns (pairs done, all passed the checks).
-    /// A pair that fails a check is sent to the discard cell (its chunk is refused anyway).
+    /// The checks are only gathered (the chunk of a failing pair is refused anyway): a pair
+    /// above the threshold gets a cell even if it fails one, which is always within the table
+    /// (bins are clamped to 0..=B, an out-of-range prediction goes to the discard cell).
     #[target_feature(enable = "avx2")]
     pub unsafe fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> (usize, bool) {
         let n = block.len();
@@ -314,37 +316,43 @@ mod x86 {
         let threshold = _mm256_set1_pd(g.threshold);
         let drop = _mm_set1_epi32(drop as i32);
         let nb = _mm_set1_epi32(e.num_bins() as i32);
-        let (one, one_u8) = (_mm256_set1_epi64x(1), _mm256_set1_epi64x(1));
+        let one = _mm256_set1_epi64x(1);
         let k = _mm256_set1_epi64x(x.k as i64);
         let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-        let mut bad = _mm256_setzero_si256();
+        let mut bad = _mm256_setzero_pd();
+        let mut bad_pred = _mm256_setzero_si256();
+        // OR of every `correct` byte: a value other than 0/1 sets a bit of 0xFE.
+        let mut bits = 0u32;
         let done = n / 4 * 4;
         for j in (0..done).step_by(4) {
             let s = T::load4(conf.add(j));
             let bins = e.bin4(s);
-            let out = _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ));
-            let mut ok = _mm256_xor_si256(_mm256_castpd_si256(out), _mm256_set1_epi64x(-1));
-            let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((correct.add(j) as *const i32).read_unaligned()));
-            ok = _mm256_andnot_si256(_mm256_cmpgt_epi64(c, one_u8), ok);
+            // !(s >= lo) | !(s <= hi): true for NaN.
+            bad = _mm256_or_pd(bad, _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ)));
+            let c4 = (correct.add(j) as *const u32).read_unaligned();
+            bits |= c4;
+            let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ));
             let mut cells = bins;
             if let Some(p) = x.pred {
                 let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
-                let in_range = _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_cmpgt_epi64(k, p));
-                ok = _mm256_and_si256(ok, in_range);
+                // A prediction is bad when negative or not below k.
+                let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(k, p), _mm256_set1_epi64x(-1)));
+                bad_pred = _mm256_or_si256(bad_pred, bad4);
                 if g.class_conditional {
+                    keep = _mm256_andnot_si256(bad4, keep);
                     let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
                     cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
                 }
             }
-            bad = _mm256_or_si256(bad, _mm256_xor_si256(ok, _mm256_set1_epi64x(-1)));
-            let keep = _mm256_and_si256(_mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ)), ok);
             let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
             _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
             _mm256_storeu_pd(b.scores.as_mut_ptr().add(j), s);
+            let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32));
             let inc = _mm256_or_si256(one, _mm256_slli_epi64(_mm256_and_si256(c, one), 32));
             _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
         }
-        (done, _mm256_testz_si256(bad, bad) == 1)
+        let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
+        (done, ok)
     }
 }
 
