@@ -19,6 +19,7 @@ from .errors import (
     NumericalError,
     ParameterTypeError,
     ShapeMismatchError,
+    TopLabelInputError,
 )
 from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
 from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
@@ -59,4 +60,5 @@ __all__ = [
     "InvalidFlagError",
     "InvalidScoresError",
     "NumericalError",
+    "TopLabelInputError",
 ]

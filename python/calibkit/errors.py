@@ -21,6 +21,7 @@ __all__ = [
     "InvalidFlagError",
     "InvalidScoresError",
     "NumericalError",
+    "TopLabelInputError",
 ]
 
 
@@ -72,3 +73,7 @@ class NumericalError(CalibkitError, FloatingPointError):
 
     A ``FloatingPointError`` too, so existing ``except FloatingPointError`` clauses still work.
     """
+class TopLabelInputError(InvalidParameterError):
+    """Top-label input (``confidence=``, ``correct=``) given to a metric that needs every class's
+    probability (``max_prob=False``: SCE, ACE, TACE), or to a class-conditional metric without
+    ``predicted=`` and ``num_classes=``."""

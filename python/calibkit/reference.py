@@ -235,7 +235,10 @@ def _group_stats(scores, outcomes, binning, num_bins, threshold):
         # kept scores are > threshold, so the first bin starts at the threshold; an empty group
         # has no adaptive edges (NaN)
         inner = ups if len(scores) else np.full(nb - 1, np.nan)
-        edges = np.concatenate([[float(threshold)], inner, [1.0]])
+        # the top edge is 1.0, or the largest inner edge when scores exceed 1 within the
+        # tolerance, so that edges never decrease
+        top = max(1.0, inner[-1]) if len(inner) and not np.isnan(inner[-1]) else 1.0
+        edges = np.concatenate([[float(threshold)], inner, [top]])
     return counts, sum_score, sum_outcome, edges
 
 
@@ -283,7 +286,7 @@ class ReferenceBins:
     sum_outcome : numpy.ndarray of shape (G, nb), float64
     edges : numpy.ndarray of shape (G, nb + 1), float64
         Bin boundaries; for even binning ``[0, 1/B, ..., 1, 1]`` (the last bin holds exact 1.0);
-        for adaptive ``[threshold, u_1, ..., u_{B-1}, 1]`` (inner edges NaN for an empty group).
+        for adaptive ``[threshold, u_1, ..., u_{B-1}, max(1, u_{B-1})]`` (inner edges NaN for an empty group).
     num_classes : int
     class_conditional : bool
     binning : str

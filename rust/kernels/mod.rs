@@ -6,6 +6,7 @@
 //! -> per-(group, bin) sufficient statistics ([`stats::BinStats`]) -> [`reduce`].
 //! [`space`] evaluates many metrics and bin counts sharing that work. Work runs over fixed row
 //! chunks ([`chunks`]; short inputs shared with the calling thread, [`share`]) folded in order.
+//! Top-label metrics of (confidence, correct[, predicted]) pairs, with no matrix: [`pairs`].
 
 #[macro_use]
 mod simd;
@@ -17,6 +18,7 @@ pub mod edges;
 pub mod error;
 pub mod reduce;
 pub mod score;
+pub mod pairs;
 pub mod share;
 pub mod space;
 pub mod spec;
