@@ -10,10 +10,10 @@ The estimator (relplot's ``smooth_ece`` with its reflected Gaussian kernel):
 3. Evaluation: both smoothed grids linearly interpolated at ``T = max(round(10 / sigma), 200)``
    points ``t`` of ``linspace(0, 1, T)``; ``dens(t) = smoothed mass + 1e-4``;
    ``smECE_sigma = sum_t |smoothed residual(t)| / sum_t dens(t)``.
-4. Bandwidth: relplot's search. If ``smECE_1 <= 1`` fails... precisely: ``sigma = 1`` if
-   ``1 < smECE_1`` (never in practice); else 10 bisection steps on [0, 1] for the fixed point
-   ``sigma = smECE_sigma``, keeping the last ``sigma`` with ``sigma >= smECE_sigma`` and
-   ``sigma >= 0.001``; the result is ``smECE`` at that ``sigma``.
+4. Bandwidth (relplot's ``search_param``): ``sigma = 1`` if ``1 < smECE_1``; otherwise 10
+   bisection steps on [0, 1] towards the fixed point ``sigma = smECE_sigma``: a midpoint is
+   "small enough" when ``sigma < 0.001`` or ``sigma < smECE_sigma``. The result is
+   ``smECE_sigma`` at the final upper end of the interval that failed the test (``start``).
 
 Only step 1 reads the N predictions, once per distinct grid size (one size for every
 ``sigma >= 0.01``); the bandwidth search reruns only steps 2-3 on the grid.
@@ -160,9 +160,9 @@ def smece(
     >>> probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
     >>> labels = np.array([0, 1, 1, 0])
     >>> round(calibkit.smece(labels, probs), 4)
-    0.2025
+    0.1377
     >>> round(calibkit.smece(labels, probs, bandwidth=0.1), 4)
-    0.2366
+    0.1812
     """
     if bandwidth is not None:
         bandwidth = positive_float(bandwidth, "bandwidth")
