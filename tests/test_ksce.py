@@ -1,0 +1,106 @@
+"""KS calibration error against a direct NumPy formula (Gupta et al. 2021), ties included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calibkit
+from _binfree_data import HOLLANCE, REAL, SYNTH, real, synthetic, toplabel
+from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from conftest import load_shared
+
+
+def ks_numpy(s, o, w=None):
+    """max over tie-block ends of |cumsum w (s - o)| / sum w, by np.unique on the scores."""
+    s = np.asarray(s, dtype=np.float64)
+    o = np.asarray(o, dtype=np.float64)
+    w = np.ones_like(s) if w is None else np.asarray(w, dtype=np.float64)
+    u, inv = np.unique(s, return_inverse=True)
+    per_value = np.bincount(inv, weights=w * (s - o), minlength=len(u))
+    return np.abs(np.cumsum(per_value)).max() / w.sum()
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_records(name):
+    labels, probs = real(name)
+    c, o = toplabel(labels, probs)
+    assert calibkit.ksce(labels, probs) == pytest.approx(ks_numpy(c, o), abs=1e-12)
+
+
+def test_hollance_confidence_pairs():
+    d = load_shared(HOLLANCE)
+    ok = d["pred"] == d["labels"]
+    assert calibkit.ksce(confidence=d["confidence"], correct=ok) == pytest.approx(ks_numpy(d["confidence"], ok), abs=1e-12)
+
+
+@pytest.mark.parametrize("kw", SYNTH)
+def test_synthetic(kw):
+    labels, probs = synthetic(**kw)
+    c, o = toplabel(labels, probs)
+    assert calibkit.ksce(labels, probs) == pytest.approx(ks_numpy(c, o), abs=1e-12)
+    per_class = np.mean([ks_numpy(probs[:, k], labels == k) for k in range(probs.shape[1])])
+    assert calibkit.ksce(labels, probs, max_prob=False) == pytest.approx(per_class, abs=1e-12)
+
+
+def test_order_within_ties_is_irrelevant():
+    rng = np.random.default_rng(0)
+    c = np.round(rng.uniform(0.5, 1, 2000), 1)
+    o = (rng.random(2000) < c).astype(float)
+    base = calibkit.ksce(confidence=c, correct=o)
+    for _ in range(3):
+        perm = rng.permutation(2000)
+        assert calibkit.ksce(confidence=c[perm], correct=o[perm]) == pytest.approx(base, abs=1e-12)
+    # A tie of one right and one wrong prediction at 0.5 is perfectly calibrated.
+    assert calibkit.ksce(confidence=[0.5, 0.5], correct=[0, 1]) == 0.0
+
+
+def test_saturated_and_tiny_negative_scores():
+    # Exact 0 and 1, and a value just below 0 (allowed by the 1e-4 tolerance): general path.
+    s = np.array([0.0, 1.0, 1.0, -5e-5, 0.3])
+    o = np.array([0.0, 1.0, 0.0, 0.0, 1.0])
+    labels = o.astype(int)
+    probs = np.stack([1 - s, s], axis=1)
+    assert calibkit.ksce(labels, probs, max_prob=False) == pytest.approx(
+        np.mean([ks_numpy(probs[:, k], labels == k) for k in range(2)]), abs=1e-12
+    )
+
+
+def test_weights():
+    labels, probs = synthetic(4, n=700)
+    w = np.random.default_rng(1).integers(0, 4, 700)
+    rep = np.repeat(np.arange(700), w)
+    assert calibkit.ksce(labels, probs, sample_weight=w) == pytest.approx(calibkit.ksce(labels[rep], probs[rep]), abs=1e-12)
+    wf = np.random.default_rng(2).random(700)
+    c, o = toplabel(labels, probs)
+    assert calibkit.ksce(labels, probs, sample_weight=wf) == pytest.approx(ks_numpy(c, o, wf), abs=1e-12)
+    assert calibkit.ksce(labels, probs, max_prob=False, sample_weight=wf) == pytest.approx(
+        np.mean([ks_numpy(probs[:, k], labels == k, wf) for k in range(probs.shape[1])]), abs=1e-12
+    )
+
+
+def test_sample_weight_validation():
+    labels, probs = synthetic(5, n=20)
+    for bad, err in [
+        (np.ones(19), ShapeMismatchError),
+        (np.ones((20, 1)), ShapeMismatchError),
+        (np.r_[np.ones(19), np.nan], InvalidParameterError),
+        (np.r_[np.ones(19), -1.0], InvalidParameterError),
+        (np.zeros(20), InvalidParameterError),
+        (np.array(["a"] * 20), InputTypeError),
+        ("abc", InputTypeError),
+    ]:
+        for f in (calibkit.ksce, calibkit.smece, calibkit.decompose):
+            with pytest.raises(err):
+                f(labels, probs, sample_weight=bad)
+
+
+def test_binary_1d_probs_and_validation():
+    p = np.array([0.2, 0.9, 0.6, 0.4])
+    y = np.array([0, 1, 0, 1])
+    c, o = toplabel(y, np.stack([1 - p, p], axis=1))
+    assert calibkit.ksce(y, p) == pytest.approx(ks_numpy(c, o), abs=1e-12)
+    with pytest.raises(calibkit.InvalidLabelsError):
+        calibkit.ksce(np.array([0, 1, 2, 1]), p)
+    with pytest.raises(calibkit.InvalidProbabilitiesError):
+        calibkit.ksce(y, np.array([0.2, 0.9, 0.6, 1.4]))
