@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .binning_free import binning_free_study_tables, binning_free_table
 from .tables import Table
 
 __all__ = [
@@ -337,7 +338,8 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
     out.mkdir(parents=True, exist_ok=True)
     y, p = predictions.labels, np.asarray(predictions.probs)
     tables = [named_metric_rows(y, p, num_bins=num_bins), per_bin_table(y, p, num_bins=num_bins),
-              per_class_table(y, p, num_bins=num_bins), metric_space_table(y, p, num_bins=num_bins)]
+              per_class_table(y, p, num_bins=num_bins), metric_space_table(y, p, num_bins=num_bins),
+              binning_free_table(y, p)]
     files: dict[str, Any] = {}
     for t in tables:
         files[t.name] = out / f"{t.name}.csv"
@@ -511,6 +513,14 @@ def write_report(result, out_dir: str | Path) -> dict:
             title=f"Spearman rho between metric orderings ({m.name}, {m.report_bins} bins)")
         f = fig(heat, f"metric_correlation_{m.name}")
         doc.figure(*f, f"Rank correlation between the 32 metrics' orderings of the methods ({m.name}).")
+    doc.h(1, "Binning-free estimators")
+    doc.p("Smooth ECE (Blasiok & Nakkiran 2023), the KS calibration error (Gupta et al. 2021) and "
+          "the CORP Brier decomposition (Dimitriadis et al. 2021) need no bins. The second table "
+          "of each model: Spearman rho between each binned metric's ordering of the methods and "
+          "the ordering by smooth ECE and by KS.")
+    for m in result.models:
+        for t in binning_free_study_tables(m):
+            doc.table(t, csv_of(t))
     doc.h(1, "Sensitivity to the number of bins")
     doc.p("For each metric, the methods are ordered at every bin count of the sweep and the rank "
           "correlation is averaged over all pairs of bin counts; the table averages that over the "

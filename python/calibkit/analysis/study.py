@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._util import make_estimator, recalibration_inputs
+from .binning_free import binning_free_study_tables
 from .conditionality import ConditionalityResult, class_conditionality
 from .data import ModelSplits
 from .digits import DEFAULT_MODELS, DigitsSplit, default_models, load_digits_split
@@ -381,6 +382,8 @@ class StudyResult:
             out.append(m.temperature.per_metric_table())
         for m in self.models:
             out.append(m.conditionality.table())
+        for m in self.models:
+            out += binning_free_study_tables(m)
         if self.label_noise is not None:
             out.append(self.label_noise.table())
         for m in self.models:
