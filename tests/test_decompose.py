@@ -154,3 +154,25 @@ def test_binning_free_summary():
     assert r.ksce == calibkit.ksce(labels, probs)
     assert r.corp == calibkit.decompose(labels, probs)
     assert set(r.as_dict()) >= {"smECE", "KS", "CORP miscalibration"}
+
+
+def test_corp_reliability_diagram(tmp_path):
+    pytest.importorskip("matplotlib")  # the plots extra; the estimators above do not need it
+    from calibkit.plots import corp_reliability_diagram
+
+    labels, probs = synthetic(16, n=800)
+    c, o = toplabel(labels, probs)
+    fig = corp_reliability_diagram(labels, probs, n_resamples=30, path=tmp_path / "corp.png")
+    assert (tmp_path / "corp.png").stat().st_size > 0
+    ax = fig.axes[0]
+    curve = [ln for ln in ax.get_lines() if ln.get_label() == "CORP (isotonic) curve"][0]
+    xs, ys = curve.get_data()
+    order = np.argsort(c, kind="stable")
+    assert np.allclose(xs, c[order]) and np.allclose(ys, pav_numpy(c, o, np.ones_like(c))[order])
+    # Same seed, same band; the confidence band is another band.
+    a = corp_reliability_diagram(labels, probs, n_resamples=30, seed=1).axes[0].collections[0].get_paths()[0].vertices
+    b = corp_reliability_diagram(labels, probs, n_resamples=30, seed=1).axes[0].collections[0].get_paths()[0].vertices
+    assert np.array_equal(a, b)
+    for kw in ({"band": "wide"}, {"n_resamples": 0}, {"level": 1.0}, {"max_prob": False}):
+        with pytest.raises(calibkit.InvalidParameterError):
+            corp_reliability_diagram(labels, probs, **kw)

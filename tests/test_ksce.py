@@ -104,3 +104,35 @@ def test_binary_1d_probs_and_validation():
         calibkit.ksce(np.array([0, 1, 2, 1]), p)
     with pytest.raises(calibkit.InvalidProbabilitiesError):
         calibkit.ksce(y, np.array([0.2, 0.9, 0.6, 1.4]))
+
+
+def test_study_binning_free_tables_agree_with_scipy_spearman():
+    from types import SimpleNamespace
+
+    from scipy.stats import spearmanr
+
+    from calibkit.analysis import binning_free_study_tables, binning_free_table
+    from calibkit.space import metric_space
+
+    labels, probs = synthetic(20, n=600, k=4)
+    temps = [0.5, 0.8, 1.0, 1.5, 2.5]
+    logp = np.log(probs)
+    methods = [f"T={t}" for t in temps]
+    pr = {}
+    for t, m in zip(temps, methods):
+        z = np.exp(logp / t)
+        pr[m] = z / z.sum(axis=1, keepdims=True)
+    space = metric_space()
+    values = np.stack([calibkit.evaluate(labels, pr[m], num_bins=[15]).values[:, :1] for m in methods])
+    ms = SimpleNamespace(name="fake", methods=methods, probs=pr, labels=labels, values=values, space=space,
+                         report_bins=15, bin_column=lambda b: 0,
+                         metric_labels=lambda: [str(s.index) for s in space])
+    vals_t, corr_t = binning_free_study_tables(ms)
+    sm = [calibkit.smece(labels, pr[m]) for m in methods]
+    ks = [calibkit.ksce(labels, pr[m]) for m in methods]
+    assert np.allclose([r[1] for r in vals_t.data], sm) and np.allclose([r[2] for r in vals_t.data], ks)
+    for j, row in enumerate(corr_t.data):
+        assert row[1] == pytest.approx(spearmanr(values[:, j, 0], sm)[0], abs=1e-12)
+        assert row[2] == pytest.approx(spearmanr(values[:, j, 0], ks)[0], abs=1e-12)
+    t = binning_free_table(labels, probs)
+    assert t.cell("KS error", "value") == calibkit.ksce(labels, probs)
