@@ -40,6 +40,9 @@ pub fn isotonic_fit(x: &[f64], y: &[f64], weights: Option<&[f64]>) -> Result<Vec
     if n == 0 {
         return Err(KernelError::Shape("no rows: pass at least one".into()));
     }
+    if n > u32::MAX as usize {
+        return Err(KernelError::Shape(format!("{n} rows is more than the isotonic fit handles (2^32 - 1)")));
+    }
     let w = |i: usize| weights.map_or(1.0, |w| w[i]);
     let mut order: Vec<(u64, u32)> = x.iter().enumerate().map(|(i, &v)| (order_key(v), i as u32)).collect();
     order.sort_unstable();

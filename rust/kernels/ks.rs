@@ -41,7 +41,7 @@ pub fn radix_sort_u64(keys: &mut Vec<u64>) {
     }
     let mut buf = vec![0u64; n];
     for (p, h) in hist.iter().enumerate() {
-        if h.iter().any(|&c| c == n) {
+        if h.contains(&n) {
             continue; // every key has the same digit here
         }
         let mut off = [0usize; BUCKETS];

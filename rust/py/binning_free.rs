@@ -5,6 +5,8 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::errors::to_py;
+
+type Pair<'py, A, B> = (Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>);
 use super::{checks, run, DETACH_ENTRIES};
 use crate::kernels::{isotonic, ks, smooth, toplabel, validate, Inputs, KernelError};
 
@@ -44,7 +46,7 @@ fn toplabel_pairs<'py>(
     labels: PyReadonlyArray1<i64>,
     probs: &Bound<'py, PyAny>,
     check_row_sums: bool,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<bool>>)> {
+) -> PyResult<Pair<'py, f64, bool>> {
     let c = checks(check_row_sums);
     let top = both_dtypes!(py, labels, probs, |x| toplabel::summarise(x, &c))?;
     Ok((top.conf.into_pyarray(py), top.correct.into_pyarray(py)))
@@ -67,7 +69,7 @@ fn smooth_grid<'py>(
     values: PyReadonlyArray1<f64>,
     weights: Option<PyReadonlyArray1<f64>>,
     m: usize,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<Pair<'py, f64, f64>> {
     let (s, v, w) = (slice(&scores, "scores")?, slice(&values, "values")?, opt_slice(&weights, "weights")?);
     let g = detached(py, s.len(), || smooth::grid_mass(s, v, w, m))?;
     Ok((g.values.into_pyarray(py), g.mass.into_pyarray(py)))
