@@ -185,3 +185,17 @@ def test_corp_reliability_diagram(tmp_path):
     for kw in ({"band": "wide"}, {"n_resamples": 0}, {"level": 1.0}, {"max_prob": False}):
         with pytest.raises(calibkit.InvalidParameterError):
             corp_reliability_diagram(labels, probs, **kw)
+
+
+def test_hollance_imagenet_pairs():
+    from _binfree_data import HOLLANCE
+    from conftest import load_shared
+
+    d = load_shared(HOLLANCE)
+    c, o = d["confidence"], (d["pred"] == d["labels"]).astype(float)
+    for scoring in ("brier", "log"):
+        got = ours(calibkit.decompose(confidence=c, correct=o, scoring=scoring))
+        assert np.allclose(got, corp_numpy(c, o, scoring), atol=1e-10)
+        want = md(c, o, scoring)
+        fin = np.isfinite(want)
+        assert np.allclose(got[fin], want[fin], atol=1e-9)

@@ -112,3 +112,12 @@ def test_validation_is_that_of_gce():
         calibkit.smece(confidence=[0.5, 1.5], correct=[0, 1])
     with pytest.raises(calibkit.InvalidLabelsError):
         calibkit.smece(confidence=[0.5, 0.5], correct=[0, 2])
+
+
+def test_hollance_imagenet_pairs():
+    from _binfree_data import HOLLANCE
+    from conftest import load_shared
+
+    d = load_shared(HOLLANCE)
+    ok = (d["pred"] == d["labels"]).astype(float)
+    assert abs(calibkit.smece(confidence=d["confidence"], correct=ok) - relplot.smECE(d["confidence"], ok)) < TOL
