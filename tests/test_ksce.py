@@ -136,3 +136,22 @@ def test_study_binning_free_tables_agree_with_scipy_spearman():
         assert row[2] == pytest.approx(spearmanr(values[:, j, 0], ks)[0], abs=1e-12)
     t = binning_free_table(labels, probs)
     assert t.cell("KS error", "value") == calibkit.ksce(labels, probs)
+
+
+def test_pairs_go_through_the_shared_top_label_resolver():
+    from calibkit.errors import TopLabelInputError
+
+    labels, probs = synthetic(21, n=300)
+    c, o = toplabel(labels, probs)
+    c32 = probs.astype(np.float32).max(axis=1)
+    ok32 = probs.astype(np.float32).argmax(axis=1) == labels
+    assert calibkit.ksce(confidence=c32, correct=ok32) == pytest.approx(calibkit.ksce(labels, probs.astype(np.float32)), abs=1e-12)
+    for f in (calibkit.ksce, calibkit.smece, calibkit.decompose):
+        with pytest.raises(TopLabelInputError):
+            f(confidence=c, correct=o, max_prob=False)
+        with pytest.raises(calibkit.InvalidProbabilitiesError):
+            f(confidence=np.r_[c[:-1], np.nan], correct=o)
+        with pytest.raises(calibkit.InvalidLabelsError):
+            f(confidence=c, correct=np.r_[o[:-1], 2.0])
+        with pytest.raises(calibkit.InvalidParameterError):
+            f(labels, probs, confidence=c, correct=o)

@@ -4,8 +4,10 @@
 * ``labels, probs`` go through :func:`calibkit._validate.validate_inputs` and the Rust value
   checks of ``gce`` (finite, within [0, 1] up to 1e-4, rows summing to 1 within 1e-3, labels in
   ``[0, K)``).
-* ``confidence=, correct=`` are top-label pairs given directly: ``confidence`` is checked like
-  a binary probability column, ``correct`` like binary labels (0/1 or bool), by the same checks.
+* ``confidence=, correct=`` are top-label pairs given directly, resolved by the shared
+  :func:`calibkit._toplabel.resolve` and value-checked by the pair kernel's checks (confidence
+  finite within [0, 1] up to 1e-4, correct 0/1 or bool); ``max_prob=False`` refuses them
+  (:class:`calibkit.errors.TopLabelInputError`).
 * ``max_prob=True`` gives one group (top-label confidence, prediction correct);
   ``max_prob=False`` gives one group per class k (column k, ``labels == k``: one-vs-rest).
 * ``sample_weight``: length N, finite, >= 0, not all 0; integer weights act as repeated rows.
@@ -18,7 +20,8 @@ import numbers
 import numpy as np
 
 from . import _native
-from ._validate import as_labels, as_probs, validate_inputs
+from ._toplabel import require_top_label, resolve
+from ._validate import validate_inputs
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
 __all__ = ["groups", "check_sample_weight", "check_flag"]
@@ -59,42 +62,16 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
     return w
 
 
-def _pairs(confidence, correct):
-    p = as_probs(confidence, name="confidence")
-    if np.ndim(confidence) != 1:
-        raise ShapeMismatchError(
-            f"confidence must be 1-D (one top-label confidence per prediction), got shape {np.shape(confidence)}"
-        )
-    y = as_labels(correct, name="correct")
-    if y.shape[0] != p.shape[0]:
-        raise ShapeMismatchError(
-            f"correct has {y.shape[0]} entries but confidence has {p.shape[0]}; pass one of each per prediction"
-        )
-    # The value checks of gce on the binary matrix [1 - c, c] with labels `correct`:
-    # confidence finite and within [0, 1], correct in {0, 1}.
-    _native.check_values(y, p)
-    return np.ascontiguousarray(p[:, 1], dtype=np.float64), y.astype(np.float64)
-
-
-def groups(labels, probs, *, max_prob, confidence=None, correct=None, sample_weight=None):
+def groups(labels, probs, *, max_prob, confidence=None, correct=None, sample_weight=None,
+           what: str = "this estimator"):
     """The validated groups: ``(list of (scores, outcomes) float64 pairs, weights or None)``."""
     max_prob = check_flag(max_prob, "max_prob")
-    given_pairs = confidence is not None or correct is not None
-    if given_pairs:
-        if labels is not None or probs is not None:
-            raise InvalidParameterError(
-                "pass either (labels, probs) or confidence= and correct=, not both"
-            )
-        if confidence is None or correct is None:
-            raise InvalidParameterError("confidence= and correct= go together: pass both")
-        if not max_prob:
-            raise InvalidParameterError(
-                "confidence/correct are top-label pairs; max_prob=False needs labels and probs"
-            )
-        conf, outcome = _pairs(confidence, correct)
-        return [(conf, outcome)], check_sample_weight(sample_weight, conf.shape[0])
-    if labels is None or probs is None:
-        raise InvalidParameterError("pass labels and probs (or confidence= and correct=)")
+    pairs = resolve(labels, probs, confidence, correct)
+    if pairs is not None:
+        require_top_label(pairs, max_prob, False, what)
+        conf = np.ascontiguousarray(pairs.confidence, dtype=np.float64)  # exact widening
+        _native.check_pairs(conf, pairs.correct, pairs.predicted, pairs.k)
+        return [(conf, pairs.correct.astype(np.float64))], check_sample_weight(sample_weight, pairs.n)
     y, p = validate_inputs(labels, probs)
     w = check_sample_weight(sample_weight, y.shape[0])
     if max_prob:

@@ -55,6 +55,12 @@ def check_values(
     probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     check_row_sums: bool = True,
 ) -> None: ...
+def check_pairs(
+    confidence: npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+) -> None: ...
 def smooth_grid(
     scores: npt.NDArray[np.float64],
     values: npt.NDArray[np.float64],
@@ -70,4 +76,41 @@ def isotonic_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64] | None = None,
+) -> npt.NDArray[np.float64]: ...
+
+# Top-label pairs (rust/py/pairs.rs): confidence contiguous float32/float64 (N,), correct uint8
+# (N,) 0/1, predicted int64 (N,) or None, num_classes >= 1 (1 when only pooled metrics).
+def pairs_gce(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    binning: str,
+    class_conditional: bool,
+    threshold: float,
+    norm: str,
+    num_bins: int,
+) -> float: ...
+def pairs_bin_stats(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    binning: str,
+    class_conditional: bool,
+    threshold: float,
+    num_bins: int,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
+def pairs_evaluate(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    specs: list[tuple[str, bool, bool, float, str]],
+    num_bins: list[int],
 ) -> npt.NDArray[np.float64]: ...

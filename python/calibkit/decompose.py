@@ -132,7 +132,7 @@ def decompose(
     """
     if not isinstance(scoring, str) or scoring not in SCORINGS:
         raise InvalidParameterError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
-    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight)
+    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="decompose")
     total = sum(_one(x, y, w, scoring) for x, y in gs)
     mcb, dsc, unc, score = (float(v) for v in total)
     return Decomposition(mcb, dsc, unc, score, scoring)

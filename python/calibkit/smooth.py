@@ -166,7 +166,7 @@ def smece(
     """
     if bandwidth is not None:
         bandwidth = positive_float(bandwidth, "bandwidth")
-    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight)
+    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="smece")
     values, sigmas = [], []
     for scores, outcomes in gs:
         g = _Group(scores, outcomes, w)

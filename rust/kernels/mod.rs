@@ -19,6 +19,7 @@ pub mod isotonic;
 pub mod ks;
 pub mod reduce;
 pub mod score;
+pub mod pairs;
 pub mod share;
 pub mod smooth;
 pub mod space;

@@ -8,6 +8,7 @@ use super::errors::to_py;
 
 type Pair<'py, A, B> = (Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>);
 use super::{checks, run, DETACH_ENTRIES};
+use crate::kernels::pairs::Pairs;
 use crate::kernels::{isotonic, ks, smooth, toplabel, validate, Inputs, KernelError};
 
 fn slice<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
@@ -60,6 +61,27 @@ fn check_values(py: Python<'_>, labels: PyReadonlyArray1<i64>, probs: &Bound<'_,
     both_dtypes!(py, labels, probs, |x| validate::scan(x, &c))
 }
 
+/// check_pairs(confidence, correct, predicted, num_classes) -> None: the value checks of the
+/// top-label pair kernels (confidence finite within [0, 1] up to RANGE_TOL, correct 0/1,
+/// predicted in [0, num_classes)).
+#[pyfunction]
+#[pyo3(signature = (confidence, correct, predicted, num_classes))]
+fn check_pairs(
+    py: Python<'_>,
+    confidence: PyReadonlyArray1<f64>,
+    correct: PyReadonlyArray1<u8>,
+    predicted: Option<PyReadonlyArray1<i64>>,
+    num_classes: usize,
+) -> PyResult<()> {
+    let c = slice(&confidence, "confidence")?;
+    let o = correct.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("correct must be contiguous"))?;
+    let p = match &predicted {
+        Some(p) => Some(p.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("predicted must be contiguous"))?),
+        None => None,
+    };
+    detached(py, c.len(), || Pairs::new(c, o, p, num_classes)?.validate())
+}
+
 /// smooth_grid(scores, values, weights, m) -> (values grid (m,), mass grid (m,))
 #[pyfunction]
 #[pyo3(signature = (scores, values, weights, m))]
@@ -105,6 +127,7 @@ fn isotonic_fit<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(toplabel_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(check_values, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(smooth_grid, m)?)?;
     m.add_function(wrap_pyfunction!(ks_error, m)?)?;
     m.add_function(wrap_pyfunction!(isotonic_fit, m)?)?;
