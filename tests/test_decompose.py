@@ -51,7 +51,8 @@ def pav_numpy(x, y, w):
 
 def corp_numpy(x, y, scoring, w=None):
     w = np.ones_like(x) if w is None else w
-    x = np.clip(x, 0, 1)
+    keep = w > 0  # zero-weight rows change no weighted mean
+    x, y, w = np.clip(x[keep], 0, 1), y[keep], w[keep]
     r = pav_numpy(x, y, w)
     m = np.average(y, weights=w)
 
@@ -199,3 +200,28 @@ def test_hollance_imagenet_pairs():
         want = md(c, o, scoring)
         fin = np.isfinite(want)
         assert np.allclose(got[fin], want[fin], atol=1e-9)
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.2, 0.2, 0.5, 0.7, 0.95, 1.0]), st.booleans(), st.integers(0, 3)),
+        min_size=1,
+        max_size=50,
+    ),
+    st.sampled_from(["brier", "log"]),
+)
+def test_property_against_numpy_pav(rows, scoring):
+    c = np.array([r[0] for r in rows])
+    o = np.array([float(r[1]) for r in rows])
+    w = np.array([float(r[2]) for r in rows])
+    d = calibkit.decompose(confidence=c, correct=o, scoring=scoring)
+    check_identity(d)
+    assert np.allclose(ours(d), corp_numpy(c, o, scoring), atol=1e-10)
+    if w.sum() > 0:
+        dw = calibkit.decompose(confidence=c, correct=o, scoring=scoring, sample_weight=w)
+        check_identity(dw)
+        assert np.allclose(ours(dw), corp_numpy(c, o, scoring, w), atol=1e-10)

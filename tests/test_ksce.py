@@ -155,3 +155,23 @@ def test_pairs_go_through_the_shared_top_label_resolver():
             f(confidence=c, correct=np.r_[o[:-1], 2.0])
         with pytest.raises(calibkit.InvalidParameterError):
             f(labels, probs, confidence=c, correct=o)
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.5, 0.75, 0.9, 1.0]), st.booleans(), st.integers(0, 3)),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_property_ties_weights_and_saturation(rows):
+    c = np.array([r[0] for r in rows])
+    o = np.array([float(r[1]) for r in rows])
+    w = np.array([float(r[2]) for r in rows])
+    assert calibkit.ksce(confidence=c, correct=o) == pytest.approx(ks_numpy(c, o), abs=1e-12)
+    if w.sum() > 0:
+        assert calibkit.ksce(confidence=c, correct=o, sample_weight=w) == pytest.approx(ks_numpy(c, o, w), abs=1e-12)
