@@ -121,3 +121,21 @@ def test_hollance_imagenet_pairs():
     d = load_shared(HOLLANCE)
     ok = (d["pred"] == d["labels"]).astype(float)
     assert abs(calibkit.smece(confidence=d["confidence"], correct=ok) - relplot.smECE(d["confidence"], ok)) < TOL
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0, 1)), st.booleans()),
+        min_size=1,
+        max_size=80,
+    )
+)
+def test_property_equals_relplot(rows):
+    c = np.array([r[0] for r in rows])
+    o = np.array([float(r[1]) for r in rows])
+    assert abs(calibkit.smece(confidence=c, correct=o) - relplot.smECE(c, o)) < TOL
