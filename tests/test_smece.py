@@ -102,7 +102,7 @@ def test_validation_is_that_of_gce():
     for bw in (0, -1.0, np.inf, "x"):
         with pytest.raises(InvalidParameterError):
             calibkit.smece(labels, probs, bandwidth=bw)
-    with pytest.raises(InvalidParameterError):
+    with pytest.raises(calibkit.InputTypeError):
         calibkit.smece(labels, probs, max_prob="yes")
     with pytest.raises(InvalidParameterError):
         calibkit.smece(labels, probs, confidence=probs[:, 0], correct=labels == 0)

@@ -23,15 +23,9 @@ from . import _native
 from ._toplabel import require_top_label, resolve
 from ._validate import validate_inputs
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from .space import _as_bool
 
-__all__ = ["groups", "check_sample_weight", "check_flag"]
-
-
-def check_flag(value, name: str) -> bool:
-    """A strict bool keyword (``max_prob``)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+__all__ = ["groups", "check_sample_weight", "positive_float"]
 
 
 def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
@@ -65,7 +59,7 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
 def groups(labels, probs, *, max_prob, confidence=None, correct=None, sample_weight=None,
            what: str = "this estimator"):
     """The validated groups: ``(list of (scores, outcomes) float64 pairs, weights or None)``."""
-    max_prob = check_flag(max_prob, "max_prob")
+    max_prob = _as_bool(max_prob, "max_prob")
     pairs = resolve(labels, probs, confidence, correct)
     if pairs is not None:
         require_top_label(pairs, max_prob, False, what)
