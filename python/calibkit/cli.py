@@ -248,7 +248,7 @@ def _cmd_report(args) -> int:
     print(tables["binning_free"].to_text())
     _info(args, f"\nwrote {args.out}/: report.md, report.html, results.json, "
                 "named_metrics.csv, per_bin.csv, per_class.csv, metric_space.csv, binning_free.csv, "
-                "reliability.png")
+                "reliability.png, corp_reliability.png")
     return 0
 
 

@@ -324,7 +324,8 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         Labels and scores (see :func:`calibkit.analysis.load_predictions`).
     out_dir : str or Path
         Created if needed. Receives report.md, report.html, results.json, named_metrics.csv,
-        metric_space.csv, per_bin.csv, per_class.csv and reliability.png.
+        metric_space.csv, per_bin.csv, per_class.csv, binning_free.csv, reliability.png and
+        corp_reliability.png.
     num_bins : int, default 15
 
     Returns
@@ -348,6 +349,12 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         figures.reliability_figure(y, p, num_bins=num_bins, title=f"Reliability ({predictions.source})"),
         out / "reliability.png",
     )
+    from ..plots import corp_reliability_diagram
+
+    files["corp_reliability"] = figures.save(
+        corp_reliability_diagram(y, p, n_resamples=100, title=f"CORP reliability ({predictions.source})"),
+        out / "corp_reliability.png",
+    )
     acc = float(np.mean(np.argmax(p, axis=1) == y))
     doc = _Doc("calibkit report")
     doc.kv([("predictions", predictions.source), ("scores", predictions.kind),
@@ -357,6 +364,10 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         doc.table(t, f"{t.name}.csv")
         if t.name == "per_bin":
             doc.figure(files["reliability"], "reliability.png", "Reliability diagram (top-label confidence)")
+        if t.name == "binning_free":
+            doc.figure(files["corp_reliability"], "corp_reliability.png",
+                       "CORP reliability diagram: isotonic recalibration curve with a 90% consistency "
+                       "band (outcomes redrawn from the confidences, 100 resamples)")
     files["report.md"] = out / "report.md"
     files["report.md"].write_text(doc.markdown(), encoding="utf-8")
     files["report.html"] = out / "report.html"
