@@ -23,8 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._binfree import groups
-from .errors import InvalidParameterError
+from ._binfree import as_choice, groups
 
 __all__ = ["decompose", "Decomposition", "SCORINGS", "LOG_FLOOR"]
 
@@ -130,8 +129,7 @@ def decompose(
     >>> round(d.score, 4) == round(d.miscalibration - d.discrimination + d.uncertainty, 4)
     True
     """
-    if not isinstance(scoring, str) or scoring not in SCORINGS:
-        raise InvalidParameterError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+    scoring = as_choice(scoring, "scoring", SCORINGS)
     gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="decompose")
     total = sum(_one(x, y, w, scoring) for x, y in gs)
     mcb, dsc, unc, score = (float(v) for v in total)

@@ -672,17 +672,14 @@ def corp_reliability_diagram(
     >>> fig.axes[0].get_ylabel()
     'CORP recalibrated probability'
     """
-    from ._binfree import groups
+    from ._binfree import as_choice, as_flag, as_int, as_real, groups
     from .decompose import decompose, recalibrate
 
     figsize = _check_figsize(figsize)
-    if not isinstance(band, str) or band not in _BANDS:
-        raise InvalidParameterError(f"band must be one of {_BANDS}, got {band!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1:
-        raise InvalidParameterError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
-        raise InvalidParameterError(f"level must be in (0, 1), got {level!r}")
-    if not max_prob:
+    band = as_choice(band, "band", _BANDS)
+    n_resamples = as_int(n_resamples, "n_resamples", minimum=1)
+    level = as_real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
+    if not as_flag(max_prob, "max_prob"):
         raise InvalidParameterError(
             "corp_reliability_diagram draws one curve: use max_prob=True, or pass one column "
             "probs[:, k] with labels == k as binary input"
