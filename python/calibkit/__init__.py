@@ -25,6 +25,10 @@ from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
 from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
 from .evaluation import Evaluation, evaluate  # isort: skip
 from .streaming import Accumulator, IncompatibleAccumulatorError  # isort: skip
+from .smooth import smece
+from .ks import ksce
+from .decompose import Decomposition, decompose
+from .binning_free import BinningFree, binning_free
 
 __version__ = "0.1.0"
 
@@ -38,6 +42,12 @@ __all__ = [
     "tace",
     "rmsce",
     "mce",
+    "smece",
+    "ksce",
+    "decompose",
+    "Decomposition",
+    "binning_free",
+    "BinningFree",
     "evaluate",
     "metric_space",
     "MetricSpec",

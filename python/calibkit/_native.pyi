@@ -44,6 +44,41 @@ def evaluate(
     num_bins: list[int],
     check_row_sums: bool = True,
 ) -> npt.NDArray[np.float64]: ...
+
+# Binning-free estimators (rust/py/binning_free.rs)
+def toplabel_pairs(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    check_row_sums: bool = True,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]: ...
+def check_values(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    check_row_sums: bool = True,
+) -> None: ...
+def check_pairs(
+    confidence: npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+) -> None: ...
+def smooth_grid(
+    scores: npt.NDArray[np.float64],
+    values: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
+    m: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def ks_error(
+    scores: npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None = None,
+) -> float: ...
+def isotonic_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None = None,
+) -> npt.NDArray[np.float64]: ...
+
 # Top-label pairs (rust/py/pairs.rs): confidence contiguous float32/float64 (N,), correct uint8
 # (N,) 0/1, predicted int64 (N,) or None, num_classes >= 1 (1 when only pooled metrics).
 def pairs_gce(

@@ -243,8 +243,12 @@ def _cmd_report(args) -> int:
           f"accuracy {acc:.4f}\n")
     print(tables["named_metrics"].title)
     print(tables["named_metrics"].to_text())
+    print()
+    print(tables["binning_free"].title)
+    print(tables["binning_free"].to_text())
     _info(args, f"\nwrote {args.out}/: report.md, report.html, results.json, "
-                "named_metrics.csv, per_bin.csv, per_class.csv, metric_space.csv, reliability.png")
+                "named_metrics.csv, per_bin.csv, per_class.csv, metric_space.csv, binning_free.csv, "
+                "reliability.png, corp_reliability.png")
     return 0
 
 

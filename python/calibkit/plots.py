@@ -476,3 +476,137 @@ def plot_error_vs_temperature(curves, *, show_nll: bool = True,
                  fontsize=11)
     _save(fig, path)
     return fig
+
+
+# --- CORP reliability diagram --------------------------------------------------------------
+
+_BANDS = ("consistency", "confidence")
+
+
+def corp_reliability_diagram(
+    labels=None,
+    probs=None,
+    *,
+    max_prob: bool = True,
+    band: str = "consistency",
+    n_resamples: int = 200,
+    level: float = 0.9,
+    seed: int | None = 0,
+    sample_weight=None,
+    confidence=None,
+    correct=None,
+    title: str | None = None,
+    figsize=(5.0, 5.6),
+    path=None,
+):
+    """CORP reliability diagram (Dimitriadis, Gneiting & Jordan, 2021) with resampling bands.
+
+    Top panel: the CORP recalibration curve, the isotonic (pool-adjacent-violators) regression of
+    the outcome on the forecast (a step function; ties pooled), with the diagonal of perfect
+    calibration and a shaded band; the panel's text gives the CORP Brier decomposition
+    (:func:`calibkit.decompose`). Bottom strip: histogram of the forecasts.
+
+    The band is pointwise, at level ``level``, from ``n_resamples`` resamples in which the
+    forecasts are kept and only the outcomes are redrawn, then the isotonic curve is refitted:
+
+    * ``band="consistency"`` (default): outcomes drawn as Bernoulli(forecast), i.e. under the
+      hypothesis that the forecasts are calibrated; the band is around the diagonal and shows how
+      far a calibrated forecast's CORP curve strays by chance. Where the curve leaves the band
+      the miscalibration is unlikely to be noise (the paper's consistency band).
+    * ``band="confidence"``: outcomes drawn as Bernoulli(recalibrated forecast); the band is
+      around the curve and shows its sampling variability.
+
+    Bands are evaluated at the distinct forecast values (at most 1000 of them, spread by
+    quantile, for large inputs). ``sample_weight`` weights the fits (not the draws).
+
+    Parameters
+    ----------
+    labels, probs : array_like, optional
+        As for :func:`calibkit.decompose`.
+    max_prob : bool, default True
+        True: top-label confidence vs "prediction correct". False is not drawable as one curve:
+        pass a single column as binary ``probs`` instead.
+    band : {"consistency", "confidence"}, default "consistency"
+    n_resamples : int, default 200
+    level : float in (0, 1), default 0.9
+    seed : int or None, default 0
+        Seed of the resampling (the same seed draws the same band).
+    sample_weight, confidence, correct : optional
+        As for :func:`calibkit.decompose`.
+    title : str, optional
+    figsize : (float, float), default (5.0, 5.6)
+    path : str or Path, optional
+        Save the figure there (``.png``, ``.svg`` or ``.pdf``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.plots import corp_reliability_diagram
+    >>> rng = np.random.default_rng(0)
+    >>> conf = rng.uniform(0.3, 1, 500)
+    >>> ok = rng.random(500) < conf ** 2
+    >>> fig = corp_reliability_diagram(confidence=conf, correct=ok, n_resamples=50)
+    >>> fig.axes[0].get_ylabel()
+    'CORP recalibrated probability'
+    """
+    from ._binfree import as_choice, as_flag, as_int, as_real, groups
+    from .decompose import decompose, recalibrate
+
+    figsize = _check_figsize(figsize)
+    band = as_choice(band, "band", _BANDS)
+    n_resamples = as_int(n_resamples, "n_resamples", minimum=1)
+    level = as_real(level, "level", low=0.0, high=1.0, low_open=True, high_open=True)
+    if not as_flag(max_prob, "max_prob"):
+        raise InvalidParameterError(
+            "corp_reliability_diagram draws one curve: use max_prob=True, or pass one column "
+            "probs[:, k] with labels == k as binary input"
+        )
+    [(x, y)], w = groups(labels, probs, max_prob=True, confidence=confidence, correct=correct,
+                         sample_weight=sample_weight)
+    x = np.clip(x, 0.0, 1.0)
+    r = recalibrate(x, y, w)
+    dec = decompose(confidence=x, correct=y, sample_weight=w)
+
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    last = np.flatnonzero(np.r_[xs[1:] != xs[:-1], True])  # one row per distinct forecast
+    if last.size > 1000:
+        last = last[np.unique(np.linspace(0, last.size - 1, 1000).round().astype(int))]
+    at = order[last]
+    rng = np.random.default_rng(seed)
+    p_draw = x if band == "consistency" else r
+    sims = np.empty((int(n_resamples), at.size))
+    for b in range(int(n_resamples)):
+        y_star = (rng.random(x.size) < p_draw).astype(np.float64)
+        sims[b] = recalibrate(x, y_star, w)[at]
+    lo, hi = np.quantile(sims, [(1 - level) / 2, (1 + level) / 2], axis=0)
+
+    fig, (ax, hx) = _figure(figsize, nrows=2, height_ratios=(3.2, 1.0))
+    pct = f"{100 * level:g}%"
+    ax.fill_between(xs[last], lo, hi, step="post", color=_ACC_COLOR, alpha=0.25, lw=0,
+                    label=f"{pct} {band} band ({n_resamples} resamples)")
+    ax.plot([0, 1], [0, 1], ls="--", color="#222222", lw=1.0, label="perfect calibration")
+    ax.step(xs, r[order], where="post", color=_GAP_COLOR, lw=1.6, label="CORP (isotonic) curve")
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.02)
+    ax.set_ylabel("CORP recalibrated probability")
+    ax.grid(alpha=0.25, lw=0.6)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    sub = (f"Brier {dec.score:.4f} = MCB {dec.miscalibration:.4f} - DSC {dec.discrimination:.4f}"
+           f" + UNC {dec.uncertainty:.4f}   N = {x.size}")
+    ax.set_title(title if title is not None else "CORP reliability diagram (top-label)", fontsize=11, pad=16)
+    ax.text(0.5, 1.012, sub, transform=ax.transAxes, ha="center", va="bottom", fontsize=7.5,
+            color="#333333")
+    heights, _, _ = hx.hist(x, bins=50, range=(0, 1), weights=w, color=_HIST_COLOR, edgecolor="white",
+                            linewidth=0.5)
+    if heights.max() > 0.5 * heights.sum():  # one bar dominates (confident models): log counts
+        hx.set_yscale("log")
+    hx.set_ylabel("count")
+    hx.set_xlabel("confidence (forecast)")
+    hx.grid(axis="y", alpha=0.25, lw=0.6)
+    _save(fig, path)
+    return fig

@@ -1,5 +1,6 @@
 //! Thin PyO3 glue: array extraction, dtype dispatch, GIL release, error mapping. No computing.
 
+mod binning_free;
 mod errors;
 mod pairs;
 
@@ -136,6 +137,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gce, m)?)?;
     m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    binning_free::register(m)?;
     pairs::register(m)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;

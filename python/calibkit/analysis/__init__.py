@@ -8,6 +8,8 @@
 - :mod:`~calibkit.analysis.conditionality` -- histogram binning vs class-conditional histogram
   binning under ECE and class-conditional ECE;
 - :mod:`~calibkit.analysis.label_noise` -- retraining at increasing label noise;
+- :mod:`~calibkit.analysis.binning_free` -- smooth ECE, KS and CORP in the reports, and their
+  agreement with the binned metrics;
 - :mod:`~calibkit.analysis.study` -- the whole pipeline (:func:`run_study`);
 - :mod:`~calibkit.analysis.report` -- report.md / report.html / PNG / CSV / JSON.
 
@@ -23,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+from .binning_free import binning_free_study_tables, binning_free_table
 from .conditionality import ConditionalityResult, class_conditionality
 from .data import ModelSplits, PredictionFileError, Predictions, load_predictions, load_val_test
 from .digits import DEFAULT_MODELS, DigitsSplit, default_models, load_digits_split
@@ -94,4 +97,6 @@ __all__ = [
     "write_report",
     "write_prediction_report",
     "named_metric_rows",
+    "binning_free_table",
+    "binning_free_study_tables",
 ]

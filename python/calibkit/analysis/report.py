@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .binning_free import binning_free_study_tables, binning_free_table
 from .tables import Table
 
 __all__ = [
@@ -323,7 +324,8 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         Labels and scores (see :func:`calibkit.analysis.load_predictions`).
     out_dir : str or Path
         Created if needed. Receives report.md, report.html, results.json, named_metrics.csv,
-        metric_space.csv, per_bin.csv, per_class.csv and reliability.png.
+        metric_space.csv, per_bin.csv, per_class.csv, binning_free.csv, reliability.png and
+        corp_reliability.png.
     num_bins : int, default 15
 
     Returns
@@ -337,7 +339,8 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
     out.mkdir(parents=True, exist_ok=True)
     y, p = predictions.labels, np.asarray(predictions.probs)
     tables = [named_metric_rows(y, p, num_bins=num_bins), per_bin_table(y, p, num_bins=num_bins),
-              per_class_table(y, p, num_bins=num_bins), metric_space_table(y, p, num_bins=num_bins)]
+              per_class_table(y, p, num_bins=num_bins), metric_space_table(y, p, num_bins=num_bins),
+              binning_free_table(y, p)]
     files: dict[str, Any] = {}
     for t in tables:
         files[t.name] = out / f"{t.name}.csv"
@@ -345,6 +348,12 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
     files["reliability"] = figures.save(
         figures.reliability_figure(y, p, num_bins=num_bins, title=f"Reliability ({predictions.source})"),
         out / "reliability.png",
+    )
+    from ..plots import corp_reliability_diagram
+
+    files["corp_reliability"] = figures.save(
+        corp_reliability_diagram(y, p, n_resamples=100, title=f"CORP reliability ({predictions.source})"),
+        out / "corp_reliability.png",
     )
     acc = float(np.mean(np.argmax(p, axis=1) == y))
     doc = _Doc("calibkit report")
@@ -355,6 +364,10 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         doc.table(t, f"{t.name}.csv")
         if t.name == "per_bin":
             doc.figure(files["reliability"], "reliability.png", "Reliability diagram (top-label confidence)")
+        if t.name == "binning_free":
+            doc.figure(files["corp_reliability"], "corp_reliability.png",
+                       "CORP reliability diagram: isotonic recalibration curve with a 90% consistency "
+                       "band (outcomes redrawn from the confidences, 100 resamples)")
     files["report.md"] = out / "report.md"
     files["report.md"].write_text(doc.markdown(), encoding="utf-8")
     files["report.html"] = out / "report.html"
@@ -511,6 +524,14 @@ def write_report(result, out_dir: str | Path) -> dict:
             title=f"Spearman rho between metric orderings ({m.name}, {m.report_bins} bins)")
         f = fig(heat, f"metric_correlation_{m.name}")
         doc.figure(*f, f"Rank correlation between the 32 metrics' orderings of the methods ({m.name}).")
+    doc.h(1, "Binning-free estimators")
+    doc.p("Smooth ECE (Blasiok & Nakkiran 2023), the KS calibration error (Gupta et al. 2021) and "
+          "the CORP Brier decomposition (Dimitriadis et al. 2021) need no bins. The second table "
+          "of each model: Spearman rho between each binned metric's ordering of the methods and "
+          "the ordering by smooth ECE and by KS.")
+    for m in result.models:
+        for t in binning_free_study_tables(m):
+            doc.table(t, csv_of(t))
     doc.h(1, "Sensitivity to the number of bins")
     doc.p("For each metric, the methods are ordered at every bin count of the sweep and the rank "
           "correlation is averaged over all pairs of bin counts; the table averages that over the "

@@ -31,6 +31,7 @@ from .._params import as_bin_counts, as_int, as_num_bins, as_real, as_threshold
 from ..errors import InvalidParameterError
 
 from ._util import make_estimator, recalibration_inputs
+from .binning_free import binning_free_study_tables
 from .conditionality import ConditionalityResult, class_conditionality
 from .data import ModelSplits
 from .digits import DEFAULT_MODELS, DigitsSplit, default_models, load_digits_split
@@ -376,6 +377,8 @@ class StudyResult:
             out.append(m.temperature.per_metric_table())
         for m in self.models:
             out.append(m.conditionality.table())
+        for m in self.models:
+            out += binning_free_study_tables(m)
         if self.label_noise is not None:
             out.append(self.label_noise.table())
         for m in self.models:

@@ -1,0 +1,111 @@
+"""Inputs shared by the binning-free estimators (:mod:`calibkit.smooth`, :mod:`calibkit.ks`,
+:mod:`calibkit.decompose`): the (score, outcome, weight) groups they work on.
+
+* ``labels, probs`` go through :func:`calibkit._validate.validate_inputs` and the Rust value
+  checks of ``gce`` (finite, within [0, 1] up to 1e-4, rows summing to 1 within 1e-3, labels in
+  ``[0, K)``).
+* ``confidence=, correct=`` are top-label pairs given directly, resolved by the shared
+  :func:`calibkit._toplabel.resolve` and value-checked by the pair kernel's checks (confidence
+  finite within [0, 1] up to 1e-4, correct 0/1 or bool); ``max_prob=False`` refuses them
+  (:class:`calibkit.errors.TopLabelInputError`).
+* ``max_prob=True`` gives one group (top-label confidence, prediction correct);
+  ``max_prob=False`` gives one group per class k (column k, ``labels == k``: one-vs-rest).
+* ``sample_weight``: length N, finite, >= 0, not all 0; integer weights act as repeated rows.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _native
+from ._toplabel import require_top_label, resolve
+from ._validate import validate_inputs
+from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+
+try:  # calibkit._params: every keyword check written once (landed on main with issue 10)
+    from ._params import as_choice, as_flag, as_int, as_real
+except ImportError:  # pragma: no cover - this branch's base, before _params: the same rules
+    from .space import _as_bool as as_flag
+
+    def as_choice(value, name, choices, hint=""):
+        if isinstance(value, str) and value in choices:
+            return value
+        raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {value!r}")
+
+    def as_int(value, name, minimum=None, maximum=None):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise InvalidParameterError(f"{name} must be an integer, got {value!r}")
+        v = int(value)
+        if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+            raise InvalidParameterError(f"{name} must be an integer in [{minimum}, {maximum}], got {v}")
+        return v
+
+    def as_real(value, name, *, low=None, high=None, low_open=False, high_open=False):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+            raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
+        v = float(value)
+        if low is not None and (v < low or (low_open and v == low)):
+            raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
+        if high is not None and (v > high or (high_open and v == high)):
+            raise InvalidParameterError(f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}")
+        return v
+
+
+__all__ = ["groups", "check_sample_weight", "positive_float", "as_flag", "as_choice", "as_int", "as_real"]
+
+
+def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
+    """``sample_weight`` as a float64 (N,) array (None stays None)."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, (str, bytes)):
+        raise InputTypeError(f"sample_weight must be an array of N non-negative numbers, got {type(sample_weight).__name__}")
+    try:
+        w = np.asarray(sample_weight)
+    except Exception as exc:
+        raise InputTypeError(f"sample_weight could not be converted to a NumPy array: {exc}") from exc
+    if w.dtype.kind not in "fiub":
+        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ShapeMismatchError(
+            f"sample_weight must have shape ({n},), one weight per prediction, got shape {w.shape}"
+        )
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if not np.all(np.isfinite(w)):
+        bad = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise InvalidParameterError(f"sample_weight[{bad}] is {w[bad]!r}: weights must be finite")
+    if np.any(w < 0):
+        bad = int(np.flatnonzero(w < 0)[0])
+        raise InvalidParameterError(f"sample_weight[{bad}] is {w[bad]!r}: weights must be >= 0")
+    if not w.sum() > 0:
+        raise InvalidParameterError("sample_weight sums to 0: at least one prediction needs a positive weight")
+    return w
+
+
+def groups(labels, probs, *, max_prob, confidence=None, correct=None, sample_weight=None,
+           what: str = "this estimator"):
+    """The validated groups: ``(list of (scores, outcomes) float64 pairs, weights or None)``."""
+    max_prob = as_flag(max_prob, "max_prob")
+    pairs = resolve(labels, probs, confidence, correct)
+    if pairs is not None:
+        require_top_label(pairs, max_prob, False, what)
+        conf = np.ascontiguousarray(pairs.confidence, dtype=np.float64)  # exact widening
+        _native.check_pairs(conf, pairs.correct, pairs.predicted, pairs.k)
+        return [(conf, pairs.correct.astype(np.float64))], check_sample_weight(sample_weight, pairs.n)
+    y, p = validate_inputs(labels, probs)
+    w = check_sample_weight(sample_weight, y.shape[0])
+    if max_prob:
+        conf, ok = _native.toplabel_pairs(y, p)
+        return [(conf, ok.astype(np.float64))], w
+    _native.check_values(y, p)
+    out = []
+    for k in range(p.shape[1]):
+        out.append((np.ascontiguousarray(p[:, k], dtype=np.float64), (y == k).astype(np.float64)))
+    return out, w
+
+
+def positive_float(value, name: str) -> float:
+    """A finite number > 0 (a bandwidth)."""
+    return as_real(value, name, low=0.0, low_open=True)
