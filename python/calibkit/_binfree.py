@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
@@ -24,36 +23,10 @@ from ._toplabel import require_top_label, resolve
 from ._validate import validate_inputs
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
-try:  # calibkit._params: every keyword check written once (landed on main with issue 10)
-    from ._params import as_choice, as_flag, as_int, as_real
-except ImportError:  # pragma: no cover - this branch's base, before _params: the same rules
-    from .space import _as_bool as as_flag
-
-    def as_choice(value, name, choices, hint=""):
-        if isinstance(value, str) and value in choices:
-            return value
-        raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {value!r}")
-
-    def as_int(value, name, minimum=None, maximum=None):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-            raise InvalidParameterError(f"{name} must be an integer, got {value!r}")
-        v = int(value)
-        if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
-            raise InvalidParameterError(f"{name} must be an integer in [{minimum}, {maximum}], got {v}")
-        return v
-
-    def as_real(value, name, *, low=None, high=None, low_open=False, high_open=False):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-            raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
-        v = float(value)
-        if low is not None and (v < low or (low_open and v == low)):
-            raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
-        if high is not None and (v > high or (high_open and v == high)):
-            raise InvalidParameterError(f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}")
-        return v
+from ._params import as_flag, as_real
 
 
-__all__ = ["groups", "check_sample_weight", "positive_float", "as_flag", "as_choice", "as_int", "as_real"]
+__all__ = ["groups", "check_sample_weight", "positive_float"]
 
 
 def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:

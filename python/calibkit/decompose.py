@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._binfree import as_choice, groups
+from ._binfree import groups
+from ._params import as_choice
 
 __all__ = ["decompose", "Decomposition", "SCORINGS", "LOG_FLOOR"]
 

@@ -553,7 +553,8 @@ def corp_reliability_diagram(
     >>> fig.axes[0].get_ylabel()
     'CORP recalibrated probability'
     """
-    from ._binfree import as_choice, as_flag, as_int, as_real, groups
+    from ._binfree import groups
+    from ._params import as_choice, as_flag, as_int, as_real
     from .decompose import decompose, recalibrate
 
     figsize = _check_figsize(figsize)
