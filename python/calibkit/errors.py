@@ -16,6 +16,8 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "InputChangedError",
+    "InternalError",
 ]
 
 
@@ -41,3 +43,21 @@ class InvalidParameterError(CalibkitError, ValueError):
 
 class InputTypeError(CalibkitError, TypeError):
     """An argument has a type calibkit cannot use (strings, objects, complex numbers, ...)."""
+
+
+class InputChangedError(CalibkitError, ValueError):
+    """An input array was modified (by another thread) while calibkit was reading it.
+
+    Large inputs are read with the GIL released, so another Python thread can write to them
+    during the call; the kernels notice when two reads of the data disagree. Do not modify
+    the arrays while a calibkit call runs: pass a copy (``probs.copy()``) if another thread
+    keeps writing to them.
+    """
+
+
+class InternalError(CalibkitError, RuntimeError):
+    """A bug in calibkit's native code (an internal check failed): please report it.
+
+    The native kernels never let a Rust panic reach Python; if one happens anyway it becomes
+    this error, with the internal message attached, and nothing is printed on stderr.
+    """
