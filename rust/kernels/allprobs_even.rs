@@ -6,7 +6,7 @@
 
 use crate::kernels::chunks::{map_fold, row_chunks_min};
 use crate::kernels::edges::EvenEdges;
-use crate::kernels::validate::{first_row_error, labels as check_labels, row_sum_and_bad, row_ok, Checks};
+use crate::kernels::validate::{failed_row_error, labels as check_labels, row_sum_and_bad, row_ok, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 
@@ -107,7 +107,9 @@ pub fn stats<T: Score>(
             let mut part = empty();
             match accumulate(x, rows.clone(), &edges, &mut part, g, check) {
                 None => Ok(part),
-                Some(i) => Err(first_row_error(x, rows.start..i + 1, check).expect("row fails")),
+                // A row failing a check, or a label out of range although labels were
+                // checked (then no row fails: another thread wrote to the input).
+                Some(i) => Err(failed_row_error(x, rows.start..i + 1, check)),
             }
         },
         |part| {
@@ -120,7 +122,9 @@ pub fn stats<T: Score>(
 }
 
 crate::kernels::simd::multiversion! {
-    /// Accumulates `rows` into `part`; the index of the first row failing a check, if any.
+    /// Accumulates `rows` into `part`; the index of the first row failing a check (or whose
+    /// label is not a column: labels are checked beforehand, so only if another thread changed
+    /// it since), if any.
     fn accumulate_rows<T: Score>(
         x: &Inputs<T>,
         rows: std::ops::Range<usize>,
@@ -132,11 +136,12 @@ crate::kernels::simd::multiversion! {
         for i in rows {
             let row = x.row(i);
             let (sum, bad) = row_sum_and_bad(row);
-            if !row_ok(sum, bad, check) {
+            let label = x.labels[i] as u64 as usize;
+            if !row_ok(sum, bad, check) || label >= row.len() {
                 return Some(i);
             }
             for (e, p) in edges.iter().zip(part.iter_mut()) {
-                accumulate_row(row, x.labels[i] as usize, e, p, g);
+                accumulate_row(row, label, e, p, g);
             }
         }
         None
@@ -243,10 +248,10 @@ mod x86 {
         for i in rows {
             let row = x.row(i);
             let (sum, any_bad) = row_sum_and_bad_avx2(row, &mut Sce { row, e, p: &mut *p, thr: t, first });
-            if !row_ok(sum, any_bad, check) {
+            let label = x.labels[i] as u64 as usize;
+            if !row_ok(sum, any_bad, check) || label >= k {
                 return Some(i);
             }
-            let label = x.labels[i] as usize;
             let s = row[label].to_f64();
             if s > thr {
                 p.outcome[label * p.nb + e.bin(s)] += 1.0;

@@ -12,7 +12,7 @@ use crate::kernels::chunks::row_chunks;
 use crate::kernels::edges::{adaptive_boundaries, adaptive_edges, bin_by_edges, EvenEdges};
 use crate::kernels::stats::LaneTables;
 use crate::kernels::toplabel_scan;
-use crate::kernels::validate::{first_failing_row, first_row_error, labels as check_labels, row_ok, Checks};
+use crate::kernels::validate::{failed_row_error, first_failing_row, labels as check_labels, row_ok, Checks};
 use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the small per-block buffers of the fused passes.
@@ -155,7 +155,8 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
             .reduce(|| true, |a, b| a & b)
     };
     if !ok {
-        return Err(first_row_error(x, 0..n, check).expect("a failing row exists"));
+        // InputChanged if no row fails any more (another thread wrote to the rows).
+        return Err(failed_row_error(x, 0..n, check));
     }
     Ok(TopLabel { pred, conf, correct })
 }

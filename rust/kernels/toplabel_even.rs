@@ -15,7 +15,7 @@ use crate::kernels::share::map_fold_here;
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::stats::LaneTables;
 use crate::kernels::toplabel::scan_rows;
-use crate::kernels::validate::{first_failing_row, labels as check_labels, row_error, Checks};
+use crate::kernels::validate::{failed_row_error, labels as check_labels, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the buffers at a time.
@@ -59,7 +59,8 @@ fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &
         }
         return Err(err);
     }
-    let mut st = total.expect("at least one chunk");
+    // `Inputs` has at least one row, so there is at least one chunk.
+    let mut st = total.ok_or_else(|| KernelError::Shape("probs is empty; pass at least one row".into()))?;
     st.edges = e.boundaries().repeat(st.groups);
     Ok(st)
 }
@@ -76,8 +77,8 @@ fn even_chunk<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, rows: Range<
         let block = start..(start + BLOCK).min(rows.end);
         let n = block.len();
         if !scan_rows(x, block.clone(), &mut b.pred[..n], &mut b.conf[..n], check) {
-            let i = first_failing_row(x, block, check).expect("a failing row exists");
-            return Err(row_error(x, i, check));
+            // InputChanged if no row fails any more (another thread wrote to the block).
+            return Err(failed_row_error(x, block, check));
         }
         labels_ok &= cells_of(&bn, &x.labels[block], &mut b, n);
         acc.push_slices(&b.cells[..n], &b.conf[..n], &b.incs[..n]);

@@ -141,8 +141,20 @@ pub fn row_error<T: Score>(x: &Inputs<T>, i: usize, check: &Checks) -> KernelErr
             return KernelError::OutOfRange { row: i, col: j, value: v };
         }
     }
+    let (sum, bad) = row_sum_and_bad(row);
+    if row_ok(sum, bad, check) {
+        // The row failed when first read and passes now: another thread changed it.
+        return KernelError::InputChanged;
+    }
     let sum: f64 = row.iter().map(|v| v.to_f64()).sum();
     KernelError::RowSum { row: i, sum }
+}
+
+/// The error of the first row of `rows` failing a check, after an earlier read of those rows
+/// found one: [`KernelError::InputChanged`] if none fails any more (another thread changed
+/// the data in between).
+pub fn failed_row_error<T: Score>(x: &Inputs<T>, rows: std::ops::Range<usize>, check: &Checks) -> KernelError {
+    first_row_error(x, rows, check).unwrap_or(KernelError::InputChanged)
 }
 
 /// First row in `rows` that fails a check, as an error.
@@ -164,13 +176,11 @@ pub fn labels(x: &Inputs<impl Score>) -> Result<(), KernelError> {
     if ok {
         return Ok(());
     }
-    let (index, &label) = x
-        .labels
-        .iter()
-        .enumerate()
-        .find(|(_, &l)| l < 0 || l >= k)
-        .expect("a failing label exists");
-    Err(KernelError::LabelOutOfRange { index, label, num_classes: x.k })
+    // Found by the fold above unless another thread changed the labels in between.
+    match x.labels.iter().enumerate().find(|(_, &l)| l < 0 || l >= k) {
+        Some((index, &label)) => Err(KernelError::LabelOutOfRange { index, label, num_classes: x.k }),
+        None => Err(KernelError::InputChanged),
+    }
 }
 
 crate::kernels::simd::multiversion! {
@@ -199,5 +209,24 @@ pub fn scan<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> 
     match first_bad.into_iter().flatten().next() {
         Some(i) => Err(row_error(x, i, check)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row or label that failed when first read and passes when read again (another thread
+    /// changed it) is named as InputChanged, not as a made-up error or a panic.
+    #[test]
+    fn rows_and_labels_that_pass_on_the_second_read_are_input_changed() {
+        let p = [0.25f64, 0.75, 0.5, 0.5];
+        let y = [0i64, 1];
+        let x = Inputs::new(&p, &y, 2).unwrap();
+        assert_eq!(row_error(&x, 1, &Checks::ALL), KernelError::InputChanged);
+        assert_eq!(failed_row_error(&x, 0..2, &Checks::ALL), KernelError::InputChanged);
+        let bad = [0.25f64, 0.75, 0.5, 0.7];
+        let x = Inputs::new(&bad, &y, 2).unwrap();
+        assert!(matches!(failed_row_error(&x, 0..2, &Checks::ALL), KernelError::RowSum { row: 1, .. }));
     }
 }

@@ -4,7 +4,7 @@
 use super::histogram::{gather_values, hist_values, sum_and_gather, Hist};
 use super::{GroupResult, Keys, Request};
 use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
-use crate::kernels::{BinStats, Score};
+use crate::kernels::{BinStats, KernelError, Score};
 
 /// Which buckets must be resolved exactly, and where their members sit among the sorted
 /// candidates.
@@ -47,6 +47,25 @@ impl Selection {
             }
         }
         Selection { n, wanted, cum_before, cand_offset, total: off as usize }
+    }
+
+    /// Checks that `sorted` (sorted candidates gathered by a pass over the data after the
+    /// histogram's) holds exactly the members of the wanted buckets that the histogram counted:
+    /// [`KernelError::InputChanged`] otherwise (another thread wrote to the input between the
+    /// passes). Then every rank read by [`Selection::edge`] lies inside `sorted`, in its
+    /// bucket's range.
+    pub(super) fn check_sorted(&self, h: &Hist, keys: Keys, sorted: &[f64]) -> Result<(), KernelError> {
+        if sorted.len() != self.total {
+            return Err(KernelError::InputChanged);
+        }
+        // Keys are monotone in the value: a sorted range whose ends are in bucket q is all in q.
+        for (q, &w) in self.wanted.iter().enumerate() {
+            let (a, c) = (self.cand_offset[q] as usize, h.count(q) as usize);
+            if w && c > 0 && (keys.of(sorted[a]) != q || keys.of(sorted[a + c - 1]) != q) {
+                return Err(KernelError::InputChanged);
+            }
+        }
+        Ok(())
     }
 
     /// The bucket holding rank `r` (0-based) of the group.
@@ -237,7 +256,7 @@ pub(super) fn group_from_segments<T: Score>(
     req: &Request,
     thr: f64,
     scratch: &mut Candidates,
-) -> GroupResult {
+) -> Result<GroupResult, KernelError> {
     let keys = req.keys;
     let mut h = scratch.take_hist(keys);
     for s in segs {
@@ -262,7 +281,7 @@ pub(super) fn group_with_counts<T: Score>(
     req: &Request,
     thr: f64,
     scratch: &mut Candidates,
-) -> GroupResult {
+) -> Result<GroupResult, KernelError> {
     let keys = req.keys;
     let mut h = scratch.take_hist(keys);
     add_counts(&mut h.cnt);
@@ -287,6 +306,11 @@ pub(super) fn group_with_counts<T: Score>(
 /// only the few gathered values keeps the passes over all values free of the store-to-load
 /// dependencies of a direct scatter (consecutive values landing in the same bucket would chain
 /// through its slot counter).
+///
+/// When the values were read twice from the caller's array (counts, then members), another
+/// thread may have changed them in between: every placement is checked to stay inside its
+/// bucket's range and the totals to agree, else [`KernelError::InputChanged`]. (Then every
+/// bucket is exactly full, as `finalize` expects.)
 fn finish(
     h: Hist,
     sel: &Selection,
@@ -294,9 +318,12 @@ fn finish(
     req: &Request,
     thr: f64,
     scratch: &mut Candidates,
-) -> GroupResult {
-    debug_assert_eq!(scratch.picked.len(), sel.total);
+) -> Result<GroupResult, KernelError> {
     let keys = req.keys;
+    if scratch.picked.len() != sel.total {
+        scratch.hist = Some(h);
+        return Err(KernelError::InputChanged);
+    }
     scratch.next.clear();
     scratch.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
     scratch.sorted.clear();
@@ -304,7 +331,12 @@ fn finish(
     for &s in &scratch.picked {
         // A widened f32 value has the same key as the f32 itself.
         let q = keys.of(s);
-        scratch.sorted[scratch.next[q]] = s;
+        let slot = scratch.next[q];
+        if !sel.wanted[q] || slot >= sel.cand_offset[q] as usize + h.count(q) as usize {
+            scratch.hist = Some(h);
+            return Err(KernelError::InputChanged);
+        }
+        scratch.sorted[slot] = s;
         scratch.next[q] += 1;
     }
     for q in 0..sel.wanted.len() {
@@ -316,7 +348,7 @@ fn finish(
     scratch.prefix();
     let res = finalize(&h, sel, scratch, pos, req, thr);
     scratch.hist = Some(h);
-    res
+    Ok(res)
 }
 
 #[cfg(test)]
@@ -348,15 +380,64 @@ mod tests {
         let (mut a_scratch, mut b_scratch) = (Candidates::default(), Candidates::default());
         for thr in [0.0, 0.01, 0.5] {
             let pos: Vec<f64> = pos.iter().copied().filter(|&v| v > thr).collect();
-            let a = group_from_segments(&segs, &pos, &req, thr, &mut a_scratch);
+            let a = group_from_segments(&segs, &pos, &req, thr, &mut a_scratch).unwrap();
             let counts = |cnt: &mut [u32]| {
                 for v in segs.iter().copied().flatten() {
                     cnt[req.keys.slot(*v, thr)] += 1;
                 }
             };
-            let b = group_with_counts(&segs, counts, &pos, &req, thr, &mut b_scratch);
+            let b = group_with_counts(&segs, counts, &pos, &req, thr, &mut b_scratch).unwrap();
             assert_eq!(a, b, "thr={thr}");
         }
+    }
+
+    /// A later pass that finds other data than the earlier pass counted (another thread wrote
+    /// to the input in between) returns InputChanged instead of writing out of bounds or
+    /// reading past the candidates: counts that promise more, fewer or other members than the
+    /// values hold.
+    #[test]
+    fn inconsistent_counts_give_input_changed() {
+        let vals: Vec<f64> = (0..5000).map(|i| ((i * 7919) % 5000) as f64 / 5000.0).collect();
+        let req = Request::new(Keys::CLASS, &[10], &[15]);
+        let keys = req.keys;
+        let true_counts = |cnt: &mut [u32]| {
+            for v in &vals {
+                cnt[keys.slot(*v, 0.0)] += 1;
+            }
+        };
+        let mut scratch = Candidates::default();
+        assert!(group_with_counts(&[&vals[..]], true_counts, &[], &req, 0.0, &mut scratch).is_ok());
+        // Every bucket off by one (more, or fewer), or all members moved to another bucket.
+        let shifts: [&dyn Fn(usize, u32) -> (usize, u32); 3] =
+            [&|q, c| (q, c + 1), &|q, c| (q, c.saturating_sub(1)), &|q, c| ((q + 1).min(keys.max), c)];
+        for shift in shifts {
+            let wrong = |cnt: &mut [u32]| {
+                let mut t = vec![0u32; cnt.len()];
+                true_counts(&mut t);
+                for (q, &c) in t.iter().enumerate() {
+                    let (q2, c2) = if q < keys.nkeys() { shift(q, c) } else { (q, c) };
+                    cnt[q2] += c2;
+                }
+            };
+            let r = group_with_counts(&[&vals[..]], wrong, &[], &req, 0.0, &mut scratch);
+            assert_eq!(r.err(), Some(KernelError::InputChanged));
+        }
+        // Sorted candidates (the pooled path) that do not match the histogram.
+        let mut h = Hist::zeros(keys);
+        hist_values(&mut h, keys, &vals, 0.0);
+        let sel = Selection::new(&h, &req);
+        let mut cand = Vec::new();
+        gather_values(&sel.wanted, keys, &vals, 0.0, &mut cand);
+        sort_values(&mut cand);
+        assert!(sel.check_sorted(&h, keys, &cand).is_ok());
+        let mut short = cand.clone();
+        short.pop();
+        assert_eq!(sel.check_sorted(&h, keys, &short), Err(KernelError::InputChanged));
+        let mut moved = cand.clone();
+        let last = moved.len() - 1;
+        moved[last] = 0.999_999; // same length, a member of another bucket
+        sort_values(&mut moved);
+        assert_eq!(sel.check_sorted(&h, keys, &moved), Err(KernelError::InputChanged));
     }
 
     #[test]
