@@ -11,7 +11,7 @@ use std::ops::Range;
 use crate::kernels::chunks::row_chunks;
 use crate::kernels::edges::{adaptive_boundaries, adaptive_edges, bin_by_edges, EvenEdges};
 use crate::kernels::stats::LaneTables;
-use crate::kernels::toplabel_scan;
+use crate::kernels::{toplabel_even, toplabel_scan};
 use crate::kernels::validate::{failed_row_error, first_failing_row, labels as check_labels, row_ok, Checks};
 use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
 
@@ -166,6 +166,37 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
     let groups = g.groups(k);
     let group_of = |i: usize| if g.class_conditional { top.pred[i] as usize } else { 0 };
     match g.binning {
+        Binning::Even if toplabel_even::fused_even_fits(g, k, &[b]) => {
+            // The order of `toplabel_even::even_stats` (what `gce` runs): the same row chunks,
+            // blocks, copies and folds, so the two give bitwise the same table.
+            let e = EvenEdges::new(b);
+            let mut total: Option<BinStats> = None;
+            for rows in toplabel_even::chunks(top.conf.len(), k) {
+                let mut st = BinStats::zeros(groups, e.num_bins());
+                let mut comp = vec![0.0; st.count.len()];
+                let mut acc = LaneTables::new(st.count.len());
+                let drop = acc.discard();
+                for i0 in rows.clone().step_by(toplabel_even::BLOCK) {
+                    let block = i0..(i0 + toplabel_even::BLOCK).min(rows.end);
+                    let len = block.len();
+                    acc.push_all(block.map(|i| {
+                        let s = top.conf[i];
+                        let cell = if s > g.threshold { group_of(i) * st.nb + e.bin(s) } else { drop };
+                        (cell, s, top.correct[i])
+                    }));
+                    acc.pushed(len, &mut st, &mut comp);
+                }
+                acc.flush(&mut st, &mut comp);
+                st.apply_compensation(&comp);
+                match &mut total {
+                    None => total = Some(st),
+                    Some(t) => t.add(&st),
+                }
+            }
+            let mut st = total.unwrap_or_else(|| BinStats::zeros(groups, e.num_bins()));
+            st.edges = e.boundaries().repeat(groups);
+            st
+        }
         Binning::Even => {
             let e = EvenEdges::new(b);
             let mut st = BinStats::zeros(groups, e.num_bins());

@@ -19,7 +19,7 @@ use crate::kernels::validate::{failed_row_error, labels as check_labels, Checks}
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the buffers at a time.
-const BLOCK: usize = 256;
+pub(crate) const BLOCK: usize = 256;
 /// Chunks hold at most this many entries, split evenly: a 10k x 10 input is four chunks, mapped
 /// by the calling thread and whichever pool threads wake in time ([`map_fold_here`]). The
 /// split depends only on the shape, so results do not depend on the number of threads. Inputs
@@ -42,8 +42,15 @@ pub fn even_stats<T: Score>(x: &Inputs<T>, g: &Grouping, bins: &[usize], check: 
     bins.iter().map(|&b| even_stats_one(x, g, &EvenEdges::new(b), check)).collect()
 }
 
+/// The row chunks of [`even_stats`] (fixed by the shape): [`crate::kernels::toplabel::stats`]
+/// folds a shared summary over the same chunks and blocks, in the same order, so that `gce` and
+/// `evaluate` give bitwise the same tables.
+pub fn chunks(n: usize, k: usize) -> Vec<Range<usize>> {
+    row_chunks_split(n, k, CHUNK, MIN_ROWS)
+}
+
 fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &Checks) -> Result<BinStats, KernelError> {
-    let chunks = row_chunks_split(x.n, x.k, CHUNK, MIN_ROWS);
+    let chunks = chunks(x.n, x.k);
     let mut total: Option<BinStats> = None;
     let res = map_fold_here(
         &chunks,

@@ -6,14 +6,21 @@ use super::Keys;
 use crate::kernels::Score;
 
 /// One group's histogram over the bucket keys (the last slot counts dropped entries).
+///
+/// A bucket's score sum is kept as `sum + lo`: `sum` adds the f32-rounded high parts of the
+/// values ([`Score::split`]), which share the bucket's f32 exponent and so add exactly (up to
+/// 2^29 values per bucket), whatever the order; `lo` adds the tiny low parts (f64 input only).
+/// So bucket sums are exact to ~2^-24 of an ulp-level error, however many equal scores a
+/// bucket holds (a plain sum of 10M equal scores drifts by ~1e-10 relative).
 pub(super) struct Hist {
     pub(super) cnt: Vec<u32>,
     pub(super) sum: Vec<f64>,
+    pub(super) lo: Vec<f64>,
 }
 
 impl Hist {
     pub(super) fn zeros(keys: Keys) -> Self {
-        Hist { cnt: vec![0; keys.nkeys() + 1], sum: vec![0.0; keys.nkeys() + 1] }
+        Hist { cnt: vec![0; keys.nkeys() + 1], sum: vec![0.0; keys.nkeys() + 1], lo: vec![0.0; keys.nkeys() + 1] }
     }
 
     /// Empties the histogram, keeping its buffers (reused from group to group).
@@ -22,6 +29,8 @@ impl Hist {
         self.cnt.resize(keys.nkeys() + 1, 0);
         self.sum.clear();
         self.sum.resize(keys.nkeys() + 1, 0.0);
+        self.lo.clear();
+        self.lo.resize(keys.nkeys() + 1, 0.0);
     }
 
     pub(super) fn count(&self, q: usize) -> u64 {
@@ -36,6 +45,9 @@ impl Hist {
         for (a, b) in self.sum.iter_mut().zip(&o.sum) {
             *a += b;
         }
+        for (a, b) in self.lo.iter_mut().zip(&o.lo) {
+            *a += b;
+        }
     }
 }
 
@@ -43,11 +55,15 @@ crate::kernels::simd::multiversion! {
     /// Adds `vals` to the histogram in order (every bucket's sum runs in value order).
     pub(super) fn hist_values<T: Score>(h: &mut Hist, keys: Keys, vals: &[T], thr: f64) -> () {
         let n = keys.nkeys() + 1;
-        let (cnt, sum) = (&mut h.cnt[..n], &mut h.sum[..n]);
+        let (cnt, sum, low) = (&mut h.cnt[..n], &mut h.sum[..n], &mut h.lo[..n]);
         for &v in vals {
             let key = keys.slot(v, thr);
+            let (hi, lo) = v.split();
             cnt[key] += 1;
-            sum[key] += v.to_f64();
+            sum[key] += hi;
+            if T::HAS_LOW {
+                low[key] += lo;
+            }
         }
     }
 }
@@ -97,6 +113,7 @@ crate::kernels::simd::multiversion! {
         const BLOCK: usize = 1024;
         assert!(keys.drop_slot() <= u16::MAX as usize);
         let sum = &mut h.sum[..keys.nkeys() + 1];
+        let low = &mut h.lo[..keys.nkeys() + 1];
         let wanted = &wanted[..keys.nkeys() + 1];
         let mut slots = [0u16; BLOCK];
         let mut buf = [0.0f64; BLOCK];
@@ -107,7 +124,11 @@ crate::kernels::simd::multiversion! {
             let mut len = 0usize;
             for (&q, &v) in slots.iter().zip(block) {
                 let s = v.to_f64();
-                sum[q as usize] += s;
+                let (hi, lo) = v.split();
+                sum[q as usize] += hi;
+                if T::HAS_LOW {
+                    low[q as usize] += lo;
+                }
                 buf[len] = s;
                 // As in `gather_values`: len <= index within the block.
                 len += wanted[q as usize] as usize;

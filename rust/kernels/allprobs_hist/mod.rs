@@ -213,7 +213,7 @@ pub fn stats<T: Score>(
         // The gathering pass read the input again: check it found what the histogram counted.
         sel.check_sorted(&h, req.keys, &cand)?;
         let all_pos: Vec<f64> = pos.concat();
-        vec![finalize(&h, &sel, &Candidates::new(cand), &all_pos, &req, thr)]
+        vec![finalize(&h, &sel, &Candidates::new(cand, &sel, &h), &all_pos, &req, thr)]
     };
     let groups = per_group.len();
     let even_out = even

@@ -81,13 +81,18 @@ impl Selection {
     }
 }
 
-/// Sorted candidates with exact-ish prefix sums (double-double: `hi + lo`), so any contiguous
-/// range's sum costs O(1) and stays accurate to about one ulp of the group total. Reused from
-/// group to group within a worker, with the histogram and the other per-group buffers (fresh
-/// buffers would cost page faults each time).
+/// Sorted candidates with bucket-local prefix sums (double-double: `hi + lo`, restarting at
+/// each wanted bucket), so that the sum of any run of a bucket's members costs O(1), is
+/// accurate to about one ulp of the bucket's total and, depending only on the bucket's own
+/// members, is the same whichever other buckets are wanted (so a metric's table does not
+/// depend on the other metrics computed with it: `gce` and `evaluate` agree bitwise). Reused
+/// from group to group within a worker, with the histogram and the other per-group buffers
+/// (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
     sorted: Vec<f64>,
+    /// Inclusive bucket-local prefix sums: `hi[i] + lo[i]` is the sum of the members of i's
+    /// bucket up to and including i.
     hi: Vec<f64>,
     lo: Vec<f64>,
     /// The candidates in the order they were gathered.
@@ -100,25 +105,35 @@ pub(super) struct Candidates {
 }
 
 impl Candidates {
-    pub(super) fn new(sorted: Vec<f64>) -> Self {
+    /// Candidates already sorted and checked against the histogram
+    /// ([`Selection::check_sorted`]).
+    pub(super) fn new(sorted: Vec<f64>, sel: &Selection, h: &Hist) -> Self {
         let mut c = Candidates { sorted, ..Default::default() };
-        c.prefix();
+        c.prefix(sel, h);
         c
     }
 
-    /// Recomputes the prefix sums of `sorted`.
-    fn prefix(&mut self) {
+    /// Recomputes the bucket-local prefix sums of `sorted`, whose wanted bucket q holds
+    /// `sorted[cand_offset[q]..cand_offset[q] + count(q)]`.
+    fn prefix(&mut self, sel: &Selection, h: &Hist) {
         self.hi.clear();
         self.lo.clear();
-        let (mut s, mut c) = (0.0f64, 0.0f64);
-        self.hi.push(0.0);
-        self.lo.push(0.0);
-        for &v in &self.sorted {
-            let t = s + v;
-            c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
-            s = t;
-            self.hi.push(s);
-            self.lo.push(c);
+        self.hi.resize(self.sorted.len(), 0.0);
+        self.lo.resize(self.sorted.len(), 0.0);
+        for (q, &w) in sel.wanted.iter().enumerate() {
+            if !w {
+                continue;
+            }
+            let a = sel.cand_offset[q] as usize;
+            let r = a..a + h.count(q) as usize;
+            let (mut s, mut c) = (0.0f64, 0.0f64);
+            for ((&v, hi), lo) in self.sorted[r.clone()].iter().zip(&mut self.hi[r.clone()]).zip(&mut self.lo[r]) {
+                let t = s + v;
+                c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
+                s = t;
+                *hi = s;
+                *lo = c;
+            }
         }
     }
 
@@ -129,15 +144,45 @@ impl Candidates {
         h
     }
 
-    fn range_sum(&self, a: usize, b: usize) -> f64 {
-        (self.hi[b] - self.hi[a]) + (self.lo[b] - self.lo[a])
+    /// Sum of the members `m..m2` of the bucket starting at `a` (a <= m <= m2), as (hi, lo).
+    fn run_sum(&self, a: usize, m: usize, m2: usize) -> (f64, f64) {
+        let pre = |i: usize| if i == a { (0.0, 0.0) } else { (self.hi[i - 1], self.lo[i - 1]) };
+        let ((h1, l1), (h2, l2)) = (pre(m), pre(m2));
+        (h2 - h1, l2 - l1)
+    }
+}
+
+/// Per-bin sums of many terms, each given as (hi, lo): the hi parts with Neumaier
+/// compensation, the small lo parts plainly.
+struct BinSums {
+    sum: Vec<f64>,
+    comp: Vec<f64>,
+}
+
+impl BinSums {
+    fn new(nb: usize) -> Self {
+        BinSums { sum: vec![0.0; nb], comp: vec![0.0; nb] }
+    }
+
+    #[inline]
+    fn add(&mut self, bin: usize, (hi, lo): (f64, f64)) {
+        let (s, t) = (self.sum[bin], self.sum[bin] + hi);
+        self.comp[bin] += if s.abs() >= hi.abs() { (s - t) + hi } else { (hi - t) + s };
+        self.comp[bin] += lo;
+        self.sum[bin] = t;
+    }
+
+    fn into_sums(self) -> Vec<f64> {
+        self.sum.iter().zip(&self.comp).map(|(s, c)| s + c).collect()
     }
 }
 
 /// Bin totals of one group for bins given by their upper edges `edges` (values, non-decreasing;
-/// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`: whole
-/// non-wanted buckets by key, the members of wanted ones as contiguous runs of the sorted
-/// candidates.
+/// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`. Buckets in
+/// ascending order: one holding no edge lies wholly in one bin and adds its histogram totals
+/// (whether or not it is wanted for another binning); one holding edges (it is wanted) is split
+/// into runs of its sorted members, each added as a bucket-local run sum. So the table depends
+/// only on the values and these edges, not on which other binnings share the selection.
 fn fill_bins(
     h: &Hist,
     sel: &Selection,
@@ -148,30 +193,37 @@ fn fill_bins(
     nb: usize,
 ) -> BinStats {
     let mut st = BinStats::zeros(1, nb);
+    let mut sums = BinSums::new(nb);
     let mut bin = 0usize;
     for q in 0..sel.wanted.len() {
-        if h.cnt[q] == 0 || sel.wanted[q] {
+        if h.cnt[q] == 0 {
             continue;
         }
-        // Bucket q holds no edge: all its values exceed exactly the edges whose bucket is < q.
+        // Values of bucket q exceed exactly the edges whose bucket is < q.
         while bin < edge_buckets.len() && edge_buckets[bin] < q {
             bin += 1;
         }
-        st.count[bin] += h.cnt[q] as f64;
-        st.sum_score[bin] += h.sum[q];
+        if bin == edge_buckets.len() || edge_buckets[bin] != q {
+            st.count[bin] += h.cnt[q] as f64;
+            sums.add(bin, (h.sum[q], h.lo[q]));
+            continue;
+        }
+        // Bucket q holds edges bin, bin + 1, ...: candidates in bin j are those with
+        // edges[j-1] <= s < edges[j].
+        let a = sel.cand_offset[q] as usize;
+        let end = a + h.count(q) as usize;
+        let mut start = a;
+        while bin < edge_buckets.len() && edge_buckets[bin] == q {
+            let m = start + cand.sorted[start..end].partition_point(|&v| v < edges[bin]);
+            st.count[bin] += (m - start) as f64;
+            sums.add(bin, cand.run_sum(a, start, m));
+            start = m;
+            bin += 1;
+        }
+        st.count[bin] += (end - start) as f64;
+        sums.add(bin, cand.run_sum(a, start, end));
     }
-    // Candidates in bin j are those with edges[j-1] <= s < edges[j].
-    let mut start = 0usize;
-    for j in 0..nb {
-        let end = if j < edges.len() {
-            start + cand.sorted[start..].partition_point(|&v| v < edges[j])
-        } else {
-            cand.sorted.len()
-        };
-        st.count[j] += (end - start) as f64;
-        st.sum_score[j] += cand.range_sum(start, end);
-        start = end;
-    }
+    st.sum_score = sums.into_sums();
     for &s in positives {
         st.sum_outcome[bin_by_edges(edges, s)] += 1.0;
     }
@@ -345,7 +397,7 @@ fn finish(
             scratch.sorted[a..a + h.count(q) as usize].sort_unstable_by_key(|v| v.to_bits());
         }
     }
-    scratch.prefix();
+    scratch.prefix(sel, &h);
     let res = finalize(&h, sel, scratch, pos, req, thr);
     scratch.hist = Some(h);
     Ok(res)
