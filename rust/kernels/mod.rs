@@ -68,7 +68,7 @@ impl<'a, T: Score> Inputs<'a, T> {
         if k == 0 {
             return Err(KernelError::Shape("probs has 0 columns; it needs at least one class".into()));
         }
-        if probs.len() % k != 0 {
+        if !probs.len().is_multiple_of(k) {
             return Err(KernelError::Shape(format!(
                 "probs has {} values, not a multiple of {k} columns",
                 probs.len()
@@ -148,3 +148,5 @@ mod tests;
 mod tests_scan;
 #[cfg(test)]
 mod tests_paths;
+#[cfg(test)]
+mod tests_simd;

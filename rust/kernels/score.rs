@@ -19,10 +19,30 @@ pub trait Score: Wide + Copy + Default + Send + Sync + 'static {
     /// high parts of values of one bucket (one f32 exponent, see [`Score::key_bits`]) add
     /// exactly in f64 (up to 2^29 of them), and the low parts are ~2^-24 of the value.
     fn split(self) -> (f64, f64);
+    /// The slice as f64 values, if `Self` is f64 (for kernels written per element type).
+    fn as_f64s(s: &[Self]) -> Option<&[f64]>;
+    /// [`Score::as_f64s`], mutable.
+    fn as_f64s_mut(s: &mut [Self]) -> Option<&mut [f64]>;
+    /// The slice as f32 values, if `Self` is f32.
+    fn as_f32s(s: &[Self]) -> Option<&[f32]>;
+    /// [`Score::as_f32s`], mutable.
+    fn as_f32s_mut(s: &mut [Self]) -> Option<&mut [f32]>;
 }
 
 
 impl Score for f32 {
+    fn as_f64s(_: &[f32]) -> Option<&[f64]> {
+        None
+    }
+    fn as_f64s_mut(_: &mut [f32]) -> Option<&mut [f64]> {
+        None
+    }
+    fn as_f32s(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
+    fn as_f32s_mut(s: &mut [f32]) -> Option<&mut [f32]> {
+        Some(s)
+    }
     const HAS_LOW: bool = false;
     #[inline(always)]
     fn split(self) -> (f64, f64) {
@@ -39,6 +59,18 @@ impl Score for f32 {
 }
 
 impl Score for f64 {
+    fn as_f64s(s: &[f64]) -> Option<&[f64]> {
+        Some(s)
+    }
+    fn as_f64s_mut(s: &mut [f64]) -> Option<&mut [f64]> {
+        Some(s)
+    }
+    fn as_f32s(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
+    fn as_f32s_mut(_: &mut [f64]) -> Option<&mut [f32]> {
+        None
+    }
     const HAS_LOW: bool = true;
     #[inline(always)]
     fn split(self) -> (f64, f64) {

@@ -136,7 +136,8 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
     let mut correct = vec![false; n];
     let chunks = row_chunks(n, x.k);
     let rows = chunks[0].len();
-    let work = |(ci, ((p, c), o)): (usize, ((&mut [u32], &mut [f64]), &mut [bool]))| -> bool {
+    type Rows<'a> = (usize, ((&'a mut [u32], &'a mut [f64]), &'a mut [bool]));
+    let work = |(ci, ((p, c), o)): Rows<'_>| -> bool {
         let start = ci * rows;
         let ok = scan_rows(x, start..start + p.len(), p, c, check);
         for (j, (oj, pj)) in o.iter_mut().zip(p.iter()).enumerate() {
