@@ -144,13 +144,13 @@ mod tests {
             pool.install(|| {
                 for (n, size) in [(1, 1), (10, 3), (1000, 7), (100_000, 97)] {
                     let mut seen = Vec::new();
-                    map_fold_here::<_, (), _, _>(&chunks(n, size), |r| Ok(r), |r| seen.push(r)).unwrap();
+                    map_fold_here::<_, (), _, _>(&chunks(n, size), Ok, |r| seen.push(r)).unwrap();
                     assert_eq!(seen, chunks(n, size), "threads={threads} n={n}");
                 }
             });
             // From a thread outside the pool, as the Python glue calls it.
             let mut seen = Vec::new();
-            map_fold_here::<_, (), _, _>(&chunks(5000, 13), |r| Ok(r), |r| seen.push(r)).unwrap();
+            map_fold_here::<_, (), _, _>(&chunks(5000, 13), Ok, |r| seen.push(r)).unwrap();
             assert_eq!(seen, chunks(5000, 13), "caller outside the pool");
         }
     }

@@ -228,6 +228,7 @@ mod tests {
                 let bn = Binner { edges: &e, class_conditional: cc, threshold: thr, drop: 999, k: 7 };
                 let mut buf = Buffers::new();
                 let mut labels = [0i64; BLOCK];
+                #[allow(clippy::needless_range_loop)]
                 for j in 0..BLOCK {
                     let edge = bounds[(rnd() * bounds.len() as f64) as usize];
                     buf.conf[j] = match j % 6 {

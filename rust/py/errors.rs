@@ -75,7 +75,7 @@ pub fn guard<R>(py: Python<'_>, f: impl FnOnce() -> PyResult<R>) -> PyResult<R> 
 pub fn install_quiet_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if std::env::var_os("CALIBKIT_PANIC_TRACE").map_or(true, |v| v != "1") {
+        if std::env::var_os("CALIBKIT_PANIC_TRACE").is_none_or(|v| v != "1") {
             std::panic::set_hook(Box::new(|_| {}));
         }
     });
