@@ -149,3 +149,39 @@ def test_a_panic_becomes_internal_error_silently(capfd):
     assert issubclass(InputChangedError, CalibkitError) and issubclass(InputChangedError, ValueError)
     out, err = capfd.readouterr()
     assert err == ""
+
+
+@pytest.mark.parametrize("name", ["ece", "sce", "ace", "tace", "rmsce", "evaluate"])
+def test_concurrent_label_writes_give_a_value_or_a_calibkit_error(name, capfd):
+    """Labels written during the call (to other classes, negative or past K: the kernels
+    checked them before, and index with them later) never read or write out of bounds."""
+    call = CALLS[name]
+    y, p = _probs(60_000, 6, np.float64, seed=11)
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    orig = y.copy()
+    stop = threading.Event()
+
+    def write():
+        rng = np.random.default_rng(5)
+        bad = np.array([-1, 6, 7, 1 << 40, -(1 << 62)], dtype=np.int64)
+        while not stop.is_set():
+            a = int(rng.integers(0, y.size - 1))
+            b = min(y.size, a + int(rng.integers(1, y.size // 2)))
+            y[a:b] = bad[rng.integers(0, len(bad))] if rng.random() < 0.5 else rng.integers(0, 6)
+            if rng.random() < 0.5:
+                np.copyto(y, orig)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    try:
+        for _ in range(30):
+            try:
+                v = call(y, p)
+            except CalibkitError as e:
+                assert not isinstance(e, InternalError), e
+            else:
+                assert isinstance(v, float)
+    finally:
+        stop.set()
+        t.join()
+    assert capfd.readouterr().err == ""
