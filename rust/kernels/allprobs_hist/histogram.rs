@@ -14,13 +14,14 @@ use crate::kernels::Score;
 /// bucket holds (a plain sum of 10M equal scores drifts by ~1e-10 relative).
 pub(super) struct Hist {
     pub(super) cnt: Vec<u32>,
-    pub(super) sum: Vec<f64>,
-    pub(super) lo: Vec<f64>,
+    /// Per bucket `[sum of high parts, sum of low parts]`, side by side so that one update is
+    /// one two-lane add.
+    pub(super) sum: Vec<[f64; 2]>,
 }
 
 impl Hist {
     pub(super) fn zeros(keys: Keys) -> Self {
-        Hist { cnt: vec![0; keys.nkeys() + 1], sum: vec![0.0; keys.nkeys() + 1], lo: vec![0.0; keys.nkeys() + 1] }
+        Hist { cnt: vec![0; keys.nkeys() + 1], sum: vec![[0.0; 2]; keys.nkeys() + 1] }
     }
 
     /// Empties the histogram, keeping its buffers (reused from group to group).
@@ -28,9 +29,7 @@ impl Hist {
         self.cnt.clear();
         self.cnt.resize(keys.nkeys() + 1, 0);
         self.sum.clear();
-        self.sum.resize(keys.nkeys() + 1, 0.0);
-        self.lo.clear();
-        self.lo.resize(keys.nkeys() + 1, 0.0);
+        self.sum.resize(keys.nkeys() + 1, [0.0; 2]);
     }
 
     pub(super) fn count(&self, q: usize) -> u64 {
@@ -43,10 +42,8 @@ impl Hist {
             *a += b;
         }
         for (a, b) in self.sum.iter_mut().zip(&o.sum) {
-            *a += b;
-        }
-        for (a, b) in self.lo.iter_mut().zip(&o.lo) {
-            *a += b;
+            a[0] += b[0];
+            a[1] += b[1];
         }
     }
 }
@@ -55,14 +52,15 @@ crate::kernels::simd::multiversion! {
     /// Adds `vals` to the histogram in order (every bucket's sum runs in value order).
     pub(super) fn hist_values<T: Score>(h: &mut Hist, keys: Keys, vals: &[T], thr: f64) -> () {
         let n = keys.nkeys() + 1;
-        let (cnt, sum, low) = (&mut h.cnt[..n], &mut h.sum[..n], &mut h.lo[..n]);
+        let (cnt, sum) = (&mut h.cnt[..n], &mut h.sum[..n]);
         for &v in vals {
             let key = keys.slot(v, thr);
             let (hi, lo) = v.split();
             cnt[key] += 1;
-            sum[key] += hi;
+            let s = &mut sum[key];
+            s[0] += hi;
             if T::HAS_LOW {
-                low[key] += lo;
+                s[1] += lo;
             }
         }
     }
@@ -113,7 +111,6 @@ crate::kernels::simd::multiversion! {
         const BLOCK: usize = 1024;
         assert!(keys.drop_slot() <= u16::MAX as usize);
         let sum = &mut h.sum[..keys.nkeys() + 1];
-        let low = &mut h.lo[..keys.nkeys() + 1];
         let wanted = &wanted[..keys.nkeys() + 1];
         let mut slots = [0u16; BLOCK];
         let mut buf = [0.0f64; BLOCK];
@@ -125,9 +122,10 @@ crate::kernels::simd::multiversion! {
             for (&q, &v) in slots.iter().zip(block) {
                 let s = v.to_f64();
                 let (hi, lo) = v.split();
-                sum[q as usize] += hi;
+                let e = &mut sum[q as usize];
+                e[0] += hi;
                 if T::HAS_LOW {
-                    low[q as usize] += lo;
+                    e[1] += lo;
                 }
                 buf[len] = s;
                 // As in `gather_values`: len <= index within the block.

@@ -205,7 +205,7 @@ fn fill_bins(
         }
         if bin == edge_buckets.len() || edge_buckets[bin] != q {
             st.count[bin] += h.cnt[q] as f64;
-            sums.add(bin, (h.sum[q], h.lo[q]));
+            sums.add(bin, (h.sum[q][0], h.sum[q][1]));
             continue;
         }
         // Bucket q holds edges bin, bin + 1, ...: candidates in bin j are those with
