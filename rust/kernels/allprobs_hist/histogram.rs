@@ -7,11 +7,13 @@ use crate::kernels::Score;
 
 /// One group's histogram over the bucket keys (the last slot counts dropped entries).
 ///
-/// A bucket's score sum is kept as `sum + lo`: `sum` adds the f32-rounded high parts of the
-/// values ([`Score::split`]), which share the bucket's f32 exponent and so add exactly (up to
-/// 2^29 values per bucket), whatever the order; `lo` adds the tiny low parts (f64 input only).
-/// So bucket sums are exact to ~2^-24 of an ulp-level error, however many equal scores a
-/// bucket holds (a plain sum of 10M equal scores drifts by ~1e-10 relative).
+/// A bucket's score sum is kept as `sum[q][0] + sum[q][1]`: the first adds the f32-rounded high
+/// parts of the values ([`Score::split`]), which share the bucket's f32 exponent and so add
+/// exactly (up to 2^29 values per bucket), whatever the order; the second the tiny low parts
+/// (f64 input only).
+/// So only the low parts' sum rounds, and its error is ~2^-24 of a plain sum's: bucket sums
+/// stay exact to about an ulp however many equal scores a bucket holds (a plain sum of 10M
+/// equal scores drifts by ~1e-10 relative).
 pub(super) struct Hist {
     pub(super) cnt: Vec<u32>,
     /// Per bucket `[sum of high parts, sum of low parts]`, side by side so that one update is
