@@ -128,6 +128,20 @@ def um_call(name, y, p, b=15):
                   threshold=kw["threshold"], num_bins=b)
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo; the platform's processor string elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", nargs="*", default=["10000x10", "50000x100", "50000x1000", "1000000x10"])
@@ -136,6 +150,7 @@ def main(argv=None):
     ap.add_argument("--no-peers", action="store_true", help="time calibkit and np.sum only")
     ap.add_argument("--max-peer-seconds", type=float, default=20.0)
     args = ap.parse_args(argv)
+    print(f"CPU: {cpu_model()}; calibkit {calibkit.__version__} from {calibkit.__file__}")
 
     for shape in args.shapes:
         n, k = (int(v) for v in shape.split("x"))

@@ -1,3 +1,4 @@
+#![deny(unsafe_op_in_unsafe_fn)]
 //! calibkit: kernels for the General Calibration Error (Nixon et al., "Measuring Calibration in
 //! Deep Learning") over its whole parameter space.
 //!

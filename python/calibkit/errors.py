@@ -22,6 +22,8 @@ __all__ = [
     "InvalidScoresError",
     "NumericalError",
     "TopLabelInputError",
+    "InputChangedError",
+    "InternalError",
 ]
 
 
@@ -73,7 +75,27 @@ class NumericalError(CalibkitError, FloatingPointError):
 
     A ``FloatingPointError`` too, so existing ``except FloatingPointError`` clauses still work.
     """
+
+
 class TopLabelInputError(InvalidParameterError):
     """Top-label input (``confidence=``, ``correct=``) given to a metric that needs every class's
     probability (``max_prob=False``: SCE, ACE, TACE), or to a class-conditional metric without
     ``predicted=`` and ``num_classes=``."""
+
+
+class InputChangedError(CalibkitError, ValueError):
+    """An input array was modified (by another thread) while calibkit was reading it.
+
+    Large inputs are read with the GIL released, so another Python thread can write to them
+    during the call; the kernels notice when two reads of the data disagree. Do not modify
+    the arrays while a calibkit call runs: pass a copy (``probs.copy()``) if another thread
+    keeps writing to them.
+    """
+
+
+class InternalError(CalibkitError, RuntimeError):
+    """A bug in calibkit's native code (an internal check failed): please report it.
+
+    The native kernels never let a Rust panic reach Python; if one happens anyway it becomes
+    this error, with the internal message attached, and nothing is printed on stderr.
+    """

@@ -6,7 +6,8 @@
 
 use crate::kernels::chunks::{map_fold, row_chunks_min};
 use crate::kernels::edges::EvenEdges;
-use crate::kernels::validate::{first_row_error, labels as check_labels, row_sum_and_bad, row_ok, Checks};
+use crate::kernels::simd;
+use crate::kernels::validate::{failed_row_error, labels as check_labels, row_sum_and_bad, row_ok, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 
@@ -107,7 +108,9 @@ pub fn stats<T: Score>(
             let mut part = empty();
             match accumulate(x, rows.clone(), &edges, &mut part, g, check) {
                 None => Ok(part),
-                Some(i) => Err(first_row_error(x, rows.start..i + 1, check).expect("row fails")),
+                // A row failing a check, or a label out of range although labels were
+                // checked (then no row fails: another thread wrote to the input).
+                Some(i) => Err(failed_row_error(x, rows.start..i + 1, check)),
             }
         },
         |part| {
@@ -120,7 +123,9 @@ pub fn stats<T: Score>(
 }
 
 crate::kernels::simd::multiversion! {
-    /// Accumulates `rows` into `part`; the index of the first row failing a check, if any.
+    /// Accumulates `rows` into `part`; the index of the first row failing a check (or whose
+    /// label is not a column: labels are checked beforehand, so only if another thread changed
+    /// it since), if any.
     fn accumulate_rows<T: Score>(
         x: &Inputs<T>,
         rows: std::ops::Range<usize>,
@@ -132,11 +137,12 @@ crate::kernels::simd::multiversion! {
         for i in rows {
             let row = x.row(i);
             let (sum, bad) = row_sum_and_bad(row);
-            if !row_ok(sum, bad, check) {
+            let label = x.labels[i] as u64 as usize;
+            if !row_ok(sum, bad, check) || label >= row.len() {
                 return Some(i);
             }
             for (e, p) in edges.iter().zip(part.iter_mut()) {
-                accumulate_row(row, x.labels[i] as usize, e, p, g);
+                accumulate_row(row, label, e, p, g);
             }
         }
         None
@@ -153,11 +159,13 @@ fn accumulate<T: Score>(
     check: &Checks,
 ) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
-    if g.class_conditional && edges.len() == 1 && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has AVX2 and FMA; the rows are rows of `x`, and the part was made
-        // for `x.k` groups (class-conditional) and `edges[0]`.
+    if g.class_conditional && edges.len() == 1 && simd::avx2() {
+        simd::record(simd::Kernel::SceRows, simd::Level::Avx2);
+        // SAFETY: the CPU has AVX2, the only feature `x86::accumulate_rows` is compiled for
+        // (it asserts the part's shape itself).
         return unsafe { x86::accumulate_rows(x, rows, &edges[0], &mut part[0], g.threshold, check) };
     }
+    simd::record(simd::Kernel::SceRows, simd::Level::Portable);
     accumulate_rows(x, rows, edges, part, g, check)
 }
 
@@ -182,41 +190,44 @@ mod x86 {
     impl<T: Score> RowVisitor for Sce<'_, T> {
         #[inline(always)]
         unsafe fn visit(&mut self, j: usize, v0: __m256d, v1: __m256d, n: usize) {
-            let one = _mm256_set1_pd(1.0);
-            let k = self.p.low_cnt.len();
-            for (h, v) in [v0, v1].into_iter().enumerate() {
-                let c = j + 4 * h;
-                let kept = _mm256_cmp_pd(v, self.thr, _CMP_GT_OQ);
-                // 1.0 where the portable code's m is 1: kept and below the first edge.
-                let low = _mm256_and_pd(_mm256_and_pd(kept, _mm256_cmp_pd(v, self.first, _CMP_LT_OQ)), one);
-                if c + 4 <= k {
-                    // SAFETY: c + 4 <= k entries of the per-class arrays.
-                    let lc = self.p.low_cnt.as_mut_ptr().add(c);
-                    let ls = self.p.low_sum.as_mut_ptr().add(c);
-                    // m * s with m in {0, 1}, as the portable code adds.
-                    _mm256_storeu_pd(lc, _mm256_add_pd(_mm256_loadu_pd(lc), low));
-                    _mm256_storeu_pd(ls, _mm256_add_pd(_mm256_loadu_pd(ls), _mm256_mul_pd(low, v)));
-                } else {
-                    let (mut m, mut s) = ([0.0f64; 4], [0.0f64; 4]);
-                    _mm256_storeu_pd(m.as_mut_ptr(), low);
-                    _mm256_storeu_pd(s.as_mut_ptr(), v);
-                    for l in 0..n.saturating_sub(4 * h).min(4) {
-                        self.p.low_cnt[c + l] += m[l];
-                        self.p.low_sum[c + l] += m[l] * s[l];
+            // SAFETY: AVX2 is available (the caller's contract: `visit` is inlined into AVX2 code). The vector loads and stores of the per-class arrays touch entries c..c+4 only when c + 4 <= k = their length; every other access is bounds-checked indexing (`cells` by a bin clamped to 0..=B, so always inside the table, whatever the value read).
+            unsafe {
+                let one = _mm256_set1_pd(1.0);
+                let k = self.p.low_cnt.len();
+                for (h, v) in [v0, v1].into_iter().enumerate() {
+                    let c = j + 4 * h;
+                    let kept = _mm256_cmp_pd(v, self.thr, _CMP_GT_OQ);
+                    // 1.0 where the portable code's m is 1: kept and below the first edge.
+                    let low = _mm256_and_pd(_mm256_and_pd(kept, _mm256_cmp_pd(v, self.first, _CMP_LT_OQ)), one);
+                    if c + 4 <= k {
+                        // SAFETY: c + 4 <= k entries of the per-class arrays.
+                        let lc = self.p.low_cnt.as_mut_ptr().add(c);
+                        let ls = self.p.low_sum.as_mut_ptr().add(c);
+                        // m * s with m in {0, 1}, as the portable code adds.
+                        _mm256_storeu_pd(lc, _mm256_add_pd(_mm256_loadu_pd(lc), low));
+                        _mm256_storeu_pd(ls, _mm256_add_pd(_mm256_loadu_pd(ls), _mm256_mul_pd(low, v)));
+                    } else {
+                        let (mut m, mut s) = ([0.0f64; 4], [0.0f64; 4]);
+                        _mm256_storeu_pd(m.as_mut_ptr(), low);
+                        _mm256_storeu_pd(s.as_mut_ptr(), v);
+                        for l in 0..n.saturating_sub(4 * h).min(4) {
+                            self.p.low_cnt[c + l] += m[l];
+                            self.p.low_sum[c + l] += m[l] * s[l];
+                        }
                     }
                 }
-            }
-            let high0 = _mm256_and_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ), _mm256_cmp_pd(v0, self.first, _CMP_GE_OQ));
-            let high1 = _mm256_and_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ), _mm256_cmp_pd(v1, self.first, _CMP_GE_OQ));
-            let mut m = (_mm256_movemask_pd(high0) | _mm256_movemask_pd(high1) << 4) & ((1 << n) - 1);
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                let s = self.row[j + l].to_f64();
-                let cell = &mut self.p.cells[self.e.bin(s) * k + j + l];
-                cell[0] += 1.0;
-                cell[1] += s;
-                m &= m - 1;
-            }
+                let high0 = _mm256_and_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ), _mm256_cmp_pd(v0, self.first, _CMP_GE_OQ));
+                let high1 = _mm256_and_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ), _mm256_cmp_pd(v1, self.first, _CMP_GE_OQ));
+                let mut m = (_mm256_movemask_pd(high0) | _mm256_movemask_pd(high1) << 4) & ((1 << n) - 1);
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    let s = self.row[j + l].to_f64();
+                    let cell = &mut self.p.cells[self.e.bin(s) * k + j + l];
+                    cell[0] += 1.0;
+                    cell[1] += s;
+                    m &= m - 1;
+                }
+                    }
         }
     }
 
@@ -226,10 +237,9 @@ mod x86 {
     /// into a bit mask, so the scattered path visits only the (few) set bits instead of testing
     /// every entry. Same updates, in the same order, as the portable code.
     ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA; `p` must have `x.k` groups and `e.num_bins()` bins.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn accumulate_rows<T: Score>(
+    /// `p` must have `x.k` groups and `e.num_bins()` bins (asserted).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn accumulate_rows<T: Score>(
         x: &Inputs<T>,
         rows: std::ops::Range<usize>,
         e: &EvenEdges,
@@ -242,11 +252,14 @@ mod x86 {
         let (t, first) = (_mm256_set1_pd(thr), _mm256_set1_pd(e.first_edge()));
         for i in rows {
             let row = x.row(i);
-            let (sum, any_bad) = row_sum_and_bad_avx2(row, &mut Sce { row, e, p: &mut *p, thr: t, first });
-            if !row_ok(sum, any_bad, check) {
+            // SAFETY: AVX2 is enabled here; `row_sum_and_bad_avx2` reads only inside `row`, and
+            // `Sce::visit` is given columns inside the row, with the table's shape asserted
+            // above.
+            let (sum, any_bad) = unsafe { row_sum_and_bad_avx2(row, &mut Sce { row, e, p: &mut *p, thr: t, first }) };
+            let label = x.labels[i] as u64 as usize;
+            if !row_ok(sum, any_bad, check) || label >= k {
                 return Some(i);
             }
-            let label = x.labels[i] as usize;
             let s = row[label].to_f64();
             if s > thr {
                 p.outcome[label * p.nb + e.bin(s)] += 1.0;

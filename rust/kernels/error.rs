@@ -24,4 +24,10 @@ pub enum KernelError {
     Shape(String),
     #[error("{0}")]
     Parameter(String),
+    /// Two reads of the input disagreed: another thread wrote to the array during the call
+    /// (large inputs are read with the GIL released). Kernels that trust a count or a check
+    /// from an earlier pass verify it in the later pass and return this instead of reading or
+    /// writing out of bounds.
+    #[error("the input arrays changed while calibkit was reading them (another thread wrote to them during the call); do not modify probs or labels while a calibkit call runs, or pass a copy")]
+    InputChanged,
 }

@@ -7,6 +7,27 @@
 //! [`space`] evaluates many metrics and bin counts sharing that work. Work runs over fixed row
 //! chunks ([`chunks`]; short inputs shared with the calling thread, [`share`]) folded in order.
 //! Top-label metrics of (confidence, correct[, predicted]) pairs, with no matrix: [`pairs`].
+//!
+//! # Paths
+//!
+//! Which kernel computes a metric's per-(group, bin) table, by entry point. `gce` is the Python
+//! `calibkit.gce` and every named metric (`ece`, `sce`, ...); `bin_stats` is
+//! `calibkit.calibration_bins` and the private binding `_native.bin_stats` (both call
+//! [`bin_stats`] -> [`stats_many`], so they are one path); `evaluate` is [`space::evaluate`]
+//! (`calibkit.evaluate`). `Accumulator` (exact mode) and `calibkit.dask` call these bindings
+//! from Python.
+//!
+//! | grouping (max_prob, class_conditional, threshold) | binning | `gce` / `bin_stats` | `evaluate` | equal |
+//! |---|---|---|---|---|
+//! | top-label, table of at most 4096 cells | even | [`toplabel_even::even_stats`] | [`toplabel::summarise`] + [`toplabel::stats`] | bitwise: `stats` folds the summary over the same chunks, blocks and copies |
+//! | top-label, larger table (class-conditional, many classes and bins) | even | [`toplabel::summarise`] + [`toplabel::stats`] | the same | same code |
+//! | top-label | adaptive | [`toplabel::summarise`] + [`toplabel::stats`] | the same | same code |
+//! | all probabilities | adaptive | [`allprobs_hist::stats`] (one bin count) | [`allprobs_hist::stats`] (every bin count, even and adaptive together) | bitwise: a table depends only on the values and its own edges (bucket sums exact, split buckets summed locally), not on the other binnings sharing the selection |
+//! | all probabilities | even | [`allprobs_even::stats`] (one row pass) | [`allprobs_hist::stats`] (with the adaptive ones) | counts bitwise; score sums to ~1e-13 relative, values to 1e-12 (two kernels: one pass per bin count would make `evaluate` several times slower) |
+//!
+//! `tests_paths` checks every row of this table for all 32 metrics of the paper's space, f32
+//! and f64, K <= 16 and K > 16, thread counts 1 and 2; `tests/test_paths.py` checks the Python
+//! entry points.
 
 #[macro_use]
 mod simd;
@@ -52,7 +73,7 @@ impl<'a, T: Score> Inputs<'a, T> {
         if k == 0 {
             return Err(KernelError::Shape("probs has 0 columns; it needs at least one class".into()));
         }
-        if probs.len() % k != 0 {
+        if !probs.len().is_multiple_of(k) {
             return Err(KernelError::Shape(format!(
                 "probs has {} values, not a multiple of {k} columns",
                 probs.len()
@@ -130,3 +151,7 @@ pub fn gce<T: Score>(x: &Inputs<T>, spec: &GceSpec, check: &validate::Checks) ->
 mod tests;
 #[cfg(test)]
 mod tests_scan;
+#[cfg(test)]
+mod tests_paths;
+#[cfg(test)]
+mod tests_simd;

@@ -71,14 +71,14 @@ impl<'a, T: Score> Pairs<'a, T> {
     #[inline(always)]
     fn ok(&self, i: usize) -> bool {
         let s = self.conf[i].to_f64();
-        let p_ok = self.pred.map_or(true, |p| (p[i] as u64) < self.k as u64);
-        (s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL) & (self.correct[i] <= 1) & p_ok
+        let p_ok = self.pred.is_none_or(|p| (p[i] as u64) < self.k as u64);
+        (-RANGE_TOL..=1.0 + RANGE_TOL).contains(&s) & (self.correct[i] <= 1) & p_ok
     }
 
     /// The error of pair `i`, known to fail a check.
     fn error(&self, i: usize) -> KernelError {
         let s = self.conf[i].to_f64();
-        if !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL) {
+        if !(-RANGE_TOL..=1.0 + RANGE_TOL).contains(&s) {
             return KernelError::BadConfidence { index: i, value: s };
         }
         if self.correct[i] > 1 {
@@ -259,8 +259,8 @@ fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, 
     let mut done = 0;
     let mut ok = true;
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present; `x86::cells_of` reads only `block` and writes the first
+    if crate::kernels::simd::avx2() {
+        // SAFETY: AVX2 is present (the crate's one feature check); `x86::cells_of` reads only `block` and writes the first
         // block.len() (<= BLOCK) entries of the buffers.
         (done, ok) = unsafe { x86::cells_of(x, g, e, drop, block.clone(), b) };
     }
@@ -308,51 +308,58 @@ mod x86 {
     /// (bins are clamped to 0..=B, an out-of-range prediction goes to the discard cell).
     #[target_feature(enable = "avx2")]
     pub unsafe fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> (usize, bool) {
-        let n = block.len();
-        assert!(block.end <= x.n && n <= b.scores.len());
-        let conf = x.conf.as_ptr().add(block.start);
-        let correct = x.correct.as_ptr().add(block.start);
-        let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
-        let threshold = _mm256_set1_pd(g.threshold);
-        let drop = _mm_set1_epi32(drop as i32);
-        let nb = _mm_set1_epi32(e.num_bins() as i32);
-        let one = _mm256_set1_epi64x(1);
-        let k = _mm256_set1_epi64x(x.k as i64);
-        let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-        let mut bad = _mm256_setzero_pd();
-        let mut bad_pred = _mm256_setzero_si256();
-        // OR of every `correct` byte: a value other than 0/1 sets a bit of 0xFE.
-        let mut bits = 0u32;
-        let done = n / 4 * 4;
-        for j in (0..done).step_by(4) {
-            let s = T::load4(conf.add(j));
-            let bins = e.bin4(s);
-            // !(s >= lo) | !(s <= hi): true for NaN.
-            bad = _mm256_or_pd(bad, _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ)));
-            let c4 = (correct.add(j) as *const u32).read_unaligned();
-            bits |= c4;
-            let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ));
-            let mut cells = bins;
-            if let Some(p) = x.pred {
-                let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
-                // A prediction is bad when negative or not below k.
-                let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(k, p), _mm256_set1_epi64x(-1)));
-                bad_pred = _mm256_or_si256(bad_pred, bad4);
-                if g.class_conditional {
-                    keep = _mm256_andnot_si256(bad4, keep);
-                    let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
-                    cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
+        // SAFETY: the caller guarantees AVX2 (the dispatcher checks `simd::avx2()`). Every
+        // pointer offset is below `done <= n = block.len()` from `block.start`, and the assert
+        // below bounds `block.end` by the input length and `n` by the buffers' length, so all
+        // loads and stores are in bounds; offsets come from the shape only, so another thread
+        // changing the values changes what is read, never where.
+        unsafe {
+            let n = block.len();
+            assert!(block.end <= x.n && n <= b.scores.len());
+            let conf = x.conf.as_ptr().add(block.start);
+            let correct = x.correct.as_ptr().add(block.start);
+            let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
+            let threshold = _mm256_set1_pd(g.threshold);
+            let drop = _mm_set1_epi32(drop as i32);
+            let nb = _mm_set1_epi32(e.num_bins() as i32);
+            let one = _mm256_set1_epi64x(1);
+            let k = _mm256_set1_epi64x(x.k as i64);
+            let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+            let mut bad = _mm256_setzero_pd();
+            let mut bad_pred = _mm256_setzero_si256();
+            // OR of every `correct` byte: a value other than 0/1 sets a bit of 0xFE.
+            let mut bits = 0u32;
+            let done = n / 4 * 4;
+            for j in (0..done).step_by(4) {
+                let s = T::load4(conf.add(j));
+                let bins = e.bin4(s);
+                // !(s >= lo) | !(s <= hi): true for NaN.
+                bad = _mm256_or_pd(bad, _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ)));
+                let c4 = (correct.add(j) as *const u32).read_unaligned();
+                bits |= c4;
+                let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ));
+                let mut cells = bins;
+                if let Some(p) = x.pred {
+                    let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
+                    // A prediction is bad when negative or not below k.
+                    let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(k, p), _mm256_set1_epi64x(-1)));
+                    bad_pred = _mm256_or_si256(bad_pred, bad4);
+                    if g.class_conditional {
+                        keep = _mm256_andnot_si256(bad4, keep);
+                        let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
+                        cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
+                    }
                 }
+                let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
+                _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
+                _mm256_storeu_pd(b.scores.as_mut_ptr().add(j), s);
+                let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32));
+                let inc = _mm256_or_si256(one, _mm256_slli_epi64(_mm256_and_si256(c, one), 32));
+                _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
             }
-            let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
-            _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
-            _mm256_storeu_pd(b.scores.as_mut_ptr().add(j), s);
-            let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32));
-            let inc = _mm256_or_si256(one, _mm256_slli_epi64(_mm256_and_si256(c, one), 32));
-            _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
+            let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
+            (done, ok)
         }
-        let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
-        (done, ok)
     }
 }
 

@@ -50,7 +50,9 @@ unsafe impl<P: Send, E: Send> Send for Task<P, E> {}
 /// # Safety
 /// `m` must point to a live `M`.
 unsafe fn call<P, E, M: Fn(Range<usize>) -> Result<P, E>>(m: *const (), r: Range<usize>) -> Result<P, E> {
-    (*(m as *const M))(r)
+    // SAFETY: `m` points to a live `M` (the caller's contract), which is `Sync`, so calling it
+    // through a shared reference from any thread is sound.
+    unsafe { (*(m as *const M))(r) }
 }
 
 impl<P: Send, E: Send> Task<P, E> {
@@ -110,7 +112,7 @@ where
         let mut spins = 0u32;
         while shared.finished.load(Ordering::Acquire) < n {
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 {
+            if spins.is_multiple_of(1024) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -142,13 +144,13 @@ mod tests {
             pool.install(|| {
                 for (n, size) in [(1, 1), (10, 3), (1000, 7), (100_000, 97)] {
                     let mut seen = Vec::new();
-                    map_fold_here::<_, (), _, _>(&chunks(n, size), |r| Ok(r), |r| seen.push(r)).unwrap();
+                    map_fold_here::<_, (), _, _>(&chunks(n, size), Ok, |r| seen.push(r)).unwrap();
                     assert_eq!(seen, chunks(n, size), "threads={threads} n={n}");
                 }
             });
             // From a thread outside the pool, as the Python glue calls it.
             let mut seen = Vec::new();
-            map_fold_here::<_, (), _, _>(&chunks(5000, 13), |r| Ok(r), |r| seen.push(r)).unwrap();
+            map_fold_here::<_, (), _, _>(&chunks(5000, 13), Ok, |r| seen.push(r)).unwrap();
             assert_eq!(seen, chunks(5000, 13), "caller outside the pool");
         }
     }

@@ -4,11 +4,13 @@
 //! requested bin counts: all-probabilities groupings with the same (class_conditional,
 //! threshold), even and adaptive alike, share one histogram and one gather pass
 //! ([`allprobs_hist`]); every norm is then a cheap reduction of the same table.
+//!
+//! Which kernel computes each table, and which tables are bitwise those of `gce`, is the table
+//! of paths in [`crate::kernels`].
 
 use crate::kernels::validate::{scan, Checks};
 use crate::kernels::{allprobs_hist, reduce, toplabel};
-use crate::kernels::{Binning, Grouping, Inputs, KernelError, Norm, Score};
-
+use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Norm, Score};
 
 /// Values of `metrics` (grouping, norm) at each bin count in `bins`, row-major
 /// `[metric][bin count]`.
@@ -18,6 +20,23 @@ pub fn evaluate<T: Score>(
     bins: &[usize],
     check: &Checks,
 ) -> Result<Vec<f64>, KernelError> {
+    let mut out = vec![f64::NAN; metrics.len() * bins.len()];
+    for_each_table(x, metrics, bins, check, |m, bi, t| {
+        let (g, norm) = metrics[m];
+        out[m * bins.len() + bi] = reduce::reduce(t, norm, g.class_conditional);
+    })?;
+    Ok(out)
+}
+
+/// Calls `visit(metric, bin count index, table)` with the statistics table of every metric of
+/// `metrics` at every bin count of `bins`, computing each distinct grouping once.
+pub fn for_each_table<T: Score>(
+    x: &Inputs<T>,
+    metrics: &[(Grouping, Norm)],
+    bins: &[usize],
+    check: &Checks,
+    mut visit: impl FnMut(usize, usize, &BinStats),
+) -> Result<(), KernelError> {
     for (g, _) in metrics {
         for &b in bins {
             g.check(b)?;
@@ -25,7 +44,6 @@ pub fn evaluate<T: Score>(
         }
     }
     scan(x, check)?;
-    let mut out = vec![f64::NAN; metrics.len() * bins.len()];
     let top = if metrics.iter().any(|(g, _)| g.max_prob) {
         Some(toplabel::summarise(x, &Checks::NONE)?)
     } else {
@@ -37,18 +55,19 @@ pub fn evaluate<T: Score>(
             continue;
         }
         let g = metrics[m].0;
-        // Groupings computed together with `g`, and their tables.
-        let (members, tables): (Vec<Grouping>, Vec<Vec<crate::kernels::BinStats>>) = if g.max_prob {
-            let top = top.as_ref().expect("computed above");
-            (vec![g], vec![bins.iter().map(|&b| toplabel::stats(top, x.k, &g, b)).collect()])
+        // Groupings computed together with `g`, and their tables per bin count.
+        let computed: Vec<(Grouping, Vec<BinStats>)> = if g.max_prob {
+            let top = top.as_ref().ok_or_else(|| KernelError::Parameter("no top-label summary".into()))?;
+            vec![(g, bins.iter().map(|&b| toplabel::stats(top, x.k, &g, b)).collect())]
         } else {
             // Every all-probabilities grouping with this (class_conditional, threshold), even
             // and adaptive, comes from one histogram and one gather pass.
             let same = |b: Binning| {
-                metrics.iter().any(|(h, _)| !h.max_prob && h.binning == b && h.class_conditional == g.class_conditional && h.threshold == g.threshold)
+                metrics.iter().any(|(h, _)| {
+                    !h.max_prob && h.binning == b && h.class_conditional == g.class_conditional && h.threshold == g.threshold
+                })
             };
-            let want_even = same(Binning::Even);
-            let want_adaptive = same(Binning::Adaptive);
+            let (want_even, want_adaptive) = (same(Binning::Even), same(Binning::Adaptive));
             let (even, adaptive) = allprobs_hist::stats(
                 x,
                 g.class_conditional,
@@ -57,28 +76,25 @@ pub fn evaluate<T: Score>(
                 if want_adaptive { bins } else { &[] },
                 &Checks::NONE,
             )?;
-            let mut members = Vec::new();
-            let mut tables = Vec::new();
+            let mut v = Vec::new();
             if want_even {
-                members.push(Grouping { binning: Binning::Even, ..g });
-                tables.push(even);
+                v.push((Grouping { binning: Binning::Even, ..g }, even));
             }
             if want_adaptive {
-                members.push(Grouping { binning: Binning::Adaptive, ..g });
-                tables.push(adaptive);
+                v.push((Grouping { binning: Binning::Adaptive, ..g }, adaptive));
             }
-            (members, tables)
+            v
         };
-        for (gm, tb) in members.iter().zip(&tables) {
-            for (m2, (g2, norm)) in metrics.iter().enumerate() {
+        for (gm, tables) in &computed {
+            for (m2, (g2, _)) in metrics.iter().enumerate() {
                 if g2 == gm {
-                    for (bi, t) in tb.iter().enumerate() {
-                        out[m2 * bins.len() + bi] = reduce::reduce(t, *norm, g2.class_conditional);
+                    for (bi, t) in tables.iter().enumerate() {
+                        visit(m2, bi, t);
                     }
                     done[m2] = true;
                 }
             }
         }
     }
-    Ok(out)
+    Ok(())
 }

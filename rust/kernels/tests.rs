@@ -296,8 +296,8 @@ fn adaptive_histogram_path_matches_sorting() {
                 vals.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
                 let sorted: Vec<f64> = vals.iter().map(|v| v.0).collect();
                 let edges = adaptive_edges(&sorted, 13);
-                let mut count = vec![0.0; 13];
-                let mut pos = vec![0.0; 13];
+                let mut count = [0.0; 13];
+                let mut pos = [0.0; 13];
                 for &(s, o) in &vals {
                     let b = bin_by_edges(&edges, s);
                     count[b] += 1.0;

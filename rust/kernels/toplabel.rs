@@ -11,8 +11,8 @@ use std::ops::Range;
 use crate::kernels::chunks::row_chunks;
 use crate::kernels::edges::{adaptive_boundaries, adaptive_edges, bin_by_edges, EvenEdges};
 use crate::kernels::stats::LaneTables;
-use crate::kernels::toplabel_scan;
-use crate::kernels::validate::{first_failing_row, first_row_error, labels as check_labels, row_ok, Checks};
+use crate::kernels::{toplabel_even, toplabel_scan};
+use crate::kernels::validate::{failed_row_error, first_failing_row, labels as check_labels, row_ok, Checks};
 use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the small per-block buffers of the fused passes.
@@ -136,7 +136,8 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
     let mut correct = vec![false; n];
     let chunks = row_chunks(n, x.k);
     let rows = chunks[0].len();
-    let work = |(ci, ((p, c), o)): (usize, ((&mut [u32], &mut [f64]), &mut [bool]))| -> bool {
+    type Rows<'a> = (usize, ((&'a mut [u32], &'a mut [f64]), &'a mut [bool]));
+    let work = |(ci, ((p, c), o)): Rows<'_>| -> bool {
         let start = ci * rows;
         let ok = scan_rows(x, start..start + p.len(), p, c, check);
         for (j, (oj, pj)) in o.iter_mut().zip(p.iter()).enumerate() {
@@ -155,7 +156,8 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
             .reduce(|| true, |a, b| a & b)
     };
     if !ok {
-        return Err(first_row_error(x, 0..n, check).expect("a failing row exists"));
+        // InputChanged if no row fails any more (another thread wrote to the rows).
+        return Err(failed_row_error(x, 0..n, check));
     }
     Ok(TopLabel { pred, conf, correct })
 }
@@ -165,6 +167,37 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
     let groups = g.groups(k);
     let group_of = |i: usize| if g.class_conditional { top.pred[i] as usize } else { 0 };
     match g.binning {
+        Binning::Even if toplabel_even::fused_even_fits(g, k, &[b]) => {
+            // The order of `toplabel_even::even_stats` (what `gce` runs): the same row chunks,
+            // blocks, copies and folds, so the two give bitwise the same table.
+            let e = EvenEdges::new(b);
+            let mut total: Option<BinStats> = None;
+            for rows in toplabel_even::chunks(top.conf.len(), k) {
+                let mut st = BinStats::zeros(groups, e.num_bins());
+                let mut comp = vec![0.0; st.count.len()];
+                let mut acc = LaneTables::new(st.count.len());
+                let drop = acc.discard();
+                for i0 in rows.clone().step_by(toplabel_even::BLOCK) {
+                    let block = i0..(i0 + toplabel_even::BLOCK).min(rows.end);
+                    let len = block.len();
+                    acc.push_all(block.map(|i| {
+                        let s = top.conf[i];
+                        let cell = if s > g.threshold { group_of(i) * st.nb + e.bin(s) } else { drop };
+                        (cell, s, top.correct[i])
+                    }));
+                    acc.pushed(len, &mut st, &mut comp);
+                }
+                acc.flush(&mut st, &mut comp);
+                st.apply_compensation(&comp);
+                match &mut total {
+                    None => total = Some(st),
+                    Some(t) => t.add(&st),
+                }
+            }
+            let mut st = total.unwrap_or_else(|| BinStats::zeros(groups, e.num_bins()));
+            st.edges = e.boundaries().repeat(groups);
+            st
+        }
         Binning::Even => {
             let e = EvenEdges::new(b);
             let mut st = BinStats::zeros(groups, e.num_bins());

@@ -12,14 +12,15 @@ use std::ops::Range;
 
 use crate::kernels::chunks::row_chunks_split;
 use crate::kernels::share::map_fold_here;
+use crate::kernels::simd;
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::stats::LaneTables;
 use crate::kernels::toplabel::scan_rows;
-use crate::kernels::validate::{first_failing_row, labels as check_labels, row_error, Checks};
+use crate::kernels::validate::{failed_row_error, labels as check_labels, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 /// Rows scanned into the buffers at a time.
-const BLOCK: usize = 256;
+pub(crate) const BLOCK: usize = 256;
 /// Chunks hold at most this many entries, split evenly: a 10k x 10 input is four chunks, mapped
 /// by the calling thread and whichever pool threads wake in time ([`map_fold_here`]). The
 /// split depends only on the shape, so results do not depend on the number of threads. Inputs
@@ -42,8 +43,15 @@ pub fn even_stats<T: Score>(x: &Inputs<T>, g: &Grouping, bins: &[usize], check: 
     bins.iter().map(|&b| even_stats_one(x, g, &EvenEdges::new(b), check)).collect()
 }
 
+/// The row chunks of [`even_stats`] (fixed by the shape): [`crate::kernels::toplabel::stats`]
+/// folds a shared summary over the same chunks and blocks, in the same order, so that `gce` and
+/// `evaluate` give bitwise the same tables.
+pub fn chunks(n: usize, k: usize) -> Vec<Range<usize>> {
+    row_chunks_split(n, k, CHUNK, MIN_ROWS)
+}
+
 fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &Checks) -> Result<BinStats, KernelError> {
-    let chunks = row_chunks_split(x.n, x.k, CHUNK, MIN_ROWS);
+    let chunks = chunks(x.n, x.k);
     let mut total: Option<BinStats> = None;
     let res = map_fold_here(
         &chunks,
@@ -59,7 +67,8 @@ fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &
         }
         return Err(err);
     }
-    let mut st = total.expect("at least one chunk");
+    // `Inputs` has at least one row, so there is at least one chunk.
+    let mut st = total.ok_or_else(|| KernelError::Shape("probs is empty; pass at least one row".into()))?;
     st.edges = e.boundaries().repeat(st.groups);
     Ok(st)
 }
@@ -76,8 +85,8 @@ fn even_chunk<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, rows: Range<
         let block = start..(start + BLOCK).min(rows.end);
         let n = block.len();
         if !scan_rows(x, block.clone(), &mut b.pred[..n], &mut b.conf[..n], check) {
-            let i = first_failing_row(x, block, check).expect("a failing row exists");
-            return Err(row_error(x, i, check));
+            // InputChanged if no row fails any more (another thread wrote to the block).
+            return Err(failed_row_error(x, block, check));
         }
         labels_ok &= cells_of(&bn, &x.labels[block], &mut b, n);
         acc.push_slices(&b.cells[..n], &b.conf[..n], &b.incs[..n]);
@@ -116,17 +125,25 @@ struct Binner<'a> {
 }
 
 /// Fills cell and count increment (1, plus 1 << 32 if correct) of the first `n` buffered
-/// rows; returns whether their labels are all in [0, K).
+/// rows; returns whether their labels are all in [0, K). Dispatches to [`x86::cells_of`] (four
+/// rows at a time) where the CPU has AVX2, the rest of the rows to [`cells_of_portable`].
 fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> bool {
-    let mut done = 0;
-    let mut ok = true;
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present; `x86::cells_of` stays within the first n entries.
-        (done, ok) = unsafe { x86::cells_of(bn, labels, b, n) };
+    if simd::avx2() {
+        simd::record(simd::Kernel::Cells, simd::Level::Avx2);
+        // SAFETY: the CPU has AVX2, the only feature `x86::cells_of` is compiled for.
+        let (done, ok) = unsafe { x86::cells_of(bn, labels, b, n) };
+        return cells_of_portable(bn, labels, b, done..n) & ok;
     }
+    simd::record(simd::Kernel::Cells, simd::Level::Portable);
+    cells_of_portable(bn, labels, b, 0..n)
+}
+
+/// The portable [`cells_of`], for buffered rows `rows`.
+fn cells_of_portable(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, rows: Range<usize>) -> bool {
     let nb = bn.edges.num_bins() as u32;
-    for j in done..n {
+    let mut ok = true;
+    for j in rows {
         let (s, p, l) = (b.conf[j], b.pred[j], labels[j]);
         let group = if bn.class_conditional { p } else { 0 };
         b.cells[j] = if s > bn.threshold { group * nb + bn.edges.bin(s) as u32 } else { bn.drop };
@@ -141,9 +158,11 @@ mod x86 {
     use super::{Binner, Buffers};
     use std::arch::x86_64::*;
 
-    /// [`super::cells_of`] four rows at a time; returns (rows done, labels in range).
+    /// [`super::cells_of`] four rows at a time; returns (rows done, labels in range). Cells
+    /// are table cells whatever the buffered values (bins clamped to 0..=B, predictions < K
+    /// from the scan), and the table is indexed with bounds checks.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> (usize, bool) {
+    pub fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> (usize, bool) {
         assert!(n <= labels.len() && n <= b.conf.len());
         let nb = _mm_set1_epi32(bn.edges.num_bins() as i32);
         let drop = _mm_set1_epi32(bn.drop as i32);
@@ -154,23 +173,83 @@ mod x86 {
         let mut bad = _mm256_setzero_si256();
         let done = n / 4 * 4;
         for j in (0..done).step_by(4) {
-            let s = _mm256_loadu_pd(b.conf.as_ptr().add(j));
-            let p = _mm_loadu_si128(b.pred.as_ptr().add(j) as *const __m128i);
+            // SAFETY: j + 4 <= done <= n <= b.conf.len() (asserted), and the buffers have the
+            // same length BLOCK: the loads read entries j..j+4 of `conf` and `pred`.
+            let (s, p) = unsafe {
+                (_mm256_loadu_pd(b.conf.as_ptr().add(j)), _mm_loadu_si128(b.pred.as_ptr().add(j) as *const __m128i))
+            };
             let bins = bn.edges.bin4(s);
             let cells = if bn.class_conditional { _mm_add_epi32(_mm_mullo_epi32(p, nb), bins) } else { bins };
             let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
                 _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ)),
                 low_halves,
             ));
-            _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
-            let l = _mm256_loadu_si256(labels.as_ptr().add(j) as *const __m256i);
+            // SAFETY: entries j..j+4 of `cells` (length BLOCK >= n) and of `labels` (j + 4 <= n
+            // <= labels.len(), asserted).
+            let l = unsafe {
+                _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
+                _mm256_loadu_si256(labels.as_ptr().add(j) as *const __m256i)
+            };
             let correct = _mm256_cmpeq_epi64(l, _mm256_cvtepi32_epi64(p));
             let inc = _mm256_or_si256(one, _mm256_and_si256(correct, correct_inc));
-            _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
+            // SAFETY: entries j..j+4 of `incs` (length BLOCK >= n).
+            unsafe { _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc) };
             let negative = _mm256_cmpgt_epi64(_mm256_setzero_si256(), l);
             let not_below_k = _mm256_xor_si256(_mm256_cmpgt_epi64(k, l), _mm256_set1_epi64x(-1));
             bad = _mm256_or_si256(bad, _mm256_or_si256(negative, not_below_k));
         }
         (done, _mm256_testz_si256(bad, bad) == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX2 cells (four rows at a time) are bitwise those of the production portable loop:
+    /// bins at and around every edge, NaN, values outside [0, 1], thresholds, both groupings,
+    /// labels in and out of range, and every row count of a block's tail.
+    #[test]
+    fn vector_cells_equal_portable() {
+        if !simd::avx2() {
+            return;
+        }
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for b in [1usize, 3, 10, 15, 97] {
+            let e = EvenEdges::new(b);
+            let bounds = e.boundaries();
+            for (cc, thr) in [(false, 0.0), (true, 0.0), (false, 0.3), (true, 0.01)] {
+                let bn = Binner { edges: &e, class_conditional: cc, threshold: thr, drop: 999, k: 7 };
+                let mut buf = Buffers::new();
+                let mut labels = [0i64; BLOCK];
+                #[allow(clippy::needless_range_loop)]
+                for j in 0..BLOCK {
+                    let edge = bounds[(rnd() * bounds.len() as f64) as usize];
+                    buf.conf[j] = match j % 6 {
+                        0 => edge,
+                        1 => f64::from_bits(edge.to_bits().wrapping_sub(1)),
+                        2 => [f64::NAN, -0.5, 1.5, 0.0, -0.0, 1.0][(rnd() * 6.0) as usize],
+                        _ => rnd(),
+                    };
+                    buf.pred[j] = (rnd() * 7.0) as u32;
+                    labels[j] = (rnd() * 8.0) as i64 - if j % 50 == 0 { 9 } else { 0 };
+                }
+                for n in [0usize, 1, 3, 4, 5, 255, BLOCK] {
+                    let mut v = Buffers { conf: buf.conf, pred: buf.pred, cells: [7; BLOCK], incs: [7; BLOCK] };
+                    let mut q = Buffers { conf: buf.conf, pred: buf.pred, cells: [7; BLOCK], incs: [7; BLOCK] };
+                    // SAFETY: AVX2 is present (checked above).
+                    let (done, ok) = unsafe { x86::cells_of(&bn, &labels, &mut v, n) };
+                    assert!(done <= n && n - done < 4);
+                    let want_ok = cells_of_portable(&bn, &labels, &mut q, 0..done);
+                    assert_eq!((&v.cells[..done], &v.incs[..done], ok), (&q.cells[..done], &q.incs[..done], want_ok), "B={b} cc={cc} thr={thr} n={n}");
+                }
+            }
+        }
     }
 }

@@ -81,52 +81,58 @@ pub trait RowVisitor {
 /// AVX2 must be available (call it from AVX2 code, where it is inlined).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
+#[allow(clippy::manual_range_contains)] // NaN is out of range
 pub unsafe fn row_sum_and_bad_avx2<T: Score, V: RowVisitor>(row: &[T], visitor: &mut V) -> (f64, bool) {
-    use std::arch::x86_64::*;
-    let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
-    let n8 = row.len() / 8 * 8;
-    let (mut s0, mut s1, mut bad) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
-    for j in (0..n8).step_by(8) {
-        // SAFETY: j + 8 <= row.len().
-        let v0 = T::load4(row.as_ptr().add(j));
-        let v1 = T::load4(row.as_ptr().add(j + 4));
-        s0 = _mm256_add_pd(s0, v0);
-        s1 = _mm256_add_pd(s1, v1);
-        // !(v >= lo) | !(v <= hi): true for NaN, as in the scalar check.
-        let out0 = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v0, hi, _CMP_NLE_UQ));
-        let out1 = _mm256_or_pd(_mm256_cmp_pd(v1, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, hi, _CMP_NLE_UQ));
-        bad = _mm256_or_pd(bad, _mm256_or_pd(out0, out1));
-        visitor.visit(j, v0, v1, 8);
-    }
-    let mut lanes = [0.0f64; 8];
-    _mm256_storeu_pd(lanes.as_mut_ptr(), s0);
-    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), s1);
-    let mut sum = 0.0;
-    for l in lanes {
-        sum += l;
-    }
-    let mut any_bad = _mm256_movemask_pd(bad) != 0;
-    let tail = &row[n8..];
-    if !tail.is_empty() {
-        let mut padded = [0.0f64; 8];
-        for (p, v) in padded.iter_mut().zip(tail) {
-            let v = v.to_f64();
-            sum += v;
-            any_bad |= !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL);
-            *p = v;
+    // SAFETY: AVX2 is available (the caller's contract). Loads read row[j..j+8] with j + 8 <= n8 <= row.len(), and the tail is copied into `padded` (8 values) from the slice; the lane stores write the 8-value `lanes`. Offsets depend only on row.len(), which no other thread can change; `visit` gets j + n <= row.len().
+    unsafe {
+        use std::arch::x86_64::*;
+        let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
+        let n8 = row.len() / 8 * 8;
+        let (mut s0, mut s1, mut bad) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
+        for j in (0..n8).step_by(8) {
+            // SAFETY: j + 8 <= row.len().
+            let v0 = T::load4(row.as_ptr().add(j));
+            let v1 = T::load4(row.as_ptr().add(j + 4));
+            s0 = _mm256_add_pd(s0, v0);
+            s1 = _mm256_add_pd(s1, v1);
+            // !(v >= lo) | !(v <= hi): true for NaN, as in the scalar check.
+            let out0 = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v0, hi, _CMP_NLE_UQ));
+            let out1 = _mm256_or_pd(_mm256_cmp_pd(v1, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, hi, _CMP_NLE_UQ));
+            bad = _mm256_or_pd(bad, _mm256_or_pd(out0, out1));
+            visitor.visit(j, v0, v1, 8);
         }
-        visitor.visit(n8, _mm256_loadu_pd(padded.as_ptr()), _mm256_loadu_pd(padded.as_ptr().add(4)), tail.len());
+        let mut lanes = [0.0f64; 8];
+        _mm256_storeu_pd(lanes.as_mut_ptr(), s0);
+        _mm256_storeu_pd(lanes.as_mut_ptr().add(4), s1);
+        let mut sum = 0.0;
+        for l in lanes {
+            sum += l;
+        }
+        let mut any_bad = _mm256_movemask_pd(bad) != 0;
+        let tail = &row[n8..];
+        if !tail.is_empty() {
+            let mut padded = [0.0f64; 8];
+            for (p, v) in padded.iter_mut().zip(tail) {
+                let v = v.to_f64();
+                sum += v;
+                any_bad |= !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL);
+                *p = v;
+            }
+            visitor.visit(n8, _mm256_loadu_pd(padded.as_ptr()), _mm256_loadu_pd(padded.as_ptr().add(4)), tail.len());
+        }
+        (sum, any_bad)
     }
-    (sum, any_bad)
 }
 
 /// Whether a row passes the value and row-sum checks requested.
 #[inline(always)]
+#[allow(clippy::nonminimal_bool, clippy::neg_cmp_op_on_partial_ord)] // NaN sums fail
 pub fn row_ok(sum: f64, bad: bool, check: &Checks) -> bool {
     !(check.values && bad) && !(check.row_sums && !((sum - 1.0).abs() <= ROW_SUM_TOL))
 }
 
 /// The precise error for row `i`, which is known to have failed a check.
+#[allow(clippy::manual_range_contains)] // NaN is out of range
 pub fn row_error<T: Score>(x: &Inputs<T>, i: usize, check: &Checks) -> KernelError {
     let row = x.row(i);
     for (j, v) in row.iter().enumerate() {
@@ -141,8 +147,20 @@ pub fn row_error<T: Score>(x: &Inputs<T>, i: usize, check: &Checks) -> KernelErr
             return KernelError::OutOfRange { row: i, col: j, value: v };
         }
     }
+    let (sum, bad) = row_sum_and_bad(row);
+    if row_ok(sum, bad, check) {
+        // The row failed when first read and passes now: another thread changed it.
+        return KernelError::InputChanged;
+    }
     let sum: f64 = row.iter().map(|v| v.to_f64()).sum();
     KernelError::RowSum { row: i, sum }
+}
+
+/// The error of the first row of `rows` failing a check, after an earlier read of those rows
+/// found one: [`KernelError::InputChanged`] if none fails any more (another thread changed
+/// the data in between).
+pub fn failed_row_error<T: Score>(x: &Inputs<T>, rows: std::ops::Range<usize>, check: &Checks) -> KernelError {
+    first_row_error(x, rows, check).unwrap_or(KernelError::InputChanged)
 }
 
 /// First row in `rows` that fails a check, as an error.
@@ -164,13 +182,11 @@ pub fn labels(x: &Inputs<impl Score>) -> Result<(), KernelError> {
     if ok {
         return Ok(());
     }
-    let (index, &label) = x
-        .labels
-        .iter()
-        .enumerate()
-        .find(|(_, &l)| l < 0 || l >= k)
-        .expect("a failing label exists");
-    Err(KernelError::LabelOutOfRange { index, label, num_classes: x.k })
+    // Found by the fold above unless another thread changed the labels in between.
+    match x.labels.iter().enumerate().find(|(_, &l)| l < 0 || l >= k) {
+        Some((index, &label)) => Err(KernelError::LabelOutOfRange { index, label, num_classes: x.k }),
+        None => Err(KernelError::InputChanged),
+    }
 }
 
 crate::kernels::simd::multiversion! {
@@ -199,5 +215,24 @@ pub fn scan<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> 
     match first_bad.into_iter().flatten().next() {
         Some(i) => Err(row_error(x, i, check)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row or label that failed when first read and passes when read again (another thread
+    /// changed it) is named as InputChanged, not as a made-up error or a panic.
+    #[test]
+    fn rows_and_labels_that_pass_on_the_second_read_are_input_changed() {
+        let p = [0.25f64, 0.75, 0.5, 0.5];
+        let y = [0i64, 1];
+        let x = Inputs::new(&p, &y, 2).unwrap();
+        assert_eq!(row_error(&x, 1, &Checks::ALL), KernelError::InputChanged);
+        assert_eq!(failed_row_error(&x, 0..2, &Checks::ALL), KernelError::InputChanged);
+        let bad = [0.25f64, 0.75, 0.5, 0.7];
+        let x = Inputs::new(&bad, &y, 2).unwrap();
+        assert!(matches!(failed_row_error(&x, 0..2, &Checks::ALL), KernelError::RowSum { row: 1, .. }));
     }
 }

@@ -4,7 +4,7 @@
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::errors::to_py;
+use super::errors::{guard, to_py};
 
 type Pair<'py, A, B> = (Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>);
 use super::{checks, run, DETACH_ENTRIES};
@@ -48,17 +48,21 @@ fn toplabel_pairs<'py>(
     probs: &Bound<'py, PyAny>,
     check_row_sums: bool,
 ) -> PyResult<Pair<'py, f64, bool>> {
-    let c = checks(check_row_sums);
-    let top = both_dtypes!(py, labels, probs, |x| toplabel::summarise(x, &c))?;
-    Ok((top.conf.into_pyarray(py), top.correct.into_pyarray(py)))
+    guard(py, || {
+        let c = checks(check_row_sums);
+        let top = both_dtypes!(py, labels, probs, |x| toplabel::summarise(x, &c))?;
+        Ok((top.conf.into_pyarray(py), top.correct.into_pyarray(py)))
+    })
 }
 
 /// check_values(labels, probs, check_row_sums=True) -> None: the value checks of `gce`.
 #[pyfunction]
 #[pyo3(signature = (labels, probs, check_row_sums=true))]
 fn check_values(py: Python<'_>, labels: PyReadonlyArray1<i64>, probs: &Bound<'_, PyAny>, check_row_sums: bool) -> PyResult<()> {
-    let c = checks(check_row_sums);
-    both_dtypes!(py, labels, probs, |x| validate::scan(x, &c))
+    guard(py, || {
+        let c = checks(check_row_sums);
+        both_dtypes!(py, labels, probs, |x| validate::scan(x, &c))
+    })
 }
 
 /// check_pairs(confidence, correct, predicted, num_classes) -> None: the value checks of the
@@ -73,13 +77,15 @@ fn check_pairs(
     predicted: Option<PyReadonlyArray1<i64>>,
     num_classes: usize,
 ) -> PyResult<()> {
-    let c = slice(&confidence, "confidence")?;
-    let o = correct.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("correct must be contiguous"))?;
-    let p = match &predicted {
-        Some(p) => Some(p.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("predicted must be contiguous"))?),
-        None => None,
-    };
-    detached(py, c.len(), || Pairs::new(c, o, p, num_classes)?.validate())
+    guard(py, || {
+        let c = slice(&confidence, "confidence")?;
+        let o = correct.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("correct must be contiguous"))?;
+        let p = match &predicted {
+            Some(p) => Some(p.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("predicted must be contiguous"))?),
+            None => None,
+        };
+        detached(py, c.len(), || Pairs::new(c, o, p, num_classes)?.validate())
+    })
 }
 
 /// smooth_grid(scores, values, weights, m) -> (values grid (m,), mass grid (m,))
@@ -92,9 +98,11 @@ fn smooth_grid<'py>(
     weights: Option<PyReadonlyArray1<f64>>,
     m: usize,
 ) -> PyResult<Pair<'py, f64, f64>> {
-    let (s, v, w) = (slice(&scores, "scores")?, slice(&values, "values")?, opt_slice(&weights, "weights")?);
-    let g = detached(py, s.len(), || smooth::grid_mass(s, v, w, m))?;
-    Ok((g.values.into_pyarray(py), g.mass.into_pyarray(py)))
+    guard(py, || {
+        let (s, v, w) = (slice(&scores, "scores")?, slice(&values, "values")?, opt_slice(&weights, "weights")?);
+        let g = detached(py, s.len(), || smooth::grid_mass(s, v, w, m))?;
+        Ok((g.values.into_pyarray(py), g.mass.into_pyarray(py)))
+    })
 }
 
 /// ks_error(scores, outcomes, weights=None) -> float
@@ -106,8 +114,10 @@ fn ks_error(
     outcomes: PyReadonlyArray1<f64>,
     weights: Option<PyReadonlyArray1<f64>>,
 ) -> PyResult<f64> {
-    let (s, o, w) = (slice(&scores, "scores")?, slice(&outcomes, "outcomes")?, opt_slice(&weights, "weights")?);
-    detached(py, s.len(), || ks::ks_error(s, o, w))
+    guard(py, || {
+        let (s, o, w) = (slice(&scores, "scores")?, slice(&outcomes, "outcomes")?, opt_slice(&weights, "weights")?);
+        detached(py, s.len(), || ks::ks_error(s, o, w))
+    })
 }
 
 /// isotonic_fit(x, y, weights=None) -> float64 (N,): non-decreasing least-squares fit, ties pooled
@@ -119,9 +129,11 @@ fn isotonic_fit<'py>(
     y: PyReadonlyArray1<f64>,
     weights: Option<PyReadonlyArray1<f64>>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let (xs, ys, w) = (slice(&x, "x")?, slice(&y, "y")?, opt_slice(&weights, "weights")?);
-    let fit = detached(py, xs.len(), || isotonic::isotonic_fit(xs, ys, w))?;
-    Ok(fit.into_pyarray(py))
+    guard(py, || {
+        let (xs, ys, w) = (slice(&x, "x")?, slice(&y, "y")?, opt_slice(&weights, "weights")?);
+        let fit = detached(py, xs.len(), || isotonic::isotonic_fit(xs, ys, w))?;
+        Ok(fit.into_pyarray(py))
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

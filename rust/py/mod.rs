@@ -1,7 +1,9 @@
 //! Thin PyO3 glue: array extraction, dtype dispatch, GIL release, error mapping. No computing.
+//! Every `#[pyfunction]` body runs under [`errors::guard`] (new glue files must do the same),
+//! which turns a Rust panic into `calibkit.errors.InternalError`.
 
 mod binning_free;
-mod errors;
+pub(crate) mod errors;
 mod pairs;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -10,7 +12,7 @@ use pyo3::types::PyTuple;
 
 use crate::kernels::validate::Checks;
 use crate::kernels::{self, BinStats, Binning, GceSpec, Grouping, Inputs, KernelError, Norm, Score};
-use errors::to_py;
+use errors::{guard, to_py};
 
 /// Below this many entries the work is too short to be worth releasing the GIL or threading.
 /// (No kernel splits an input this small over threads: rayon runs only with the GIL released.)
@@ -71,10 +73,12 @@ fn gce(
     num_bins: usize,
     check_row_sums: bool,
 ) -> PyResult<f64> {
-    let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-    let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
-    let c = checks(check_row_sums);
-    dispatch!(py, labels, probs, |x| kernels::gce(x, &spec, &c))
+    guard(py, || {
+        let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
+        let c = checks(check_row_sums);
+        dispatch!(py, labels, probs, |x| kernels::gce(x, &spec, &c))
+    })
 }
 
 fn stats_to_py<'py>(py: Python<'py>, st: BinStats) -> PyResult<Bound<'py, PyTuple>> {
@@ -103,10 +107,12 @@ fn bin_stats<'py>(
     num_bins: usize,
     check_row_sums: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-    let c = checks(check_row_sums);
-    let st = dispatch!(py, labels, probs, |x| kernels::bin_stats(x, &g, num_bins, &c))?;
-    stats_to_py(py, st)
+    guard(py, || {
+        let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let c = checks(check_row_sums);
+        let st = dispatch!(py, labels, probs, |x| kernels::bin_stats(x, &g, num_bins, &c))?;
+        stats_to_py(py, st)
+    })
 }
 
 /// evaluate(labels, probs, specs, num_bins, check_row_sums=True) -> float64 (len(specs), len(num_bins))
@@ -121,24 +127,35 @@ fn evaluate<'py>(
     num_bins: Vec<usize>,
     check_row_sums: bool,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let metrics = specs
-        .iter()
-        .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
-        .collect::<Result<Vec<_>, KernelError>>()
-        .map_err(|e| to_py(py, e))?;
-    let c = checks(check_row_sums);
-    let nb = num_bins.len();
-    let out = dispatch!(py, labels, probs, |x| kernels::evaluate(x, &metrics, &num_bins, &c))?;
-    out.into_pyarray(py).reshape([metrics.len(), nb])
+    guard(py, || {
+        let metrics = specs
+            .iter()
+            .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
+            .collect::<Result<Vec<_>, KernelError>>()
+            .map_err(|e| to_py(py, e))?;
+        let c = checks(check_row_sums);
+        let nb = num_bins.len();
+        let out = dispatch!(py, labels, probs, |x| kernels::evaluate(x, &metrics, &num_bins, &c))?;
+        out.into_pyarray(py).reshape([metrics.len(), nb])
+    })
+}
+
+/// Panics inside [`errors::guard`], for the test that no panic reaches Python (private).
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
+    guard(py, || panic!("deliberate panic, raised to test the guard"))
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // No Rust panic reaches Python (every body runs under `errors::guard`), and none prints.
+    errors::install_quiet_panic_hook();
     m.add_function(wrap_pyfunction!(gce, m)?)?;
     m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     binning_free::register(m)?;
     pairs::register(m)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::spec::MAX_BINS)?;

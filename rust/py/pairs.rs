@@ -5,7 +5,7 @@ use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::errors::to_py;
+use super::errors::{guard, to_py};
 use super::{grouping, stats_to_py, DETACH_ENTRIES};
 use crate::kernels::pairs::{self, Pairs};
 use crate::kernels::{GceSpec, KernelError, Norm, Score};
@@ -66,9 +66,11 @@ fn pairs_gce(
     norm: &str,
     num_bins: usize,
 ) -> PyResult<f64> {
-    let g = grouping(binning, true, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-    let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
-    dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::gce(x, &spec))
+    guard(py, || {
+        let g = grouping(binning, true, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
+        dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::gce(x, &spec))
+    })
 }
 
 /// pairs_bin_stats(confidence, correct, predicted, num_classes, binning, class_conditional, threshold, num_bins)
@@ -87,9 +89,11 @@ fn pairs_bin_stats<'py>(
     threshold: f64,
     num_bins: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let g = grouping(binning, true, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-    let st = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::bin_stats(x, &g, num_bins))?;
-    stats_to_py(py, st)
+    guard(py, || {
+        let g = grouping(binning, true, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let st = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::bin_stats(x, &g, num_bins))?;
+        stats_to_py(py, st)
+    })
 }
 
 /// pairs_evaluate(confidence, correct, predicted, num_classes, specs, num_bins) -> float64 (len(specs), len(num_bins))
@@ -105,14 +109,16 @@ fn pairs_evaluate<'py>(
     specs: Vec<(String, bool, bool, f64, String)>,
     num_bins: Vec<usize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let metrics = specs
-        .iter()
-        .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
-        .collect::<Result<Vec<_>, KernelError>>()
-        .map_err(|e| to_py(py, e))?;
-    let nb = num_bins.len();
-    let out = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::evaluate(x, &metrics, &num_bins))?;
-    out.into_pyarray(py).reshape([metrics.len(), nb])
+    guard(py, || {
+        let metrics = specs
+            .iter()
+            .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
+            .collect::<Result<Vec<_>, KernelError>>()
+            .map_err(|e| to_py(py, e))?;
+        let nb = num_bins.len();
+        let out = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::evaluate(x, &metrics, &num_bins))?;
+        out.into_pyarray(py).reshape([metrics.len(), nb])
+    })
 }
 
 /// Adds the pair functions to the module.

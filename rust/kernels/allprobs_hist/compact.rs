@@ -3,6 +3,7 @@
 
 use rayon::prelude::*;
 
+use crate::kernels::simd;
 use crate::kernels::validate::{self, Checks};
 use crate::kernels::{Inputs, KernelError, Score};
 
@@ -65,7 +66,8 @@ pub(super) fn compact_kept<T: Score>(
 
 /// Appends the kept (class, score) pairs of `rows`; the first row failing a check, if any.
 /// (A branch per entry: with few entries kept it is well predicted, and measured faster than
-/// branch-free compaction, which stores every entry.) With AVX2, [`x86::compact_rows`].
+/// branch-free compaction, which stores every entry.) Dispatches to [`x86::compact_rows`] where
+/// the CPU has AVX2, else [`compact_rows_portable`].
 fn compact_rows<T: Score>(
     x: &Inputs<T>,
     rows: std::ops::Range<usize>,
@@ -75,10 +77,24 @@ fn compact_rows<T: Score>(
     val: &mut Vec<f64>,
 ) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has AVX2 and FMA; rows are rows of `x`.
+    if simd::avx2() {
+        simd::record(simd::Kernel::Compact, simd::Level::Avx2);
+        // SAFETY: the CPU has AVX2, the only feature `x86::compact_rows` is compiled for.
         return unsafe { x86::compact_rows(x, rows, thr, check, cls, val) };
     }
+    simd::record(simd::Kernel::Compact, simd::Level::Portable);
+    compact_rows_portable(x, rows, thr, check, cls, val)
+}
+
+/// The portable [`compact_rows`].
+fn compact_rows_portable<T: Score>(
+    x: &Inputs<T>,
+    rows: std::ops::Range<usize>,
+    thr: f64,
+    check: &Checks,
+    cls: &mut Vec<u32>,
+    val: &mut Vec<f64>,
+) -> Option<usize> {
     for i in rows {
         let row = x.row(i);
         let (sum, bad) = validate::row_sum_and_bad(row);
@@ -114,9 +130,13 @@ mod x86 {
     impl<T: Score> RowVisitor for Keep<'_, T> {
         #[inline(always)]
         unsafe fn visit(&mut self, j: usize, v0: __m256d, v1: __m256d, n: usize) {
-            let mut keep = (_mm256_movemask_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ))
-                | _mm256_movemask_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ)) << 4)
-                & ((1 << n) - 1);
+            // SAFETY: register operations only (no memory access); AVX2 is available, as the
+            // caller guarantees (`visit` is inlined into AVX2 code).
+            let mask = unsafe {
+                _mm256_movemask_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ))
+                    | _mm256_movemask_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ)) << 4
+            };
+            let mut keep = mask & ((1 << n) - 1);
             while keep != 0 {
                 let l = keep.trailing_zeros() as usize;
                 self.cls.push((j + l) as u32);
@@ -130,10 +150,10 @@ mod x86 {
     /// of eight values is compared with the threshold into a bit mask and only set bits are
     /// visited, so with few entries kept there is one well-predicted branch per eight entries.
     ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn compact_rows<T: Score>(
+    /// (Kept values are read again from the row, bounds-checked: a value changed by another
+    /// thread since the check is kept as read, never out of bounds.)
+    #[target_feature(enable = "avx2")]
+    pub(super) fn compact_rows<T: Score>(
         x: &Inputs<T>,
         rows: std::ops::Range<usize>,
         thr: f64,
@@ -144,7 +164,9 @@ mod x86 {
         let t = _mm256_set1_pd(thr);
         for i in rows {
             let row = x.row(i);
-            let (sum, bad) = row_sum_and_bad_avx2(row, &mut Keep { row, thr: t, cls: &mut *cls, val: &mut *val });
+            // SAFETY: AVX2 is enabled here; `row_sum_and_bad_avx2` reads only inside `row` (a
+            // slice whose length no other thread can change).
+            let (sum, bad) = unsafe { row_sum_and_bad_avx2(row, &mut Keep { row, thr: t, cls: &mut *cls, val: &mut *val }) };
             if !validate::row_ok(sum, bad, check) {
                 return Some(i);
             }
@@ -157,11 +179,11 @@ mod x86 {
 mod tests {
     use super::*;
 
-    /// The one-read AVX2 compaction keeps exactly what the portable loop keeps, in the same
-    /// order, and reports the same failing row.
+    /// The one-read AVX2 compaction keeps exactly what the production portable compaction
+    /// keeps, in the same order, and reports the same failing row.
     #[test]
     fn vector_compaction_equals_portable() {
-        if !std::is_x86_feature_detected!("avx2") {
+        if !simd::avx2() {
             return;
         }
         let mut s: u64 = 5;
@@ -170,22 +192,6 @@ mod tests {
             s ^= s >> 7;
             s ^= s << 17;
             (s >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let portable = |x: &Inputs<f64>, thr: f64| {
-            let (mut c, mut v) = (Vec::new(), Vec::new());
-            for i in 0..x.n {
-                let (sum, bad) = validate::row_sum_and_bad(x.row(i));
-                if !validate::row_ok(sum, bad, &Checks::ALL) {
-                    return (c, v, Some(i));
-                }
-                for (j, &s) in x.row(i).iter().enumerate() {
-                    if s > thr {
-                        c.push(j as u32);
-                        v.push(s);
-                    }
-                }
-            }
-            (c, v, None)
         };
         for k in [1usize, 7, 8, 9, 31, 100] {
             let n = 200;
@@ -201,14 +207,26 @@ mod tests {
                 if let Some(r) = bad_row {
                     p[r * k + k / 2] = 1.5;
                 }
-                let x = Inputs::new(&p, &y, k).unwrap();
+                let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
                 for thr in [0.0, 0.01, 0.2] {
-                    let (mut c, mut v) = (Vec::new(), Vec::new());
-                    let bad = compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v);
-                    let (pc, pv, pbad) = portable(&x, thr);
-                    assert_eq!(bad, pbad, "K={k} thr={thr}");
+                    let x = Inputs::new(&p, &y, k).unwrap();
+                    let (mut c, mut v, mut pc, mut pv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                    // SAFETY: AVX2 is present (checked above).
+                    let bad = unsafe { x86::compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v) };
+                    let pbad = compact_rows_portable(&x, 0..n, thr, &Checks::ALL, &mut pc, &mut pv);
+                    // (What was appended before a failing row does not matter: it is an error.)
+                    assert_eq!(bad, pbad, "f64 K={k} thr={thr}");
                     if bad.is_none() {
-                        assert_eq!((c, v), (pc, pv), "K={k} thr={thr}");
+                        assert_eq!((&c, &v), (&pc, &pv), "f64 K={k} thr={thr}");
+                    }
+                    let x = Inputs::new(&p32, &y, k).unwrap();
+                    let (mut c, mut v, mut pc, mut pv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                    // SAFETY: as above.
+                    let bad = unsafe { x86::compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v) };
+                    let pbad = compact_rows_portable(&x, 0..n, thr, &Checks::ALL, &mut pc, &mut pv);
+                    assert_eq!(bad, pbad, "f32 K={k} thr={thr}");
+                    if bad.is_none() {
+                        assert_eq!((&c, &v), (&pc, &pv), "f32 K={k} thr={thr}");
                     }
                 }
             }

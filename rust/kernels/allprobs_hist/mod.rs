@@ -106,17 +106,21 @@ impl Request {
 /// Per-group results: even tables (1 x (B+1)) and adaptive (boundaries, 1 x B) tables.
 type GroupResult = (Vec<BinStats>, Vec<(Vec<f64>, BinStats)>);
 
-/// True-label scores that are kept, per class.
-fn positives<T: Score>(x: &Inputs<T>, thr: f64) -> Vec<Vec<f64>> {
+/// True-label scores that are kept, per class. Labels were checked before; one out of range
+/// now means another thread changed it.
+fn positives<T: Score>(x: &Inputs<T>, thr: f64) -> Result<Vec<Vec<f64>>, KernelError> {
     let mut pos = vec![Vec::new(); x.k];
     for i in 0..x.n {
-        let c = x.labels[i] as usize;
+        let c = x.labels[i] as u64 as usize;
+        if c >= x.k {
+            return Err(KernelError::InputChanged);
+        }
         let s = x.probs[i * x.k + c].to_f64();
         if s > thr {
             pos[c].push(s);
         }
     }
-    pos
+    Ok(pos)
 }
 
 /// Statistics of the all-probabilities grouping (`class_conditional`, `thr`) for each even bin
@@ -143,7 +147,7 @@ pub fn stats<T: Score>(
     if !compact {
         crate::kernels::validate::scan(x, check)?;
     }
-    let pos = positives(x, thr);
+    let pos = positives(x, thr)?;
     let per_group: Vec<GroupResult> = if compact {
         // Thresholds drop most entries of a many-class softmax: filter first, then work on
         // the compact per-class lists of kept scores (no transposition of the whole matrix).
@@ -155,16 +159,16 @@ pub fn stats<T: Score>(
                 .map_init(Candidates::default, |scratch, c| {
                     group_from_segments(&[&values[offsets[c]..offsets[c + 1]]], &pos[c], &req, thr, scratch)
                 })
-                .collect()
+                .collect::<Result<_, _>>()?
         } else {
             let req = Request::new(Keys::POOLED, even, adaptive);
-            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr, &mut Candidates::default())]
+            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr, &mut Candidates::default())?]
         }
     } else if class_conditional {
         let req = Request::new(Keys::CLASS, even, adaptive);
         let mut out = Vec::with_capacity(x.k);
         if x.k == 1 {
-            out.push(group_from_segments(&[x.probs], &pos[0], &req, thr, &mut Candidates::default()));
+            out.push(group_from_segments(&[x.probs], &pos[0], &req, thr, &mut Candidates::default())?);
         } else {
             let mut tiles = Tiles::new(x.n, req.keys);
             for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
@@ -175,7 +179,7 @@ pub fn stats<T: Score>(
                         let counts = |cnt: &mut [u32]| tiles.add_counts(j, cnt);
                         group_with_counts(&tiles.column(j), counts, &pos[cols.start + j], &req, thr, scratch)
                     })
-                    .collect();
+                    .collect::<Result<_, _>>()?;
                 out.extend(res);
             }
         }
@@ -206,8 +210,10 @@ pub fn stats<T: Score>(
             .collect::<Vec<_>>()
             .concat();
         sort_values(&mut cand);
+        // The gathering pass read the input again: check it found what the histogram counted.
+        sel.check_sorted(&h, req.keys, &cand)?;
         let all_pos: Vec<f64> = pos.concat();
-        vec![finalize(&h, &sel, &Candidates::new(cand), &all_pos, &req, thr)]
+        vec![finalize(&h, &sel, &Candidates::new(cand, &sel, &h), &all_pos, &req, thr)]
     };
     let groups = per_group.len();
     let even_out = even

@@ -4,7 +4,7 @@
 use super::histogram::{gather_values, hist_values, sum_and_gather, Hist};
 use super::{GroupResult, Keys, Request};
 use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
-use crate::kernels::{BinStats, Score};
+use crate::kernels::{BinStats, KernelError, Score};
 
 /// Which buckets must be resolved exactly, and where their members sit among the sorted
 /// candidates.
@@ -49,6 +49,25 @@ impl Selection {
         Selection { n, wanted, cum_before, cand_offset, total: off as usize }
     }
 
+    /// Checks that `sorted` (sorted candidates gathered by a pass over the data after the
+    /// histogram's) holds exactly the members of the wanted buckets that the histogram counted:
+    /// [`KernelError::InputChanged`] otherwise (another thread wrote to the input between the
+    /// passes). Then every rank read by [`Selection::edge`] lies inside `sorted`, in its
+    /// bucket's range.
+    pub(super) fn check_sorted(&self, h: &Hist, keys: Keys, sorted: &[f64]) -> Result<(), KernelError> {
+        if sorted.len() != self.total {
+            return Err(KernelError::InputChanged);
+        }
+        // Keys are monotone in the value: a sorted range whose ends are in bucket q is all in q.
+        for (q, &w) in self.wanted.iter().enumerate() {
+            let (a, c) = (self.cand_offset[q] as usize, h.count(q) as usize);
+            if w && c > 0 && (keys.of(sorted[a]) != q || keys.of(sorted[a + c - 1]) != q) {
+                return Err(KernelError::InputChanged);
+            }
+        }
+        Ok(())
+    }
+
     /// The bucket holding rank `r` (0-based) of the group.
     fn bucket_of(cum_before: &[u64], r: u64) -> usize {
         cum_before.partition_point(|&c| c <= r) - 1
@@ -62,13 +81,18 @@ impl Selection {
     }
 }
 
-/// Sorted candidates with exact-ish prefix sums (double-double: `hi + lo`), so any contiguous
-/// range's sum costs O(1) and stays accurate to about one ulp of the group total. Reused from
-/// group to group within a worker, with the histogram and the other per-group buffers (fresh
-/// buffers would cost page faults each time).
+/// Sorted candidates with bucket-local prefix sums (double-double: `hi + lo`, restarting at
+/// each wanted bucket), so that the sum of any run of a bucket's members costs O(1), is
+/// accurate to about one ulp of the bucket's total and, depending only on the bucket's own
+/// members, is the same whichever other buckets are wanted (so a metric's table does not
+/// depend on the other metrics computed with it: `gce` and `evaluate` agree bitwise). Reused
+/// from group to group within a worker, with the histogram and the other per-group buffers
+/// (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
     sorted: Vec<f64>,
+    /// Inclusive bucket-local prefix sums: `hi[i] + lo[i]` is the sum of the members of i's
+    /// bucket up to and including i.
     hi: Vec<f64>,
     lo: Vec<f64>,
     /// The candidates in the order they were gathered.
@@ -81,25 +105,35 @@ pub(super) struct Candidates {
 }
 
 impl Candidates {
-    pub(super) fn new(sorted: Vec<f64>) -> Self {
+    /// Candidates already sorted and checked against the histogram
+    /// ([`Selection::check_sorted`]).
+    pub(super) fn new(sorted: Vec<f64>, sel: &Selection, h: &Hist) -> Self {
         let mut c = Candidates { sorted, ..Default::default() };
-        c.prefix();
+        c.prefix(sel, h);
         c
     }
 
-    /// Recomputes the prefix sums of `sorted`.
-    fn prefix(&mut self) {
+    /// Recomputes the bucket-local prefix sums of `sorted`, whose wanted bucket q holds
+    /// `sorted[cand_offset[q]..cand_offset[q] + count(q)]`.
+    fn prefix(&mut self, sel: &Selection, h: &Hist) {
         self.hi.clear();
         self.lo.clear();
-        let (mut s, mut c) = (0.0f64, 0.0f64);
-        self.hi.push(0.0);
-        self.lo.push(0.0);
-        for &v in &self.sorted {
-            let t = s + v;
-            c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
-            s = t;
-            self.hi.push(s);
-            self.lo.push(c);
+        self.hi.resize(self.sorted.len(), 0.0);
+        self.lo.resize(self.sorted.len(), 0.0);
+        for (q, &w) in sel.wanted.iter().enumerate() {
+            if !w {
+                continue;
+            }
+            let a = sel.cand_offset[q] as usize;
+            let r = a..a + h.count(q) as usize;
+            let (mut s, mut c) = (0.0f64, 0.0f64);
+            for ((&v, hi), lo) in self.sorted[r.clone()].iter().zip(&mut self.hi[r.clone()]).zip(&mut self.lo[r]) {
+                let t = s + v;
+                c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
+                s = t;
+                *hi = s;
+                *lo = c;
+            }
         }
     }
 
@@ -110,15 +144,45 @@ impl Candidates {
         h
     }
 
-    fn range_sum(&self, a: usize, b: usize) -> f64 {
-        (self.hi[b] - self.hi[a]) + (self.lo[b] - self.lo[a])
+    /// Sum of the members `m..m2` of the bucket starting at `a` (a <= m <= m2), as (hi, lo).
+    fn run_sum(&self, a: usize, m: usize, m2: usize) -> (f64, f64) {
+        let pre = |i: usize| if i == a { (0.0, 0.0) } else { (self.hi[i - 1], self.lo[i - 1]) };
+        let ((h1, l1), (h2, l2)) = (pre(m), pre(m2));
+        (h2 - h1, l2 - l1)
+    }
+}
+
+/// Per-bin sums of many terms, each given as (hi, lo): the hi parts with Neumaier
+/// compensation, the small lo parts plainly.
+struct BinSums {
+    sum: Vec<f64>,
+    comp: Vec<f64>,
+}
+
+impl BinSums {
+    fn new(nb: usize) -> Self {
+        BinSums { sum: vec![0.0; nb], comp: vec![0.0; nb] }
+    }
+
+    #[inline]
+    fn add(&mut self, bin: usize, (hi, lo): (f64, f64)) {
+        let (s, t) = (self.sum[bin], self.sum[bin] + hi);
+        self.comp[bin] += if s.abs() >= hi.abs() { (s - t) + hi } else { (hi - t) + s };
+        self.comp[bin] += lo;
+        self.sum[bin] = t;
+    }
+
+    fn into_sums(self) -> Vec<f64> {
+        self.sum.iter().zip(&self.comp).map(|(s, c)| s + c).collect()
     }
 }
 
 /// Bin totals of one group for bins given by their upper edges `edges` (values, non-decreasing;
-/// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`: whole
-/// non-wanted buckets by key, the members of wanted ones as contiguous runs of the sorted
-/// candidates.
+/// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`. Buckets in
+/// ascending order: one holding no edge lies wholly in one bin and adds its histogram totals
+/// (whether or not it is wanted for another binning); one holding edges (it is wanted) is split
+/// into runs of its sorted members, each added as a bucket-local run sum. So the table depends
+/// only on the values and these edges, not on which other binnings share the selection.
 fn fill_bins(
     h: &Hist,
     sel: &Selection,
@@ -129,30 +193,37 @@ fn fill_bins(
     nb: usize,
 ) -> BinStats {
     let mut st = BinStats::zeros(1, nb);
+    let mut sums = BinSums::new(nb);
     let mut bin = 0usize;
     for q in 0..sel.wanted.len() {
-        if h.cnt[q] == 0 || sel.wanted[q] {
+        if h.cnt[q] == 0 {
             continue;
         }
-        // Bucket q holds no edge: all its values exceed exactly the edges whose bucket is < q.
+        // Values of bucket q exceed exactly the edges whose bucket is < q.
         while bin < edge_buckets.len() && edge_buckets[bin] < q {
             bin += 1;
         }
-        st.count[bin] += h.cnt[q] as f64;
-        st.sum_score[bin] += h.sum[q];
+        if bin == edge_buckets.len() || edge_buckets[bin] != q {
+            st.count[bin] += h.cnt[q] as f64;
+            sums.add(bin, (h.sum[q][0], h.sum[q][1]));
+            continue;
+        }
+        // Bucket q holds edges bin, bin + 1, ...: candidates in bin j are those with
+        // edges[j-1] <= s < edges[j].
+        let a = sel.cand_offset[q] as usize;
+        let end = a + h.count(q) as usize;
+        let mut start = a;
+        while bin < edge_buckets.len() && edge_buckets[bin] == q {
+            let m = start + cand.sorted[start..end].partition_point(|&v| v < edges[bin]);
+            st.count[bin] += (m - start) as f64;
+            sums.add(bin, cand.run_sum(a, start, m));
+            start = m;
+            bin += 1;
+        }
+        st.count[bin] += (end - start) as f64;
+        sums.add(bin, cand.run_sum(a, start, end));
     }
-    // Candidates in bin j are those with edges[j-1] <= s < edges[j].
-    let mut start = 0usize;
-    for j in 0..nb {
-        let end = if j < edges.len() {
-            start + cand.sorted[start..].partition_point(|&v| v < edges[j])
-        } else {
-            cand.sorted.len()
-        };
-        st.count[j] += (end - start) as f64;
-        st.sum_score[j] += cand.range_sum(start, end);
-        start = end;
-    }
+    st.sum_score = sums.into_sums();
     for &s in positives {
         st.sum_outcome[bin_by_edges(edges, s)] += 1.0;
     }
@@ -237,7 +308,7 @@ pub(super) fn group_from_segments<T: Score>(
     req: &Request,
     thr: f64,
     scratch: &mut Candidates,
-) -> GroupResult {
+) -> Result<GroupResult, KernelError> {
     let keys = req.keys;
     let mut h = scratch.take_hist(keys);
     for s in segs {
@@ -262,7 +333,7 @@ pub(super) fn group_with_counts<T: Score>(
     req: &Request,
     thr: f64,
     scratch: &mut Candidates,
-) -> GroupResult {
+) -> Result<GroupResult, KernelError> {
     let keys = req.keys;
     let mut h = scratch.take_hist(keys);
     add_counts(&mut h.cnt);
@@ -287,6 +358,11 @@ pub(super) fn group_with_counts<T: Score>(
 /// only the few gathered values keeps the passes over all values free of the store-to-load
 /// dependencies of a direct scatter (consecutive values landing in the same bucket would chain
 /// through its slot counter).
+///
+/// When the values were read twice from the caller's array (counts, then members), another
+/// thread may have changed them in between: every placement is checked to stay inside its
+/// bucket's range and the totals to agree, else [`KernelError::InputChanged`]. (Then every
+/// bucket is exactly full, as `finalize` expects.)
 fn finish(
     h: Hist,
     sel: &Selection,
@@ -294,9 +370,12 @@ fn finish(
     req: &Request,
     thr: f64,
     scratch: &mut Candidates,
-) -> GroupResult {
-    debug_assert_eq!(scratch.picked.len(), sel.total);
+) -> Result<GroupResult, KernelError> {
     let keys = req.keys;
+    if scratch.picked.len() != sel.total {
+        scratch.hist = Some(h);
+        return Err(KernelError::InputChanged);
+    }
     scratch.next.clear();
     scratch.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
     scratch.sorted.clear();
@@ -304,7 +383,12 @@ fn finish(
     for &s in &scratch.picked {
         // A widened f32 value has the same key as the f32 itself.
         let q = keys.of(s);
-        scratch.sorted[scratch.next[q]] = s;
+        let slot = scratch.next[q];
+        if !sel.wanted[q] || slot >= sel.cand_offset[q] as usize + h.count(q) as usize {
+            scratch.hist = Some(h);
+            return Err(KernelError::InputChanged);
+        }
+        scratch.sorted[slot] = s;
         scratch.next[q] += 1;
     }
     for q in 0..sel.wanted.len() {
@@ -313,10 +397,10 @@ fn finish(
             scratch.sorted[a..a + h.count(q) as usize].sort_unstable_by_key(|v| v.to_bits());
         }
     }
-    scratch.prefix();
+    scratch.prefix(sel, &h);
     let res = finalize(&h, sel, scratch, pos, req, thr);
     scratch.hist = Some(h);
-    res
+    Ok(res)
 }
 
 #[cfg(test)]
@@ -348,15 +432,64 @@ mod tests {
         let (mut a_scratch, mut b_scratch) = (Candidates::default(), Candidates::default());
         for thr in [0.0, 0.01, 0.5] {
             let pos: Vec<f64> = pos.iter().copied().filter(|&v| v > thr).collect();
-            let a = group_from_segments(&segs, &pos, &req, thr, &mut a_scratch);
+            let a = group_from_segments(&segs, &pos, &req, thr, &mut a_scratch).unwrap();
             let counts = |cnt: &mut [u32]| {
                 for v in segs.iter().copied().flatten() {
                     cnt[req.keys.slot(*v, thr)] += 1;
                 }
             };
-            let b = group_with_counts(&segs, counts, &pos, &req, thr, &mut b_scratch);
+            let b = group_with_counts(&segs, counts, &pos, &req, thr, &mut b_scratch).unwrap();
             assert_eq!(a, b, "thr={thr}");
         }
+    }
+
+    /// A later pass that finds other data than the earlier pass counted (another thread wrote
+    /// to the input in between) returns InputChanged instead of writing out of bounds or
+    /// reading past the candidates: counts that promise more, fewer or other members than the
+    /// values hold.
+    #[test]
+    fn inconsistent_counts_give_input_changed() {
+        let vals: Vec<f64> = (0..5000).map(|i| ((i * 7919) % 5000) as f64 / 5000.0).collect();
+        let req = Request::new(Keys::CLASS, &[10], &[15]);
+        let keys = req.keys;
+        let true_counts = |cnt: &mut [u32]| {
+            for v in &vals {
+                cnt[keys.slot(*v, 0.0)] += 1;
+            }
+        };
+        let mut scratch = Candidates::default();
+        assert!(group_with_counts(&[&vals[..]], true_counts, &[], &req, 0.0, &mut scratch).is_ok());
+        // Every bucket off by one (more, or fewer), or all members moved to another bucket.
+        let shifts: [&dyn Fn(usize, u32) -> (usize, u32); 3] =
+            [&|q, c| (q, c + 1), &|q, c| (q, c.saturating_sub(1)), &|q, c| ((q + 1).min(keys.max), c)];
+        for shift in shifts {
+            let wrong = |cnt: &mut [u32]| {
+                let mut t = vec![0u32; cnt.len()];
+                true_counts(&mut t);
+                for (q, &c) in t.iter().enumerate() {
+                    let (q2, c2) = if q < keys.nkeys() { shift(q, c) } else { (q, c) };
+                    cnt[q2] += c2;
+                }
+            };
+            let r = group_with_counts(&[&vals[..]], wrong, &[], &req, 0.0, &mut scratch);
+            assert_eq!(r.err(), Some(KernelError::InputChanged));
+        }
+        // Sorted candidates (the pooled path) that do not match the histogram.
+        let mut h = Hist::zeros(keys);
+        hist_values(&mut h, keys, &vals, 0.0);
+        let sel = Selection::new(&h, &req);
+        let mut cand = Vec::new();
+        gather_values(&sel.wanted, keys, &vals, 0.0, &mut cand);
+        sort_values(&mut cand);
+        assert!(sel.check_sorted(&h, keys, &cand).is_ok());
+        let mut short = cand.clone();
+        short.pop();
+        assert_eq!(sel.check_sorted(&h, keys, &short), Err(KernelError::InputChanged));
+        let mut moved = cand.clone();
+        let last = moved.len() - 1;
+        moved[last] = 0.999_999; // same length, a member of another bucket
+        sort_values(&mut moved);
+        assert_eq!(sel.check_sorted(&h, keys, &moved), Err(KernelError::InputChanged));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::Keys;
+use crate::kernels::simd;
 use crate::kernels::{Inputs, Score};
 
 /// At most this many classes are transposed at once ...
@@ -76,29 +77,23 @@ fn transpose_rows<T: Score>(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        use std::any::TypeId;
-        if TypeId::of::<T>() == TypeId::of::<f64>() {
-            // SAFETY: T is f64 (same TypeId), so both slices reinterpret as f64 slices of the
-            // same length; the asserts above give the bounds `avx2::transpose_f64` relies on,
-            // and the CPU has AVX2.
-            unsafe {
-                let p = std::slice::from_raw_parts(x.probs.as_ptr() as *const f64, x.probs.len());
-                let t = std::slice::from_raw_parts_mut(t.as_mut_ptr() as *mut f64, t.len());
-                avx2::transpose_f64(p, x.k, rows, cols, stride, t, counter);
-            }
+    if simd::avx2() {
+        // The element type picks the register-block kernel (no copy, no reinterpretation).
+        if let (Some(p), Some(t)) = (T::as_f64s(x.probs), T::as_f64s_mut(t)) {
+            simd::record(simd::Kernel::Transpose, simd::Level::Avx2);
+            // SAFETY: the CPU has AVX2, and the asserts above are the bounds
+            // `avx2::transpose_f64` requires.
+            unsafe { avx2::transpose_f64(p, x.k, rows, cols, stride, t, counter) };
             return;
         }
-        if TypeId::of::<T>() == TypeId::of::<f32>() {
-            // SAFETY: as above, with T = f32.
-            unsafe {
-                let p = std::slice::from_raw_parts(x.probs.as_ptr() as *const f32, x.probs.len());
-                let t = std::slice::from_raw_parts_mut(t.as_mut_ptr() as *mut f32, t.len());
-                avx2::transpose_f32(p, x.k, rows, cols, stride, t, counter);
-            }
+        if let (Some(p), Some(t)) = (T::as_f32s(x.probs), T::as_f32s_mut(t)) {
+            simd::record(simd::Kernel::Transpose, simd::Level::Avx2);
+            // SAFETY: as above, for `avx2::transpose_f32`.
+            unsafe { avx2::transpose_f32(p, x.k, rows, cols, stride, t, counter) };
             return;
         }
     }
+    simd::record(simd::Kernel::Transpose, simd::Level::Portable);
     transpose_scalar(x.probs, x.k, rows, cols, stride, t, counter);
 }
 
@@ -162,10 +157,8 @@ mod avx2 {
     }
 
     impl SlotConsts {
-        /// # Safety
-        /// The CPU must support AVX2 (as for every function of this module).
         #[target_feature(enable = "avx2")]
-        unsafe fn new(c: &Counter) -> Self {
+        fn new(c: &Counter) -> Self {
             SlotConsts {
                 shift: _mm_cvtsi32_si128(c.keys.shift as i32),
                 max: _mm256_set1_epi32(c.keys.max as i32),
@@ -176,18 +169,17 @@ mod avx2 {
     }
 
     /// Counts the slots of one row's four f64 values, of columns `j..j + 4`.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn count_f64x4(r: __m256d, j: usize, sc: &SlotConsts, counter: &mut Counter) {
+    fn count_f64x4(r: __m256d, j: usize, sc: &SlotConsts, counter: &mut Counter) {
         // Key: the value rounded to f32 (as `Score::key_bits` does), bits >> shift, at most max.
         let bits = _mm_castps_si128(_mm256_cvtpd_ps(r));
         let key = _mm_min_epu32(_mm_srl_epi32(bits, sc.shift), _mm256_castsi256_si128(sc.max));
         let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(r, sc.thr));
         let mut q = [0u32; 4];
-        _mm_storeu_si128(q.as_mut_ptr() as *mut __m128i, key);
+        // SAFETY: stores 16 bytes into `q`, which has 16. (Slots are at most `max` or the drop
+        // slot, whatever the value, and `Counter::add` indexes with bounds checks.)
+        unsafe { _mm_storeu_si128(q.as_mut_ptr() as *mut __m128i, key) };
         for (c, &key) in q.iter().enumerate() {
             let slot = if keep >> c & 1 != 0 { key as usize } else { sc.drop };
             counter.add(j + c, slot);
@@ -195,12 +187,9 @@ mod avx2 {
     }
 
     /// Counts the slots of one row's eight f32 values, of columns `j..j + 8`.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn count_f32x8(r: __m256, j: usize, sc: &SlotConsts, counter: &mut Counter) {
+    fn count_f32x8(r: __m256, j: usize, sc: &SlotConsts, counter: &mut Counter) {
         let key = _mm256_min_epu32(_mm256_srl_epi32(_mm256_castps_si256(r), sc.shift), sc.max);
         // The threshold test runs in f64, exactly as `Score::to_f64(v) > thr`.
         let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(r));
@@ -208,7 +197,8 @@ mod avx2 {
         let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(lo, sc.thr))
             | _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(hi, sc.thr)) << 4;
         let mut q = [0u32; 8];
-        _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, key);
+        // SAFETY: stores 32 bytes into `q`, which has 32.
+        unsafe { _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, key) };
         for (c, &key) in q.iter().enumerate() {
             let slot = if keep >> c & 1 != 0 { key as usize } else { sc.drop };
             counter.add(j + c, slot);
@@ -239,7 +229,7 @@ mod avx2 {
         let (w, n) = (cols.len(), rows.len());
         let (w4, n8) = (w - w % 4, n - n % 8);
         let sc = SlotConsts::new(counter);
-        let stream = t.as_ptr() as usize % 64 == 0 && stride % 8 == 0;
+        let stream = (t.as_ptr() as usize).is_multiple_of(64) && stride.is_multiple_of(8);
         for ii in (0..n8).step_by(8) {
             let i = rows.start + ii;
             for r in 0..8 {
@@ -250,15 +240,13 @@ mod avx2 {
             for j in (0..w4).step_by(4) {
                 for half in 0..2 {
                     // SAFETY: rows i+4*half..+4 lie in `rows` and columns cols.start+j..+4 in
-                    // `cols`, so the loads stay within `p`; the stores write
-                    // t[(j+c) * stride + ii + 4*half..+4] with j + c < w and
-                    // ii + 8 <= n <= stride, within `t`. Streamed stores are 32-byte aligned:
-                    // `t` is 64-byte aligned and stride and ii are multiples of 8.
-                    let src = p.as_ptr().add((i + 4 * half) * k + cols.start + j);
-                    let r0 = _mm256_loadu_pd(src);
-                    let r1 = _mm256_loadu_pd(src.add(k));
-                    let r2 = _mm256_loadu_pd(src.add(2 * k));
-                    let r3 = _mm256_loadu_pd(src.add(3 * k));
+                    // `cols`, so the loads stay within `p` (the caller's bounds). Offsets
+                    // depend only on the shape, never on values: a concurrent writer changes
+                    // what is read, not where.
+                    let (r0, r1, r2, r3) = unsafe {
+                        let src = p.as_ptr().add((i + 4 * half) * k + cols.start + j);
+                        (_mm256_loadu_pd(src), _mm256_loadu_pd(src.add(k)), _mm256_loadu_pd(src.add(2 * k)), _mm256_loadu_pd(src.add(3 * k)))
+                    };
                     // (a0 b0 a2 b2), (a1 b1 a3 b3), (c0 d0 c2 d2), (c1 d1 c3 d3) for rows a..d.
                     let lo01 = _mm256_unpacklo_pd(r0, r1);
                     let hi01 = _mm256_unpackhi_pd(r0, r1);
@@ -270,12 +258,18 @@ mod avx2 {
                         _mm256_permute2f128_pd(lo01, lo23, 0x31),
                         _mm256_permute2f128_pd(hi01, hi23, 0x31),
                     ];
-                    let d = t.as_mut_ptr().add(j * stride + ii + 4 * half);
-                    for (c, v) in out.into_iter().enumerate() {
-                        if stream {
-                            _mm256_stream_pd(d.add(c * stride), v);
-                        } else {
-                            _mm256_storeu_pd(d.add(c * stride), v);
+                    // SAFETY: the stores write t[(j+c) * stride + ii + 4*half..+4] with
+                    // j + c < w and ii + 8 <= n <= stride, so within w * stride <= t.len().
+                    // Streamed stores are 32-byte aligned: `t` is 64-byte aligned and stride
+                    // and ii are multiples of 8.
+                    unsafe {
+                        let d = t.as_mut_ptr().add(j * stride + ii + 4 * half);
+                        for (c, v) in out.into_iter().enumerate() {
+                            if stream {
+                                _mm256_stream_pd(d.add(c * stride), v);
+                            } else {
+                                _mm256_storeu_pd(d.add(c * stride), v);
+                            }
                         }
                     }
                     for r in [r0, r1, r2, r3] {
@@ -319,20 +313,25 @@ mod avx2 {
                     prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
                 }
             }
-            let src = p.as_ptr().add(i * k + cols.start);
-            let dst = t.as_mut_ptr().add(ii);
+            // Element offsets of the 8 x 8 block's first row in `p` and first column in `t`.
+            let (src, dst) = (i * k + cols.start, ii);
             for j in (0..w8).step_by(8) {
-                // SAFETY: as in `transpose_f64`, with 8 rows and 8 columns.
-                let r = [
-                    _mm256_loadu_ps(src.add(j)),
-                    _mm256_loadu_ps(src.add(k + j)),
-                    _mm256_loadu_ps(src.add(2 * k + j)),
-                    _mm256_loadu_ps(src.add(3 * k + j)),
-                    _mm256_loadu_ps(src.add(4 * k + j)),
-                    _mm256_loadu_ps(src.add(5 * k + j)),
-                    _mm256_loadu_ps(src.add(6 * k + j)),
-                    _mm256_loadu_ps(src.add(7 * k + j)),
-                ];
+                // SAFETY: as in `transpose_f64`: rows i..i+8 lie in `rows` and columns
+                // cols.start+j..+8 in `cols`, so each load of 8 values stays within `p`;
+                // offsets depend only on the shape.
+                let r = unsafe {
+                    let src = p.as_ptr().add(src + j);
+                    [
+                        _mm256_loadu_ps(src),
+                        _mm256_loadu_ps(src.add(k)),
+                        _mm256_loadu_ps(src.add(2 * k)),
+                        _mm256_loadu_ps(src.add(3 * k)),
+                        _mm256_loadu_ps(src.add(4 * k)),
+                        _mm256_loadu_ps(src.add(5 * k)),
+                        _mm256_loadu_ps(src.add(6 * k)),
+                        _mm256_loadu_ps(src.add(7 * k)),
+                    ]
+                };
                 // Interleave pairs of rows, then pairs of pairs: b_c (c < 4) holds column c of
                 // rows 0..4 in its low lane and column c + 4 in its high lane; b_{c+4} the
                 // same for rows 4..8 ...
@@ -363,9 +362,13 @@ mod avx2 {
                     _mm256_permute2f128_ps::<0x31>(b2, b6),
                     _mm256_permute2f128_ps::<0x31>(b3, b7),
                 ];
-                let d = dst.add(j * stride);
-                for (c, v) in out.into_iter().enumerate() {
-                    _mm256_storeu_ps(d.add(c * stride), v);
+                // SAFETY: writes t[(j+c) * stride + ii..+8] with j + c < w and
+                // ii + 8 <= n <= stride: within w * stride <= t.len().
+                unsafe {
+                    let d = t.as_mut_ptr().add(dst + j * stride);
+                    for (c, v) in out.into_iter().enumerate() {
+                        _mm256_storeu_ps(d.add(c * stride), v);
+                    }
                 }
                 for v in r {
                     count_f32x8(v, j, &sc, counter);

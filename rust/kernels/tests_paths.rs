@@ -1,0 +1,103 @@
+//! One table per metric whatever the entry point: the tables `evaluate` reduces
+//! ([`space::for_each_table`]) against [`bin_stats`] (what `gce` and the `bin_stats` binding
+//! run), for all 32 metrics of the paper's space, f32 and f64, short (K <= 16) and long rows,
+//! inputs of one and of several chunks, even and adaptive, with and without the compaction
+//! path. Bitwise where the table of paths in the module doc says so: everything but the
+//! all-probabilities even metrics (`allprobs_even` vs `allprobs_hist`), whose counts are bitwise
+//! equal and whose score sums agree to 1e-12 relative (values to 1e-12).
+
+use super::validate::Checks;
+use super::*;
+
+fn paper_metric(i: usize) -> (Grouping, Norm) {
+    let g = Grouping {
+        binning: if i & 16 != 0 { Binning::Adaptive } else { Binning::Even },
+        max_prob: i & 8 == 0,
+        class_conditional: i & 4 == 0,
+        threshold: if i & 2 != 0 { 0.01 } else { 0.0 },
+    };
+    (g, if i & 1 != 0 { Norm::L2 } else { Norm::L1 })
+}
+
+/// Softmax rows with a few repeated values and exact ties, and labels.
+fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rnd = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut p = vec![0.0; n * k];
+    for (i, row) in p.chunks_mut(k).enumerate() {
+        if i % 7 == 0 {
+            row.iter_mut().for_each(|v| *v = 1.0 / k as f64);
+            continue;
+        }
+        row.iter_mut().for_each(|v| *v = (6.0 * rnd()).exp());
+        let t: f64 = row.iter().sum();
+        row.iter_mut().for_each(|v| *v /= t);
+    }
+    let y = (0..n).map(|_| (rnd() * k as f64) as i64 % k as i64).collect();
+    (p, y)
+}
+
+fn check_paths<T: Score>(x: &Inputs<T>, what: &str) {
+    let bins = [1usize, 3, 10, 15, 25];
+    let metrics: Vec<(Grouping, Norm)> = (0..32).map(paper_metric).collect();
+    let mut tables: Vec<Vec<Option<BinStats>>> = vec![vec![None; bins.len()]; 32];
+    space::for_each_table(x, &metrics, &bins, &Checks::ALL, |m, bi, t| tables[m][bi] = Some(t.clone())).unwrap();
+    let values = space::evaluate(x, &metrics, &bins, &Checks::ALL).unwrap();
+    for (m, (g, norm)) in metrics.iter().enumerate() {
+        for (bi, &b) in bins.iter().enumerate() {
+            let at = format!("{what} metric {m} ({g:?}, {norm:?}) B={b}");
+            let ev = tables[m][bi].as_ref().unwrap();
+            let direct = bin_stats(x, g, b, &Checks::ALL).unwrap();
+            let value = gce(x, &GceSpec { grouping: *g, norm: *norm, num_bins: b }, &Checks::ALL).unwrap();
+            let ev_value = values[m * bins.len() + bi];
+            if g.max_prob || g.binning == Binning::Adaptive {
+                assert_eq!(ev, &direct, "{at}");
+                assert_eq!(ev_value.to_bits(), value.to_bits(), "{at}: {ev_value} vs {value}");
+            } else {
+                assert_eq!((&ev.count, &ev.sum_outcome, &ev.edges), (&direct.count, &direct.sum_outcome, &direct.edges), "{at}");
+                for (a, d) in ev.sum_score.iter().zip(&direct.sum_score) {
+                    assert!((a - d).abs() <= 1e-12 * d.abs().max(1.0), "{at}: {a} vs {d}");
+                }
+                assert!((ev_value - value).abs() <= 1e-12, "{at}: {ev_value} vs {value}");
+            }
+        }
+    }
+}
+
+#[test]
+fn evaluate_gce_and_bin_stats_take_the_same_path() {
+    // (N, K): short rows (vector scan), 17+ columns, several chunks of the fused top-label
+    // pass, and a many-class softmax (the threshold compacts it).
+    for &(n, k) in &[(300usize, 3usize), (9000, 10), (2500, 17), (4000, 64), (40_000, 2)] {
+        let (p, y) = data(n, k, (n * k) as u64);
+        let x = Inputs::new(&p, &y, k).unwrap();
+        check_paths(&x, &format!("f64 N={n} K={k}"));
+        let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
+        let x = Inputs::new(&p32, &y, k).unwrap();
+        check_paths(&x, &format!("f32 N={n} K={k}"));
+    }
+}
+
+#[test]
+fn paths_agree_for_any_thread_count() {
+    let (p, y) = data(30_000, 12, 7);
+    let x = Inputs::new(&p, &y, 12).unwrap();
+    let metrics: Vec<(Grouping, Norm)> = (0..32).map(paper_metric).collect();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let ev = space::evaluate(&x, &metrics, &[15], &Checks::ALL).unwrap();
+            let one: Vec<f64> = metrics
+                .iter()
+                .map(|&(grouping, norm)| gce(&x, &GceSpec { grouping, norm, num_bins: 15 }, &Checks::ALL).unwrap())
+                .collect();
+            (ev.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), one.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+        })
+    };
+    assert_eq!(run(1), run(2));
+}
