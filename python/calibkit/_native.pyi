@@ -58,3 +58,16 @@ def grouped_bin_stats(
     npt.NDArray[np.float64],
 ]: ...
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
+def grouped_bin_stats_at(
+    groups: npt.NDArray[np.int64] | None,
+    scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
+    num_groups: int,
+    edges: npt.NDArray[np.float64],
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
