@@ -99,6 +99,11 @@ impl<'a, T: Score> GroupedRows<'a, T> {
                     w[i]
                 )));
             }
+            if !w.iter().sum::<f64>().is_finite() {
+                return Err(KernelError::Parameter(
+                    "weights sum to more than the largest float64; scale them down".into(),
+                ));
+            }
         }
         if let Some(i) = self.scores.iter().position(|s| !s.to_f64().is_finite()) {
             return Err(KernelError::Parameter(format!(
@@ -284,7 +289,7 @@ fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usi
     for j in 1..b {
         let t = (j as f64 * step).round_ties_even();
         // Advance to the first row with C_i > t (rows are visited once over all j).
-        while !(cum > t) {
+        while cum <= t {
             match it.next() {
                 Some(i) => {
                     cum += rows.weight(i);
