@@ -147,20 +147,8 @@ def test_cycle_finder_finds_a_planted_cycle():
     assert find_cycles(graph) == [["a", "b", "c"]]
 
 
-#: Edges not counted yet: multilabel's lazy imports back into bins/space/evaluation, removed by
-#: the branch that makes multilabel a leaf on the shared binning primitive (issue 10, item 3).
-#: Delete this set once that branch has landed; the test then covers multilabel too.
-PENDING_EDGES = {
-    ("calibkit.multilabel", "calibkit.bins"),
-    ("calibkit.multilabel", "calibkit.evaluation"),
-    ("calibkit.multilabel", "calibkit.space"),
-}
-
-
 def test_no_import_cycle_in_calibkit():
     graph = import_graph()
-    for a, b in PENDING_EDGES:
-        graph.get(a, {}).pop(b, None)
     cycles = find_cycles(graph)
     assert not cycles, "import cycles inside calibkit:\n" + "\n\n".join(
         _describe(graph, c) for c in cycles)

@@ -115,3 +115,33 @@ def pairs_evaluate(
     specs: list[tuple[str, bool, bool, float, str]],
     num_bins: list[int],
 ) -> npt.NDArray[np.float64]: ...
+
+# Weighted grouped statistics (rust/py/grouped.rs)
+def grouped_bin_stats(
+    groups: npt.NDArray[np.int64] | None,
+    scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
+    num_groups: int,
+    binning: str,
+    num_bins: int,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
+def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
+def grouped_bin_stats_at(
+    groups: npt.NDArray[np.int64] | None,
+    scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
+    num_groups: int,
+    edges: npt.NDArray[np.float64],
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...

@@ -11,11 +11,12 @@ import numpy as np
 
 from . import _native, _toplabel
 from ._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
-from ._space import DEFAULT_NUM_BINS, MetricSpace, _as_space
+from ._space import DEFAULT_NUM_BINS, MetricSpace, _as_space, metric_space
 from ._validate import validate_inputs
 from .errors import InvalidParameterError, ShapeMismatchError
+from .multilabel import multilabel_values
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = ["Evaluation", "evaluate", "multilabel_evaluate"]
 
 
 def _as_num_bins(num_bins) -> tuple[int, ...]:
@@ -243,8 +244,6 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     if pairs is not None:
         return _evaluate_pairs(pairs, space, num_bins)
     if np.ndim(labels) == 2:
-        from .multilabel import multilabel_evaluate
-
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
     space = _as_space(space)
     bins = _as_num_bins(num_bins)
@@ -275,3 +274,39 @@ def _evaluate_pairs(pairs, space, num_bins) -> Evaluation:
     values = _toplabel.evaluate(pairs, space.to_tuples(), list(bins))
     return Evaluation(values, space, bins, n_samples=pairs.n, num_classes=pairs.num_classes,
                       top_label_only=True)
+
+
+def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 40, 50)):
+    """Every metric of a space at every bin count for multilabel predictions.
+
+    The multilabel counterpart of :func:`evaluate` (which dispatches here when the labels are
+    2-D); the values come from :func:`calibkit.multilabel.multilabel_values`.
+
+    Parameters
+    ----------
+    label_matrix : array_like of shape (N, K)
+    probs : array_like of shape (N, K)
+    space : MetricSpace or sequence of metrics, optional
+        Default: the 16 metrics of the paper's space with ``max_prob=False``. A space holding a
+        top-label metric is refused with :class:`calibkit.multilabel.MultilabelError`.
+    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+
+    Returns
+    -------
+    Evaluation
+        With ``multilabel=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.evaluation import multilabel_evaluate
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=(100, 3)); y = (rng.uniform(size=(100, 3)) < p).astype(int)
+    >>> multilabel_evaluate(y, p, space=["SCE", "ACE"], num_bins=10).values.shape
+    (2, 1)
+    """
+    space = metric_space(max_prob=False) if space is None else _as_space(space)
+    bins = _as_num_bins(num_bins)
+    values = multilabel_values(label_matrix, probs, space, bins)
+    n, k = np.shape(label_matrix)
+    return Evaluation(values, space, bins, n_samples=n, num_classes=k, multilabel=True)

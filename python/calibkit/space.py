@@ -27,7 +27,6 @@ from ._space import (
     NAMED_METRICS,
     PAPER_THRESHOLDS,
     MetricSpace,
-    _as_space,  # noqa: F401  (private, still imported from here by calibkit.multilabel)
     MetricSpec,
     metric_space,
 )

@@ -36,6 +36,7 @@ pub mod allprobs_hist;
 pub mod allprobs_even;
 pub mod chunks;
 pub mod edges;
+pub mod grouped;
 pub mod error;
 pub mod isotonic;
 pub mod ks;
@@ -155,3 +156,5 @@ mod tests_scan;
 mod tests_paths;
 #[cfg(test)]
 mod tests_simd;
+#[cfg(test)]
+mod tests_fuzz;

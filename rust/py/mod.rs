@@ -4,6 +4,7 @@
 
 mod binning_free;
 pub(crate) mod errors;
+mod grouped;
 mod pairs;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -156,6 +157,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning_free::register(m)?;
     pairs::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats_at, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::adaptive_positions, m)?)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::spec::MAX_BINS)?;
