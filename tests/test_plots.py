@@ -174,7 +174,7 @@ def test_metric_vs_bins_plot(tmp_path):
     names = [line.get_label() for line in ax.lines]
     assert names == ["ECE", "CCE", "SCE", "ACE", "TACE", "RMSCE"]
     np.testing.assert_array_equal(ax.lines[3].get_ydata(), ev.get("ACE"))
-    np.testing.assert_array_equal(ax.lines[0].get_xdata(), [10, 20, 30, 40, 50])
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), [10, 15, 20, 30, 40, 50])
     assert ax.get_xlabel() == "number of bins"
     fig = plots.plot_metric_vs_bins(ev, ["SCE", 31], logy=True)
     assert len(fig.axes[0].lines) == 2 and fig.axes[0].get_yscale() == "log"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params, validate_inputs
+from ._validate import check_gce_params, is_multilabel, validate_inputs
 from .errors import InvalidParameterError, ShapeMismatchError
 
 __all__ = ["CalibrationBins", "calibration_bins", "reduce_bins"]
@@ -150,7 +150,7 @@ def calibration_bins(
     0.3
     """
     binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
-    if np.ndim(labels) == 2:
+    if is_multilabel(labels, probs):
         from .multilabel import multilabel_bins
 
         return multilabel_bins(labels, probs, binning=binning, max_prob=max_prob,

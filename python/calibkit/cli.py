@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: softmax-regression)")
     parser.add_argument("--num-bins", type=_positive_int, default=15, metavar="B",
                         help="default job only: number of bins of every metric (default: 15)")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"calibkit {__version__}",
+                        help="print the version and exit")
     _add_common(parser)
     sub = parser.add_subparsers(dest="command", metavar="{report,study}")
 

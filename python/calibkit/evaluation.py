@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params, validate_inputs
+from ._validate import check_gce_params, is_multilabel, validate_inputs
 from .errors import InputTypeError, InvalidParameterError
 from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space
 
@@ -222,7 +222,7 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
     space : MetricSpace, sequence of metrics, or a single metric, optional
         Default: the paper's 32 metrics (:func:`metric_space`); for multilabel labels the
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+    num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
         Bin counts, each a positive int, no repeats.
 
     Returns
@@ -246,7 +246,7 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
     >>> ev.values.shape
     (2, 2)
     """
-    if np.ndim(labels) == 2:
+    if is_multilabel(labels, probs):
         from .multilabel import multilabel_evaluate
 
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)

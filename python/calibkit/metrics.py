@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params, validate_inputs
+from ._validate import check_gce_params, is_multilabel, validate_inputs
 
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
 
@@ -91,8 +91,8 @@ def gce(
     0.133333
     """
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
-    ndim = labels.ndim if type(labels) is np.ndarray else np.ndim(labels)
-    if ndim == 2:  # multilabel: an (N, K) 0/1 label matrix
+    # multilabel: an (N, K) 0/1 label matrix, K > 1 (the fast path skips the check for 1-D arrays)
+    if (type(labels) is not np.ndarray or labels.ndim != 1) and is_multilabel(labels, probs):
         from .multilabel import multilabel_gce
 
         return multilabel_gce(

@@ -372,7 +372,7 @@ def multilabel_gce(
     return float(reduce_bins(c, s, o, norm=norm, class_conditional=bool(class_conditional)))
 
 
-def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 40, 50)):
+def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 15, 20, 30, 40, 50)):
     """Every metric of a space at every bin count for multilabel predictions.
 
     The multilabel counterpart of :func:`calibkit.evaluate` (which dispatches here when the
@@ -386,7 +386,7 @@ def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 4
     space : MetricSpace or sequence of metrics, optional
         Default: the 16 metrics of the paper's space with ``max_prob=False``. A space holding a
         top-label metric is refused with :class:`MultilabelError`.
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+    num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
 
     Returns
     -------

@@ -16,8 +16,32 @@ fn class_name(e: &KernelError) -> &'static str {
     }
 }
 
+/// The message: the kernel's own, except that the value checks state the exact interval that is
+/// accepted (both ends inclusive, compared in float64) and print the offending value with enough
+/// digits to see that it lies outside: a row of float64 values "summing to 0.999" sums to
+/// 0.99899999999999999911..., just outside [0.999, 1.001], and is refused.
+pub fn message(e: &KernelError) -> String {
+    use crate::kernels::validate::{RANGE_TOL, ROW_SUM_TOL};
+    match *e {
+        KernelError::RowSum { row, sum } => format!(
+            "row {row} of probs sums to {sum:.17} (in float64), outside the accepted interval \
+             [1 - {ROW_SUM_TOL:e}, 1 + {ROW_SUM_TOL:e}] (|sum - 1| <= {ROW_SUM_TOL:e}, both ends \
+             inclusive, compared in float64; here |sum - 1| = {:.3e}); pass normalised \
+             probabilities (calibkit.softmax(logits) for logits), or a 0/1 label matrix for \
+             multilabel data",
+            (sum - 1.0).abs()
+        ),
+        KernelError::OutOfRange { row, col, value } => format!(
+            "probs[{row}, {col}] is {value:.17}, outside the accepted interval [-{RANGE_TOL:e}, \
+             1 + {RANGE_TOL:e}] (both ends inclusive, compared in float64); these look like \
+             logits or unnormalised scores: convert them with calibkit.softmax(logits) first"
+        ),
+        _ => e.to_string(),
+    }
+}
+
 pub fn to_py(py: Python<'_>, e: KernelError) -> PyErr {
-    let msg = e.to_string();
+    let msg = message(&e);
     let cls = py
         .import("calibkit.errors")
         .and_then(|m| m.getattr(class_name(&e)));
