@@ -104,7 +104,9 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]  # a column of class indices, as (N, 1) label arrays from data loaders often are
-    if y.dtype.kind in "USO":
+    if y.dtype.kind in "US" or (
+        y.dtype.kind == "O" and y.size and isinstance(y.reshape(-1)[0], (str, bytes))
+    ):
         raise InputTypeError(_string_labels_message(y, name))
     if y.ndim != 1:
         raise ShapeMismatchError(
@@ -139,8 +141,8 @@ def _string_labels_message(y: np.ndarray, name: str) -> str:
     flat = y.reshape(-1)
     example = repr(flat[0].item() if hasattr(flat[0], "item") else flat[0]) if flat.size else "''"
     return (
-        f"{name} hold class names (dtype {y.dtype}, e.g. {example}), not class indices: labels "
-        "must be integers 0..K-1 numbering the columns of probs. Map the names first, e.g. "
+        f"{name} hold class names (dtype {y.dtype}, e.g. {example}), but {name} must hold "
+        "integers: class indices 0..K-1 numbering the columns of probs. Map the names first, e.g. "
         "classes, y = numpy.unique(names, return_inverse=True) (classes in sorted order: check "
         "that it is the column order of probs)"
     )
@@ -149,6 +151,8 @@ def _string_labels_message(y: np.ndarray, name: str) -> str:
 def _shape(a) -> tuple[int, ...] | None:
     """Shape of an array-like without converting arrays and tensors (None when unreadable)."""
     shape = getattr(a, "shape", None)
+    if shape is None and not isinstance(a, (list, tuple)):
+        return None
     try:
         return tuple(int(d) for d in (shape if shape is not None else np.shape(a)))
     except (TypeError, ValueError):
