@@ -127,5 +127,5 @@ def test_missing_peer_fails_ci_and_skips_elsewhere(tmp_path):
     assert ci.returncode != 0
     assert "missing but CI=true" in ci.stdout
     local = _run_compat_tests(tmp_path, "")
-    assert local.returncode == 0, local.stdout[-2000:]
+    assert local.returncode in (0, 5), local.stdout[-2000:]  # 5: every test skipped
     assert "skipped" in local.stdout
