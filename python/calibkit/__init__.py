@@ -15,6 +15,7 @@ from .errors import (
     InvalidParameterError,
     InvalidProbabilitiesError,
     ShapeMismatchError,
+    TopLabelInputError,
 )
 from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
 from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
@@ -51,4 +52,5 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "TopLabelInputError",
 ]

@@ -43,3 +43,39 @@ def evaluate(
     num_bins: list[int],
     check_row_sums: bool = True,
 ) -> npt.NDArray[np.float64]: ...
+# Top-label pairs (rust/py/pairs.rs): confidence contiguous float32/float64 (N,), correct uint8
+# (N,) 0/1, predicted int64 (N,) or None, num_classes >= 1 (1 when only pooled metrics).
+def pairs_gce(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    binning: str,
+    class_conditional: bool,
+    threshold: float,
+    norm: str,
+    num_bins: int,
+) -> float: ...
+def pairs_bin_stats(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    binning: str,
+    class_conditional: bool,
+    threshold: float,
+    num_bins: int,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
+def pairs_evaluate(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    specs: list[tuple[str, bool, bool, float, str]],
+    num_bins: list[int],
+) -> npt.NDArray[np.float64]: ...

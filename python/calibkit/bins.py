@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _native
+from . import _native, _toplabel
 from ._validate import check_gce_params, is_multilabel, validate_inputs
 from .errors import InvalidParameterError, ShapeMismatchError
 
@@ -122,9 +122,13 @@ class CalibrationBins:
 
 
 def calibration_bins(
-    labels,
-    probs,
+    labels=None,
+    probs=None,
     *,
+    confidence=None,
+    correct=None,
+    predicted=None,
+    num_classes=None,
     binning: str = "even",
     max_prob: bool = True,
     class_conditional: bool = False,
@@ -134,7 +138,10 @@ def calibration_bins(
     """The per-group, per-bin table behind a metric and its reliability diagram.
 
     Same arguments and semantics as :func:`calibkit.gce` (without ``norm``);
-    ``calibration_bins(...).error(norm)`` equals ``gce(..., norm=norm)``.
+    ``calibration_bins(...).error(norm)`` equals ``gce(..., norm=norm)``. Top-label input
+    (``confidence=``, ``correct=``, and ``predicted=``, ``num_classes=`` for class-conditional
+    tables) gives the table of any matrix with those row maxima and predictions; K is then
+    ``num_classes`` (1 when not given).
 
     Returns
     -------
@@ -148,8 +155,16 @@ def calibration_bins(
     [[0, 3, 0]]
     >>> round(t.error(), 6)
     0.3
+    >>> calibkit.calibration_bins(confidence=[0.7, 0.6, 0.8], correct=[1, 1, 1], num_bins=2).counts.tolist()
+    [[0, 3, 0]]
     """
     binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
+    pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
+    if pairs is not None:
+        counts, ss, so, edges = _toplabel.bin_stats(pairs, binning, max_prob, class_conditional,
+                                                    threshold, num_bins)
+        return CalibrationBins(counts, ss, so, edges, pairs.k, binning, bool(class_conditional),
+                               True, threshold)
     if is_multilabel(labels, probs):
         from .multilabel import multilabel_bins
 

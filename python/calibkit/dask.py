@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 
+from . import _toplabel
 from ._groups import score_groups, sorted_bin_sums
 from ._select import Selection, SelectionError, add_packed, scan_groups
 from ._validate import check_gce_params, validate_inputs
@@ -114,6 +115,38 @@ def _prepare(labels, probs):
             probs.to_delayed(optimize_graph=False).ravel(), n, k, np.dtype(dtype))
 
 
+def _prepare_pairs(confidence, correct, predicted, num_classes):
+    """:func:`_prepare` for top-label input: blocks are tuples (confidence, correct, predicted
+    or None, num_classes) of row-aligned delayed chunks; values are checked per chunk."""
+    _, da = _import_dask()
+    arrays = {"confidence": confidence, "correct": correct, "predicted": predicted}
+    arrays = {name: da.asarray(x) for name, x in arrays.items() if x is not None}
+    for name, x in arrays.items():
+        if x.ndim != 1:
+            raise ShapeMismatchError(f"{name} must be 1-D (one entry per prediction), got shape "
+                                     f"{x.shape}")
+        if any(math.isnan(c) for c in x.chunks[0]):
+            raise ShapeMismatchError(
+                f"{name} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
+    conf = arrays["confidence"]
+    if conf.dtype.kind not in "fiu":
+        raise InputTypeError(f"confidence must hold real numbers, got dtype {conf.dtype}")
+    n = conf.shape[0]
+    for name, x in arrays.items():
+        if x.shape[0] != n:
+            raise ShapeMismatchError(
+                f"{name} has {x.shape[0]} entries but confidence has {n}; pass one per prediction")
+    if n == 0:
+        raise ShapeMismatchError("confidence is empty (0 entries); pass at least one prediction")
+    k = None if num_classes is None else _toplabel._as_num_classes(num_classes)
+    dtype = conf.dtype if conf.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    blocks = {name: (x if x.chunks[0] == conf.chunks[0] else x.rechunk((conf.chunks[0],)))
+              .to_delayed(optimize_graph=False).ravel() for name, x in arrays.items()}
+    pblocks = [(c, o, blocks["predicted"][i] if "predicted" in blocks else None, k)
+               for i, (c, o) in enumerate(zip(blocks["confidence"], blocks["correct"]))]
+    return [None] * len(pblocks), pblocks, n, (k or 1), np.dtype(dtype)
+
+
 # ------------------------------------------------------------------------------------------------
 # Chunk tasks and their combination
 # ------------------------------------------------------------------------------------------------
@@ -136,6 +169,8 @@ def _count_tables(groups, edges, num_bins):
 
 def _chunk_task(labels, probs, job):
     """One chunk's partial result for one pass (None for an empty chunk)."""
+    if isinstance(probs, tuple):  # top-label pairs, from _prepare_pairs
+        return _pairs_chunk_task(*probs, job)
     if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
         return None
     y, p = validate_inputs(labels, probs)
@@ -151,6 +186,26 @@ def _chunk_task(labels, probs, job):
     for akey, edges in job["count"].items():
         for b, tab in _count_tables(score_groups(y, p, *akey), edges, job["num_bins"]).items():
             out["count"][akey + (b,)] = tab
+    return out
+
+
+def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
+    """:func:`_chunk_task` of one chunk of top-label pairs."""
+    if np.shape(confidence)[0] == 0:
+        return None
+    pairs = _toplabel.resolve(None, None, confidence, correct, predicted, num_classes)
+    out: dict = {"rows": pairs.n, "even": {}, "scan": {}, "count": {}}
+    for mp, cc, t, b in job["even"]:
+        out["even"][(mp, cc, t, b)] = list(_toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3])
+    if job["validate"] and not job["even"]:
+        _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks values
+    dtype = pairs.confidence.dtype
+    for (mp, cc, t), plan in job["scan"].items():
+        out["scan"][(mp, cc, t)] = scan_groups(_toplabel.pair_groups(pairs, cc, t), plan, dtype)
+    for (mp, cc, t), edges in job["count"].items():
+        groups = _toplabel.pair_groups(pairs, cc, t)
+        for b, tab in _count_tables(groups, edges, job["num_bins"]).items():
+            out["count"][(mp, cc, t, b)] = tab
     return out
 
 
@@ -199,13 +254,17 @@ def _run_pass(lblocks, pblocks, job, scheduler, split_every):
 # ------------------------------------------------------------------------------------------------
 
 
-def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split_every):
+def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split_every,
+            pairs=None):
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise InvalidParameterError(f"split_every must be an int >= 2, got {split_every!r}")
     for s in space:
         for b in num_bins:
             check_gce_params(s.binning, s.norm, s.threshold, b)
-    lblocks, pblocks, n, k, dtype = _prepare(labels, probs)
+    if pairs is not None:  # (confidence, correct, predicted, num_classes)
+        lblocks, pblocks, n, k, dtype = _prepare_pairs(*pairs)
+    else:
+        lblocks, pblocks, n, k, dtype = _prepare(labels, probs)
     even = sorted({(s.max_prob, s.class_conditional, s.threshold, b)
                    for s in space if s.binning == "even" for b in num_bins})
     akeys = sorted({(s.max_prob, s.class_conditional, s.threshold)
@@ -253,9 +312,10 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
     return values, n, k
 
 
-def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
+def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True,
         class_conditional: bool = False, threshold: float = 0.0, norm: str = "l1",
-        num_bins: int = 15, scheduler=None, split_every: int = 8) -> float:
+        num_bins: int = 15, scheduler=None, split_every: int = 8, confidence=None,
+        correct=None, predicted=None, num_classes=None) -> float:
     """General Calibration Error of dask arrays; same semantics and result as :func:`calibkit.gce`.
 
     Parameters
@@ -271,6 +331,9 @@ def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
         uses dask's default, i.e. the active ``dask.distributed.Client`` if there is one.
     split_every : int, default 8
         Fan-in of the tree that combines partial results.
+    confidence, correct, predicted, num_classes : dask arrays of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs``, as in :func:`calibkit.gce`
+        (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``.
 
     Returns
     -------
@@ -291,13 +354,19 @@ def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
     0.4
     """
     spec = MetricSpec(binning, max_prob, class_conditional, threshold, norm)
+    pairs = None
+    if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
+        pairs = (confidence, correct, predicted, num_classes)
+        _toplabel.require_top_label(_toplabel.Pairs(None, None, predicted, num_classes),
+                                    max_prob, class_conditional, "calibkit.dask.gce")
     values, _, _ = _values(labels, probs, MetricSpace([spec]), (num_bins,), scheduler,
-                           split_every)
+                           split_every, pairs)
     return float(values[0, 0])
 
 
-def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=None,
-             split_every: int = 8) -> Evaluation:
+def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=None,
+             split_every: int = 8, confidence=None, correct=None, predicted=None,
+             num_classes=None) -> Evaluation:
     """Every metric of a space at every bin count, over dask arrays, sharing passes.
 
     Same arguments and result as :func:`calibkit.space.evaluate`; all even-binning metrics come
@@ -313,6 +382,10 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
     scheduler : str or None, default None
         See :func:`gce`.
     split_every : int, default 8
+    confidence, correct, predicted, num_classes : dask arrays of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs``, as in
+        :func:`calibkit.evaluate` (default space: the max-prob metrics the input allows; the
+        result's ``top_label_only`` is True).
 
     Returns
     -------
@@ -331,6 +404,10 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
     >>> ev.values.shape
     (3, 2)
     """
+    pairs = None
+    if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
+        pairs = (confidence, correct, predicted, num_classes)
+        space = _toplabel.toplabel_space(space, predicted is not None)
     if space is None:
         space = metric_space()
     elif not isinstance(space, MetricSpace):
@@ -346,5 +423,6 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
         if not bins or len(set(bins)) != len(bins):
             raise InvalidParameterError(
                 f"num_bins: give at least one bin count and no repeats, got {bins}")
-    values, n, k = _values(labels, probs, space, bins, scheduler, split_every)
-    return Evaluation(values, space, bins, n_samples=n, num_classes=k)
+    values, n, k = _values(labels, probs, space, bins, scheduler, split_every, pairs)
+    return Evaluation(values, space, bins, n_samples=n, num_classes=k,
+                      top_label_only=pairs is not None)

@@ -16,6 +16,7 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "TopLabelInputError",
 ]
 
 
@@ -41,3 +42,9 @@ class InvalidParameterError(CalibkitError, ValueError):
 
 class InputTypeError(CalibkitError, TypeError):
     """An argument has a type calibkit cannot use (strings, objects, complex numbers, ...)."""
+
+
+class TopLabelInputError(InvalidParameterError):
+    """Top-label input (``confidence=``, ``correct=``) given to a metric that needs every class's
+    probability (``max_prob=False``: SCE, ACE, TACE), or to a class-conditional metric without
+    ``predicted=`` and ``num_classes=``."""

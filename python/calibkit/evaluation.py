@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from . import _native
+from . import _native, _toplabel
 from ._validate import check_gce_params, is_multilabel, validate_inputs
 from .errors import InputTypeError, InvalidParameterError
 from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space
@@ -60,6 +60,9 @@ class Evaluation:
         Shape of the evaluated probabilities (None when unknown).
     multilabel : bool
         True when the labels were an (N, K) 0/1 matrix.
+    top_label_only : bool
+        True when computed from top-label input (``confidence=``, ``correct=``): the space
+        then holds only max-prob metrics (the others need every class's probability).
 
     Examples
     --------
@@ -75,7 +78,7 @@ class Evaluation:
     """
 
     def __init__(self, values, space: MetricSpace, num_bins, *, n_samples=None,
-                 num_classes=None, multilabel: bool = False):
+                 num_classes=None, multilabel: bool = False, top_label_only: bool = False):
         space = _as_space(space)
         num_bins = _as_num_bins(num_bins)
         v = np.array(values, dtype=np.float64, copy=True)
@@ -91,6 +94,7 @@ class Evaluation:
         self.n_samples = n_samples
         self.num_classes = num_classes
         self.multilabel = multilabel
+        self.top_label_only = bool(top_label_only)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -183,6 +187,8 @@ class Evaluation:
             kind = "multilabel " if self.multilabel else ""
             shape = f", {kind}N={self.n_samples}, K={self.num_classes}"
         head = f"Evaluation({len(self.space)} metrics x {len(self.num_bins)} bin counts{shape})"
+        if self.top_label_only:
+            head += "\n  (top-label input: max-prob metrics only; the others need the full matrix)"
         width = max(max(len(n) for n in self.names), len("metric"))
         cols = [f"B={b}" for b in self.num_bins]
         cw = max(10, *(len(c) for c in cols))
@@ -204,7 +210,8 @@ class Evaluation:
     __hash__ = None
 
 
-def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation:
+def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
+             confidence=None, correct=None, predicted=None, num_classes=None) -> Evaluation:
     """Every metric of a space at every bin count, in one pass of the Rust kernel.
 
     Each group of scores is sorted (adaptive) or histogrammed (even) once and shared by all
@@ -224,6 +231,14 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
     num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
         Bin counts, each a positive int, no repeats.
+    confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`). Only
+        max-prob metrics can be computed from it. With the default space, the result holds
+        the paper's max-prob metrics that the input allows: the 16 with ``max_prob=True``
+        when ``predicted`` and ``num_classes`` are given, else the 8 pooled ones; its
+        ``top_label_only`` is True and its repr says so. An explicit space holding an
+        all-probabilities metric (or a class-conditional one without ``predicted``) raises
+        :class:`calibkit.errors.TopLabelInputError` naming them.
 
     Returns
     -------
@@ -245,7 +260,13 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
     >>> ev = calibkit.evaluate(labels, probs, space=["ECE", "ACE"], num_bins=(5, 10))
     >>> ev.values.shape
     (2, 2)
+    >>> top = calibkit.evaluate(confidence=probs.max(axis=1), correct=probs.argmax(axis=1) == labels)
+    >>> len(top.space), top.top_label_only, top.space[0].name
+    (8, True, 'ECE')
     """
+    pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
+    if pairs is not None:
+        return _evaluate_pairs(pairs, space, num_bins)
     if is_multilabel(labels, probs):
         from .multilabel import multilabel_evaluate
 
@@ -267,3 +288,15 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
     return Evaluation(
         values, space, bins, n_samples=pr.shape[0], num_classes=pr.shape[1], multilabel=False
     )
+
+
+def _evaluate_pairs(pairs, space, num_bins) -> Evaluation:
+    """:func:`evaluate` of top-label input (see its ``confidence`` parameter)."""
+    space = _toplabel.toplabel_space(space, pairs.predicted is not None)
+    bins = _as_num_bins(num_bins)
+    for spec in space:
+        for b in bins:
+            check_gce_params(spec.binning, spec.norm, spec.threshold, b)
+    values = _toplabel.evaluate(pairs, space.to_tuples(), list(bins))
+    return Evaluation(values, space, bins, n_samples=pairs.n, num_classes=pairs.num_classes,
+                      top_label_only=True)

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native
+from . import _native, _toplabel
 from ._validate import check_gce_params, is_multilabel, validate_inputs
 
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
 
 
 def gce(
-    labels,
-    probs,
+    labels=None,
+    probs=None,
     *,
+    confidence=None,
+    correct=None,
+    predicted=None,
+    num_classes=None,
     binning: str = "even",
     max_prob: bool = True,
     class_conditional: bool = False,
@@ -31,14 +35,30 @@ def gce(
 
     Parameters
     ----------
-    labels : array_like of shape (N,)
+    labels : array_like of shape (N,), optional
         True class indices in ``[0, K)``: integers of any width, or floats holding exact
         integers. An (N, K) 0/1 matrix means multilabel (each column its own one-vs-rest
         problem; only ``max_prob=False`` is defined, see :mod:`calibkit.multilabel`).
-    probs : array_like of shape (N, K), (N, 1) or (N,)
+    probs : array_like of shape (N, K), (N, 1) or (N,), optional
         Predicted probabilities, float32 or float64, rows summing to 1 within 1e-3 and values
         within [0, 1] up to 1e-4. 1-D or (N, 1) input is the binary P(y=1) and becomes
         ``[1 - p, p]``. K always comes from ``probs``.
+    confidence : array_like of shape (N,), optional
+        Top-label input, in place of ``labels`` and ``probs`` (mixing the two forms is an
+        error): each prediction's top-label probability, float32 or float64, finite and within
+        [0, 1] up to 1e-4. Only ``max_prob=True`` metrics accept it (others raise
+        :class:`calibkit.errors.TopLabelInputError`). The result equals the matrix form, to
+        1e-12, for any matrix whose row maxima are ``confidence``, whose first argmaxes are
+        ``predicted`` and whose labels make ``correct`` (see ``docs/toplabel-inputs.md``):
+        ``confidence > threshold`` is kept, 1.0 gets the extra even bin.
+    correct : array_like of shape (N,), optional
+        With ``confidence``: whether each prediction was right, boolean or 0/1.
+    predicted : array_like of shape (N,), optional
+        With ``confidence``: the predicted class of each prediction, integers in
+        ``[0, num_classes)``. Needed (with ``num_classes``) by class-conditional metrics.
+    num_classes : int, optional
+        With ``predicted``: K, the number of classes (class-conditional metrics average over all
+        K, predicted or not).
     binning : {"even", "adaptive"}, default "even"
         ``"even"``: B equal-width bins with upper edges ``np.linspace(0, 1, B+1)[1:]``; scores
         equal to 1.0 fall in an extra bin of their own (as in the paper's library and
@@ -81,6 +101,9 @@ def gce(
         Unknown binning or norm, threshold outside [0, 1), num_bins < 1.
     calibkit.errors.InputTypeError
         Non-numeric input.
+    calibkit.errors.TopLabelInputError
+        Top-label input with ``max_prob=False``, or a class-conditional metric without
+        ``predicted`` and ``num_classes``.
 
     Examples
     --------
@@ -89,8 +112,19 @@ def gce(
     >>> labels = np.array([0, 1, 1])
     >>> round(calibkit.gce(labels, probs, num_bins=3), 6)
     0.133333
+
+    The same from top-label pairs (row maxima, whether the argmax is the label):
+
+    >>> round(calibkit.gce(confidence=[0.7, 0.5, 0.6], correct=[True, False, True], num_bins=3), 6)
+    0.133333
+    >>> round(calibkit.gce(confidence=[0.7, 0.5, 0.6], correct=[1, 0, 1], predicted=[0, 0, 1],
+    ...                    num_classes=3, class_conditional=True, num_bins=3), 6)
+    0.266667
     """
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
+    pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
+    if pairs is not None:
+        return _toplabel.gce(pairs, binning, max_prob, class_conditional, threshold, norm, num_bins)
     # multilabel: an (N, K) 0/1 label matrix, K > 1 (the fast path skips the check for 1-D arrays)
     if (type(labels) is not np.ndarray or labels.ndim != 1) and is_multilabel(labels, probs):
         from .multilabel import multilabel_gce
@@ -111,7 +145,8 @@ def gce(
     )
 
 
-def ece(labels, probs, *, num_bins: int = 15) -> float:
+def ece(labels=None, probs=None, *, num_bins: int = 15,
+        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Expected Calibration Error (Guo et al., 2017; Naeini et al., 2015).
 
     :func:`gce` with even binning, top-label (``max_prob=True``), pooled over classes,
@@ -123,53 +158,81 @@ def ece(labels, probs, *, num_bins: int = 15) -> float:
     >>> import calibkit
     >>> round(calibkit.ece([0, 1], [[0.9, 0.1], [0.2, 0.8]]), 6)
     0.15
+
+    With only each prediction's confidence and whether it was right (top-label input, see
+    :func:`gce`):
+
+    >>> round(calibkit.ece(confidence=[0.9, 0.8], correct=[True, True]), 6)
+    0.15
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=0.0, norm="l1", num_bins=num_bins)
 
 
-def cce(labels, probs, *, num_bins: int = 15) -> float:
+def cce(labels=None, probs=None, *, num_bins: int = 15,
+        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Class-conditional ECE: ECE computed per predicted class, averaged over all K classes.
 
     :func:`gce` with even binning, ``max_prob=True``, ``class_conditional=True``, threshold 0,
-    l1 norm (index 0 of the paper's 32-metric space).
+    l1 norm (index 0 of the paper's 32-metric space). Top-label input needs ``predicted=``
+    and ``num_classes=`` besides ``confidence=`` and ``correct=``.
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=True,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=0.0, norm="l1", num_bins=num_bins)
 
 
-def sce(labels, probs, *, num_bins: int = 15) -> float:
+def sce(labels=None, probs=None, *, num_bins: int = 15,
+        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Static Calibration Error (Nixon et al.): every class's probabilities, even bins.
 
     :func:`gce` with even binning, ``max_prob=False``, ``class_conditional=True``, threshold 0,
     l1 norm (index 8).
+    Needs every class's probability: top-label input (``confidence=``) raises
+    :class:`calibkit.errors.TopLabelInputError`.
     """
     return gce(labels, probs, binning="even", max_prob=False, class_conditional=True,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=0.0, norm="l1", num_bins=num_bins)
 
 
-def ace(labels, probs, *, num_bins: int = 15) -> float:
+def ace(labels=None, probs=None, *, num_bins: int = 15,
+        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Adaptive Calibration Error (Nixon et al.): equal-mass bins per class.
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
     threshold 0, l1 norm (index 24). Bins are weighted by their counts, as the paper's released
     code does (the paper's formula writes a uniform 1/(K R) weight).
+    Needs every class's probability: top-label input (``confidence=``) raises
+    :class:`calibkit.errors.TopLabelInputError`.
     """
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=0.0, norm="l1", num_bins=num_bins)
 
 
-def tace(labels, probs, *, num_bins: int = 15, threshold: float = 0.01) -> float:
+def tace(labels=None, probs=None, *, num_bins: int = 15, threshold: float = 0.01,
+         confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Thresholded Adaptive Calibration Error: ACE over scores above ``threshold`` (0.01).
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
     ``threshold=0.01``, l1 norm (index 26).
+    Needs every class's probability: top-label input (``confidence=``) raises
+    :class:`calibkit.errors.TopLabelInputError`.
     """
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=threshold, norm="l1", num_bins=num_bins)
 
 
-def rmsce(labels, probs, *, num_bins: int = 15) -> float:
+def rmsce(labels=None, probs=None, *, num_bins: int = 15,
+        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Root-mean-square calibration error (Hendrycks et al.): top-label, adaptive bins, l2.
 
     :func:`gce` with adaptive binning, ``max_prob=True``, pooled, threshold 0, l2 norm with the
@@ -177,13 +240,18 @@ def rmsce(labels, probs, *, num_bins: int = 15) -> float:
     ``num_bins``.
     """
     return gce(labels, probs, binning="adaptive", max_prob=True, class_conditional=False,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=0.0, norm="l2", num_bins=num_bins)
 
 
-def mce(labels, probs, *, num_bins: int = 15) -> float:
+def mce(labels=None, probs=None, *, num_bins: int = 15,
+        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
     """Maximum Calibration Error: the largest |accuracy - confidence| over non-empty bins.
 
     :func:`gce` with even binning, ``max_prob=True``, pooled, threshold 0, ``norm="max"``.
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
+               confidence=confidence, correct=correct, predicted=predicted,
+               num_classes=num_classes,
                threshold=0.0, norm="max", num_bins=num_bins)

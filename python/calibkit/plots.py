@@ -85,9 +85,13 @@ def _check_figsize(figsize):
 
 
 def reliability_diagram(
-    labels,
-    probs,
+    labels=None,
+    probs=None,
     *,
+    confidence=None,
+    correct=None,
+    predicted=None,
+    num_classes=None,
     binning: str = "even",
     num_bins: int = 15,
     max_prob: bool = True,
@@ -111,6 +115,10 @@ def reliability_diagram(
     labels : array_like of shape (N,) or (N, K)
         Class indices, or an (N, K) 0/1 multilabel matrix (then ``max_prob`` must be False).
     probs : array_like of shape (N, K), (N,) or (N, 1)
+    confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`):
+        each prediction's top-label probability and whether it was right (plus the predicted
+        class and K for ``class_index``). ``max_prob`` must stay True.
     binning : {"even", "adaptive"}, default "even"
     num_bins : int, default 15
     max_prob : bool, default True
@@ -141,10 +149,19 @@ def reliability_diagram(
     >>> fig = reliability_diagram(labels, probs, num_bins=10)
     >>> fig.axes[0].get_ylabel()
     'accuracy'
+    >>> fig = reliability_diagram(confidence=probs.max(axis=1),
+    ...                           correct=probs.argmax(axis=1) == labels, num_bins=10)
     """
     figsize = _check_figsize(figsize)
     cc = class_index is not None
-    if np.ndim(labels) == 2:
+    top = {"confidence": confidence, "correct": correct, "predicted": predicted,
+           "num_classes": num_classes}
+    if any(v is not None for v in top.values()):  # top-label input (calibkit._toplabel)
+        from .bins import calibration_bins
+
+        def bins_fn(labels, probs, **kw):
+            return calibration_bins(labels, probs, **top, **kw)
+    elif np.ndim(labels) == 2:
         from .multilabel import multilabel_bins as bins_fn
     else:
         from .bins import calibration_bins as bins_fn

@@ -68,6 +68,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from . import _toplabel
 from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums
 from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
@@ -284,7 +285,8 @@ class Accumulator:
             )
 
     # -- updates -----------------------------------------------------------------------------------
-    def update(self, labels, probs) -> Accumulator:
+    def update(self, labels=None, probs=None, *, confidence=None, correct=None, predicted=None,
+               num_classes=None) -> Accumulator:
         """Add one batch of predictions.
 
         Parameters
@@ -295,6 +297,12 @@ class Accumulator:
             Probabilities (float32 or float64), validated as by :func:`calibkit.gce`. An empty
             batch (n = 0) is allowed and changes nothing but fixes K and the dtype if it is the
             first.
+        confidence, correct, predicted, num_classes : array_like of shape (n,) and int, optional
+            Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`),
+            for accumulators of max-prob metrics only (class-conditional ones also need
+            ``predicted`` and ``num_classes``). K is ``num_classes``, or, when not given, the K
+            of earlier batches (1 for a fresh accumulator); the dtype is that of
+            ``confidence``. Results equal the matrix form, batch by batch.
 
         Returns
         -------
@@ -309,7 +317,14 @@ class Accumulator:
             The float dtype differs from the first batch (float32 vs float64).
         ValueError, TypeError
             Anything :func:`calibkit.gce` rejects. The accumulator is unchanged on any error.
+        calibkit.errors.TopLabelInputError
+            Top-label input for an accumulator holding an all-probabilities metric (or a
+            class-conditional one without ``predicted``).
         """
+        pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes,
+                                  allow_empty=True)
+        if pairs is not None:
+            return self._update_pairs(pairs)
         y, p, k, dtype = _check_batch(labels, probs)
         if self.num_classes is not None and k != self.num_classes:
             raise ShapeMismatchError(
@@ -356,6 +371,58 @@ class Accumulator:
                 else:
                     state.update(g, s, o)
         self.n_samples += y.shape[0]
+        return self
+
+    def _update_pairs(self, pairs) -> Accumulator:
+        """:meth:`update` with top-label input (:mod:`calibkit._toplabel`)."""
+        for s in self.space:
+            _toplabel.require_top_label(pairs, s.max_prob, s.class_conditional,
+                                        f"Accumulator metric {s.name}")
+        k = pairs.num_classes or self.num_classes or 1
+        dtype = pairs.confidence.dtype
+        if self.num_classes is not None and k != self.num_classes:
+            raise ShapeMismatchError(
+                f"num_classes={k} but this accumulator was started with K={self.num_classes}; "
+                f"every batch must have the same number of classes"
+            )
+        if self.dtype is not None and dtype != self.dtype:
+            raise InputTypeError(
+                f"confidence is {dtype} but earlier batches were {self.dtype}; mixing float "
+                f"dtypes is refused (results would depend on batching): cast with "
+                f"confidence.astype(np.{self.dtype.name})"
+            )
+        if pairs.n == 0:
+            if self.num_classes is None:
+                self._allocate(k, dtype)
+            return self
+        # Compute everything the batch contributes before touching the state.
+        even = {}
+        for mp, cc, t in self._even_keys:
+            for b in self.num_bins:
+                even[(mp, cc, t, b)] = _toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3]
+        if not even:  # the Rust pass checks the values
+            _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
+        groups = {}
+        for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
+            t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
+            groups[(mp, cc)] = (t_min, _toplabel.pair_groups(pairs, cc, t_min))
+        # Commit (nothing below can fail on valid state).
+        if self.num_classes is None:
+            self._allocate(k, dtype)
+        for key, parts in even.items():
+            for acc, part in zip(self._even[key], parts):
+                acc += part
+        for (mp, cc, t), state in self._adaptive_state.items():
+            t_min, gl = groups[(mp, cc)]
+            for g, (s, o) in enumerate(gl):
+                if t > t_min:
+                    keep = s > np.float64(t)
+                    s, o = s[keep], o[keep]
+                if isinstance(state, KeptScores):
+                    state.add(g, s, o)
+                else:
+                    state.update(g, s, o)
+        self.n_samples += pairs.n
         return self
 
     def merge(self, other: Accumulator) -> Accumulator:

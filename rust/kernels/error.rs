@@ -14,6 +14,12 @@ pub enum KernelError {
     RowSum { row: usize, sum: f64 },
     #[error("labels[{index}] is {label}, outside [0, {num_classes}): labels must be class indices of the {num_classes} columns of probs")]
     LabelOutOfRange { index: usize, label: i64, num_classes: usize },
+    #[error("confidence[{index}] is {value}: confidences must be finite and within [0, 1] (tolerance {RANGE_TOL:e}); pass each prediction's top-label probability, not a logit or a score")]
+    BadConfidence { index: usize, value: f64 },
+    #[error("correct[{index}] is {value}: correct must be boolean or 0/1 (1 = the prediction was right)")]
+    BadCorrect { index: usize, value: u8 },
+    #[error("predicted[{index}] is {value}, outside [0, {num_classes}): predicted must hold class indices below num_classes")]
+    BadPredicted { index: usize, value: i64, num_classes: usize },
     #[error("{0}")]
     Shape(String),
     #[error("{0}")]

@@ -17,6 +17,7 @@ pub mod edges;
 pub mod error;
 pub mod reduce;
 pub mod score;
+pub mod pairs;
 pub mod share;
 pub mod space;
 pub mod spec;

@@ -11,6 +11,8 @@ fn class_name(e: &KernelError) -> &'static str {
             "InvalidProbabilitiesError"
         }
         KernelError::LabelOutOfRange { .. } => "InvalidLabelsError",
+        KernelError::BadConfidence { .. } => "InvalidProbabilitiesError",
+        KernelError::BadCorrect { .. } | KernelError::BadPredicted { .. } => "InvalidLabelsError",
         KernelError::Shape(_) => "ShapeMismatchError",
         KernelError::Parameter(_) => "InvalidParameterError",
     }

@@ -1,0 +1,296 @@
+"""Top-label input: ``confidence=`` and ``correct=`` (and ``predicted=``, ``num_classes=``) in
+place of ``(labels, probs)``. Every entry point resolves its arguments here, once.
+
+What the pairs mean (the equality the metrics keep, to 1e-12): pair i is what calibkit's
+top-label path derives from row i of a probability matrix ``P`` (N, K) with labels ``y``:
+
+* ``confidence[i] = P[i].max()`` (in P's dtype: float32 stays float32);
+* ``predicted[i] = P[i].argmax()``, the **lowest** index among tied maxima;
+* ``correct[i] = (y[i] == predicted[i])``;
+* ``num_classes = K``.
+
+For any such matrix, every top-label (``max_prob=True``) metric of the pairs equals the matrix
+form: ``gce(confidence=c, correct=ok, predicted=pred, num_classes=K, **kw) == gce(y, P, **kw)``.
+Nothing else about the rows matters. The rules of SPEC.md apply to the confidences unchanged: a
+confidence is kept only if ``confidence > threshold`` (strict); under even binning a confidence
+of exactly 1.0 falls in the extra bin of its own (index B); a binary 1-D ``probs`` p is the
+matrix ``[1 - p, p]``, so its pairs are ``confidence = max(1 - p, p)`` and ``predicted = 1`` only
+where ``p > 1 - p``. Pooled metrics (ECE, MCE, RMSCE) need only ``confidence`` and ``correct``;
+class-conditional ones (CCE) also ``predicted`` and ``num_classes`` (the average is over all
+``num_classes`` classes, predicted or not).
+
+All-probabilities metrics (``max_prob=False``: SCE, ACE, TACE) need every class's probability
+and refuse pairs with :class:`calibkit.errors.TopLabelInputError`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import as_labels
+from .errors import (
+    InputTypeError,
+    InvalidLabelsError,
+    InvalidParameterError,
+    ShapeMismatchError,
+    TopLabelInputError,
+)
+
+__all__ = ["Pairs", "resolve", "is_top_label", "toplabel_space", "require_top_label", "pair_groups", "ALL_PROBS_HINT"]
+
+#: What to pass instead when a metric needs every class's probability.
+ALL_PROBS_HINT = (
+    "it needs every class's probability, and confidence/correct hold only the top one: pass "
+    "labels and the (N, K) probability matrix instead, or use a top-label metric (ECE, CCE, "
+    "MCE, RMSCE, or gce with max_prob=True)"
+)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Structurally validated top-label input (values are checked by the Rust pass).
+
+    Attributes
+    ----------
+    confidence : numpy.ndarray of shape (N,), float32 or float64, contiguous
+    correct : numpy.ndarray of shape (N,), uint8 (0/1 unless the kernel refuses it)
+    predicted : numpy.ndarray of shape (N,), int64, or None
+    num_classes : int or None
+    """
+
+    confidence: np.ndarray
+    correct: np.ndarray
+    predicted: np.ndarray | None
+    num_classes: int | None
+
+    @property
+    def n(self) -> int:
+        return self.confidence.shape[0]
+
+    @property
+    def k(self) -> int:
+        """K for the kernels: ``num_classes``, or 1 when only pooled metrics are possible."""
+        return 1 if self.num_classes is None else self.num_classes
+
+    def native_args(self) -> tuple:
+        """The leading arguments of the ``calibkit._native.pairs_*`` functions."""
+        return (self.confidence, self.correct, self.predicted, self.k)
+
+
+def _as_confidence(confidence) -> np.ndarray:
+    if isinstance(confidence, (str, bytes)):
+        raise InputTypeError(
+            f"confidence must be an array of top-label probabilities, got {type(confidence).__name__}"
+        )
+    try:
+        c = np.asarray(confidence)
+    except Exception as exc:  # ragged lists and the like
+        raise InputTypeError(f"confidence could not be converted to a NumPy array: {exc}") from exc
+    if c.dtype.kind not in "fiu":
+        raise InputTypeError(
+            f"confidence must hold real numbers (each prediction's top-label probability), got "
+            f"dtype {c.dtype}; did you swap confidence and correct?"
+        )
+    if c.ndim != 1:
+        raise ShapeMismatchError(
+            f"confidence must be 1-D (one top-label probability per prediction), got shape "
+            f"{c.shape}; for a probability matrix pass labels and probs instead"
+        )
+    if c.dtype not in (np.float32, np.float64):
+        c = c.astype(np.float64)
+    return np.ascontiguousarray(c)
+
+
+def _as_correct(correct) -> np.ndarray:
+    if isinstance(correct, (str, bytes)):
+        raise InputTypeError(f"correct must be an array of booleans or 0/1, got {type(correct).__name__}")
+    try:
+        o = np.asarray(correct)
+    except Exception as exc:
+        raise InputTypeError(f"correct could not be converted to a NumPy array: {exc}") from exc
+    if o.ndim != 1:
+        raise ShapeMismatchError(
+            f"correct must be 1-D (whether each prediction was right), got shape {o.shape}"
+        )
+    if o.dtype.kind == "b":
+        return np.ascontiguousarray(o).view(np.uint8)
+    if o.dtype.kind not in "fiu":
+        raise InputTypeError(f"correct must hold booleans or 0/1, got dtype {o.dtype}")
+    if o.dtype.kind in "iu" and o.dtype.itemsize == 1:  # the kernel refuses values other than 0/1
+        return np.ascontiguousarray(o).view(np.uint8)
+    bad = np.flatnonzero((o != 0) & (o != 1))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidLabelsError(
+            f"correct[{i}] is {o[i].item()!r}: correct must be boolean or 0/1 (1 = the prediction "
+            f"was right); for class indices pass predicted= (with num_classes=)"
+        )
+    return o.astype(np.uint8)
+
+
+def _as_num_classes(num_classes) -> int:
+    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(num_classes, numbers.Integral):
+        raise InvalidParameterError(
+            f"num_classes must be a positive integer (K, the number of classes), got {num_classes!r}"
+        )
+    k = int(num_classes)
+    if k < 1:
+        raise InvalidParameterError(f"num_classes must be a positive integer (>= 1), got {k}")
+    return k
+
+
+def is_top_label(labels, probs, confidence, correct, predicted=None, num_classes=None) -> bool:
+    """Whether a call uses the top-label form; refuses mixed or incomplete forms (no conversion,
+    so it also serves lazy arrays)."""
+    if (confidence is None and correct is None and predicted is None and num_classes is None
+            and labels is not None and probs is not None):
+        return False  # the matrix form, decided in a few identity tests
+    top = {"confidence": confidence, "correct": correct, "predicted": predicted,
+           "num_classes": num_classes}
+    given = [name for name, v in top.items() if v is not None]
+    if not given:
+        if labels is None or probs is None:
+            missing = " and ".join(n for n, v in (("labels", labels), ("probs", probs)) if v is None)
+            raise InputTypeError(
+                f"{missing} missing: pass labels and probs, or confidence= and correct= (one "
+                f"top-label probability and one 0/1 outcome per prediction)"
+            )
+        return False
+    matrix = [name for name, v in (("labels", labels), ("probs", probs)) if v is not None]
+    if matrix:
+        raise InvalidParameterError(
+            f"{' and '.join(matrix)} given together with {', '.join(given)}: pass either labels "
+            f"and probs, or the top-label form confidence= and correct= (with predicted= and "
+            f"num_classes= for class-conditional metrics), not both"
+        )
+    if confidence is None or correct is None:
+        raise InvalidParameterError(
+            "the top-label form needs both confidence= (N,) and correct= (N,) "
+            f"(got only {', '.join(given)})"
+        )
+    if (predicted is None) != (num_classes is None):
+        have, need = ("predicted", "num_classes") if num_classes is None else ("num_classes", "predicted")
+        raise InvalidParameterError(
+            f"{have}= needs {need}= too: class-conditional metrics average over all "
+            f"num_classes classes, which the predictions alone cannot tell"
+        )
+    return True
+
+
+def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None, *,
+            allow_empty: bool = False) -> Pairs | None:
+    """The top-label :class:`Pairs`, or None when the call uses ``(labels, probs)``.
+
+    Raises a calibkit error when the two forms are mixed, when neither is complete, or when an
+    argument is structurally wrong (values are checked by the Rust pass). Empty input is
+    refused unless ``allow_empty`` (a streaming batch).
+    """
+    if not is_top_label(labels, probs, confidence, correct, predicted, num_classes):
+        return None
+    c = _as_confidence(confidence)
+    o = _as_correct(correct)
+    p = None if predicted is None else as_labels(predicted, name="predicted")
+    k = None if num_classes is None else _as_num_classes(num_classes)
+    if o.shape[0] != c.shape[0]:
+        raise ShapeMismatchError(
+            f"correct has {o.shape[0]} entries but confidence has {c.shape[0]}; pass one outcome "
+            f"per confidence"
+        )
+    if p is not None and p.shape[0] != c.shape[0]:
+        raise ShapeMismatchError(
+            f"predicted has {p.shape[0]} entries but confidence has {c.shape[0]}; pass one "
+            f"predicted class per confidence"
+        )
+    if c.shape[0] == 0 and not allow_empty:
+        raise ShapeMismatchError("confidence is empty (0 entries); pass at least one prediction")
+    return Pairs(c, o, p, k)
+
+
+def require_top_label(pairs: Pairs, max_prob: bool, class_conditional: bool,
+                      what: str = "this metric") -> None:
+    """Refuses a grouping the pairs cannot give, saying why and what to pass instead."""
+    if not max_prob:
+        raise TopLabelInputError(
+            f"{what} with max_prob=False (as SCE, ACE and TACE) cannot use top-label input: "
+            f"{ALL_PROBS_HINT}"
+        )
+    if class_conditional and pairs.predicted is None:
+        raise TopLabelInputError(
+            f"{what} is class-conditional: pass predicted= (the predicted class of each "
+            f"confidence) and num_classes= (K) along with confidence= and correct="
+        )
+
+
+def pair_groups(pairs: Pairs, class_conditional: bool,
+                threshold: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The kept ``(scores, outcomes)`` of each group, as :func:`calibkit._groups.score_groups`
+    forms them from a matrix (scores in the dtype of ``confidence``, outcomes bool, groups in
+    predicted-class order, input order within a group). The values must be validated."""
+    keep = pairs.confidence > np.float64(threshold)  # compared in float64 (SPEC)
+    top = pairs.confidence[keep]
+    correct = pairs.correct[keep].view(bool)
+    if not class_conditional:
+        return [(top, correct)]
+    pred = pairs.predicted[keep]
+    order = np.argsort(pred, kind="stable")
+    splits = np.cumsum(np.bincount(pred, minlength=pairs.num_classes))[:-1]
+    return list(zip(np.split(top[order], splits), np.split(correct[order], splits)))
+
+
+# -- the native calls (one per entry point kind) ---------------------------------------------------
+def gce(pairs: Pairs, binning: str, max_prob: bool, class_conditional: bool, threshold: float,
+        norm: str, num_bins: int) -> float:
+    """:func:`calibkit.gce` of validated-parameter pairs (one pass of the Rust pair kernel)."""
+    require_top_label(pairs, max_prob, class_conditional, "gce")
+    from . import _native
+
+    return _native.pairs_gce(*pairs.native_args(), binning, bool(class_conditional), threshold,
+                             norm, num_bins)
+
+
+def bin_stats(pairs: Pairs, binning: str, max_prob: bool, class_conditional: bool,
+              threshold: float, num_bins: int) -> tuple:
+    """``(counts, sum_score, sum_outcome, edges)`` as ``calibkit._native.bin_stats`` gives them."""
+    require_top_label(pairs, max_prob, class_conditional, "calibration_bins")
+    from . import _native
+
+    return _native.pairs_bin_stats(*pairs.native_args(), binning, bool(class_conditional),
+                                   threshold, num_bins)
+
+
+def evaluate(pairs: Pairs, specs: list, num_bins: list) -> np.ndarray:
+    """Values of the (top-label) ``specs`` at each bin count, shape (len(specs), len(num_bins))."""
+    from . import _native
+
+    return np.asarray(_native.pairs_evaluate(*pairs.native_args(), specs, num_bins),
+                      dtype=np.float64)
+
+
+def toplabel_space(space, has_predicted: bool):
+    """The metric space of an ``evaluate`` call with top-label input (see
+    :func:`calibkit.evaluate`): by default the paper's max-prob metrics the input allows."""
+    from .space import _as_space
+
+    if space is None:
+        space = _as_space(None).select(max_prob=True)
+        if not has_predicted:
+            space = space.select(class_conditional=False)
+        return space
+    space = _as_space(space)
+    need_all = [s.name for s in space if not s.max_prob]
+    if need_all:
+        raise TopLabelInputError(
+            f"evaluate: {', '.join(need_all)} cannot use top-label input: {ALL_PROBS_HINT}; "
+            f"or leave space=None for every max-prob metric"
+        )
+    need_pred = [s.name for s in space if s.class_conditional]
+    if need_pred and not has_predicted:
+        raise TopLabelInputError(
+            f"evaluate: {', '.join(need_pred)} are class-conditional: pass predicted= (the "
+            f"predicted class of each confidence) and num_classes= (K) along with confidence= "
+            f"and correct=, or leave space=None for the pooled max-prob metrics"
+        )
+    return space
