@@ -463,3 +463,16 @@ def test_report_on_a_real_model_zoo_record(tmp_path):
         ece += m.sum() / keep.sum() * abs(correct[m].mean() - conf[m].mean())
     assert _metric(out) == pytest.approx(ece, abs=1e-12)
     assert "50000 predictions" in so and "1000 classes" in so
+
+
+def test_report_title_names_the_file_not_its_folders(tmp_path):
+    f = (tmp_path / "deep" / "folder" / "preds.npz").resolve()
+    f.parent.mkdir(parents=True)
+    np.savez(f, logits=LOGITS, labels=LABELS)
+    code, _, err, out = _report(tmp_path, f)
+    assert code == 0
+    first = (out / "report.md").read_text().splitlines()[0]
+    assert first == "# calibkit report: preds.npz[logits]"
+    assert str(f.parent) not in first
+    # the run time is printed after everything is written, and counts the writing
+    assert err.rstrip().endswith(" s)") and "reliability.png" in err
