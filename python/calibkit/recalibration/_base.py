@@ -133,12 +133,20 @@ class ParamsMixin:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
 
+    #: scikit-learn < 1.6 reads this: the recalibrators are probabilistic classifiers
+    #: (``predict_proba``, ``predict``, ``classes_``), so probability scorers accept them.
+    _estimator_type = "classifier"
+
     def __sklearn_tags__(self):
         """scikit-learn's estimator tags (called by scikit-learn >= 1.6 only, which is then
-        imported): those of a plain ``BaseEstimator``."""
+        imported): a classifier's, so ``scoring="neg_log_loss"`` and the like accept it."""
         from sklearn.base import BaseEstimator
+        from sklearn.utils import ClassifierTags
 
-        return BaseEstimator.__sklearn_tags__(self)
+        tags = BaseEstimator.__sklearn_tags__(self)
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags()
+        return tags
 
 
 _EstimatorBase = ParamsMixin
