@@ -314,6 +314,10 @@ def test_reliability_subtitle_states_threshold_and_fits(tmp_path):
         assert _inside(_bbox(fig, sub), fig.bbox), f"subtitle clipped at {figsize}"
         assert _inside(_bbox(fig, ax.title), fig.bbox)
         assert not _bbox(fig, sub).overlaps(_bbox(fig, ax.title))
+        legend = _bbox(fig, ax.get_legend())
+        assert _inside(legend, fig.bbox), f"legend cut at {figsize}"
+        for bar in ax.patches:  # the legend sits above accuracy 1: it covers no bar
+            assert not legend.overlaps(_bbox(fig, bar)), f"legend over a bar at {figsize}"
 
 
 def test_under_confident_gap_leaves_the_accuracy_bar_readable():

@@ -220,7 +220,7 @@ def reliability_diagram(
     if under.any():
         ax.bar(left[under], (acc - conf)[under], bottom=conf[under], width=width[under],
                align="edge", fill=False, edgecolor=_UNDER_COLOR, hatch="\\\\", linewidth=0.6,
-               label="gap: under-confident (inside the bar)", zorder=3)
+               label="gap: under-confident", zorder=3)
     ax.plot([0, 1], [0, 1], ls="--", color="#222222", lw=1.0, label="perfect calibration",
             zorder=4)
     ax.plot(conf[filled], acc[filled], "o", ms=3.5, color="black", zorder=5,
@@ -228,11 +228,18 @@ def reliability_diagram(
     has_ones = extra and counts[-1] > 0
     right = 1.0 + (1.5 * extra_w if has_ones else 0.0)
     ax.set_xlim(min(0.0, float(np.nanmin(edges[:-1]))), right)
-    ax.set_ylim(0.0, 1.02)
     ax.set_ylabel("accuracy")
     ax.grid(alpha=0.25, lw=0.6)
-    # a translucent white box keeps the legend readable where bars run under it
-    ax.legend(loc="upper left", fontsize=8, frameon=True, framealpha=0.8, edgecolor="none")
+    # The legend sits in headroom above accuracy 1, in two columns, so it never covers a bar.
+    handles, labels_ = ax.get_legend_handles_labels()
+    ncol = 2 if fig.get_figwidth() >= 5.0 else 1
+    rows = -(-len(handles) // ncol)
+    axes_h_in = fig.get_figheight() * 0.62 * 3.2 / 4.2  # the top panel's height, roughly
+    headroom = (rows * 8.0 * 1.5 / 72 + 0.08) / max(axes_h_in, 0.5)
+    ax.set_ylim(0.0, 1.02 + headroom)
+    ax.set_yticks(np.linspace(0.0, 1.0, 6))
+    ax.legend(handles, labels_, loc="upper center", ncol=ncol, fontsize=7.5, frameon=False,
+              columnspacing=1.2, handlelength=1.8)
     spec = MetricSpec(binning, bool(max_prob), cc, float(threshold), "l1")
     what = spec.name if spec.alias and not cc else "calibration error (l1)"
     sub = f"{what} = {err:.4f}   N = {total}   {num_bins} {binning} bins"
@@ -240,9 +247,15 @@ def reliability_diagram(
         sub += f"   threshold {threshold:g} (scores <= {threshold:g} dropped)"
     if has_ones:
         sub += f"   ({counts[-1]} scores = 1.0: bar right of 1)"
-    # wrapped to the figure's width (about 15 characters of 8-pt text per inch)
-    sub_lines = textwrap.wrap(sub, width=max(30, int(fig.get_figwidth() * 15)),
-                              break_on_hyphens=False)
+    # wrapped to the figure's width (about 15 characters of 8-pt text per inch), between its
+    # parts where possible
+    width_chars = max(30, int(fig.get_figwidth() * 15))
+    sub_lines: list[str] = []
+    for part in sub.split("   "):
+        if sub_lines and len(sub_lines[-1]) + 3 + len(part) <= width_chars:
+            sub_lines[-1] += "   " + part
+        else:
+            sub_lines.extend(textwrap.wrap(part, width=width_chars, break_on_hyphens=False))
     sub = "\n".join(sub_lines)
     if title is None:
         scope = "top-label" if max_prob else "all probabilities"
