@@ -476,3 +476,11 @@ def test_report_title_names_the_file_not_its_folders(tmp_path):
     assert str(f.parent) not in first
     # the run time is printed after everything is written, and counts the writing
     assert err.rstrip().endswith(" s)") and "reliability.png" in err
+
+
+def test_study_errors_name_the_study_flags(tmp_path, capsys):
+    np.save(tmp_path / "z.npy", LOGITS)
+    assert main(["study", "--test", str(tmp_path / "z.npy"), "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "pass --test-labels FILE" in err
+    assert not any(w in err for w in _PYTHON_WORDS), err

@@ -342,8 +342,15 @@ def _cmd_study(args) -> int:
         raise _UsageError(str(exc)) from exc
     models = None
     if args.test is not None:
-        models = load_val_test(args.val, args.test, kind=args.kind, val_labels=args.val_labels,
-                               test_labels=args.test_labels, name=args.name)
+        from .analysis.data import PredictionFileError
+
+        try:
+            models = load_val_test(args.val, args.test, kind=args.kind,
+                                   val_labels=args.val_labels, test_labels=args.test_labels,
+                                   name=args.name)
+        except PredictionFileError as exc:  # the study's flags for labels files
+            raise PredictionFileError(str(exc).replace(
+                "pass --labels FILE", "pass --test-labels FILE (or --val-labels FILE)")) from exc
         if models.test.kind == "probs":
             _info(args, "note: probabilities given; the scaling methods work on their logarithm "
                         "(softmax maps it back to the same probabilities)")

@@ -479,6 +479,7 @@ _SHELL_WORDS = (
     ("pass --logits (kind='logits') if", "pass --logits if"),
     ("calibkit.softmax(logits)", "--logits"),
     (", or a 0/1 label matrix for multilabel data", ""),
+    (" (labels=...)", ""),
     ("labels=...", "--labels FILE"),
 )
 
