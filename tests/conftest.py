@@ -53,3 +53,45 @@ def load_shared(name: str) -> dict[str, np.ndarray]:
 def shared():
     """Fixture form of :func:`load_shared`."""
     return load_shared
+
+
+#: Top-level modules that the README's test command installs (the ``test`` extra and
+#: ``scripts/install-test-peers``). Under ``CI`` a test skipped because one of them cannot be
+#: imported FAILS instead: CI must never pass while silently skipping a cross-check.
+CI_REQUIRED_MODULES = frozenset(
+    {"uncertainty_metrics", "sklearn", "matplotlib", "dask", "pandas", "datasketches", "tqdm"}
+)
+
+
+def missing_required_module(reason: str) -> str | None:
+    """Name of the CI-required module a ``pytest.importorskip`` skip reason is about, if any."""
+    import re
+
+    m = re.match(r"could not import '([\w.]+)'", reason)
+    if m and m.group(1).split(".")[0] in CI_REQUIRED_MODULES:
+        return m.group(1)
+    return None
+
+
+def _fail_if_required_missing(report) -> None:
+    if not os.environ.get("CI") or not report.skipped or not isinstance(report.longrepr, tuple):
+        return
+    module = missing_required_module(str(report.longrepr[2]).removeprefix("Skipped: "))
+    if module is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{module} is missing but CI=true: run the README's test command "
+            '(pip install ".[test]" && python scripts/install-test-peers && ...)'
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_if_required_missing(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_if_required_missing(outcome.get_result())

@@ -124,10 +124,10 @@ def _bad_files(tmp_path: Path) -> dict:
     cases["missing file"] = (tmp_path / "nope.npz", "file not found")
     f = tmp_path / "noarrays.npz"
     np.savez(f, scores=LOGITS)
-    cases["wrong arrays"] = (f, "no usable arrays")
+    cases["wrong arrays"] = (f, "pass --scores-key NAME")
     f = tmp_path / "nolabels.npz"
     np.savez(f, logits=LOGITS)
-    cases["no labels"] = (f, "no 'labels' array")
+    cases["no labels"] = (f, "pass --labels-key NAME")
     f = tmp_path / "range.npz"
     np.savez(f, logits=LOGITS, labels=np.where(np.arange(N) == 3, K, LABELS))
     cases["label out of range"] = (f, f"label {K} at row 3 is out of range")
@@ -236,3 +236,251 @@ def test_report_on_densenet_logits(tmp_path, capsys):
     with np.load(path) as d:
         ece = calibkit.ece(d["labels"], calibkit.softmax(d["logits"]))
     assert f"{ece:.6f}" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- inputs (issue 13)
+import csv as _csv  # noqa: E402
+
+from calibkit import reference  # noqa: E402
+
+_PYTHON_WORDS = ("kind=", "labels=", "calibkit.", "softmax(", "Traceback")
+
+
+def _metric(out_dir: Path, name: str = "ECE") -> float:
+    with open(out_dir / "named_metrics.csv", newline="") as fh:
+        rows = {r[0]: r for r in _csv.reader(fh)}
+    return float(rows[name][1])
+
+
+def _report(tmp_path, *args) -> tuple[int, str, str, Path]:
+    out = tmp_path / f"o{len(list(tmp_path.iterdir()))}"
+    from contextlib import redirect_stderr, redirect_stdout
+    import io
+
+    so, se = io.StringIO(), io.StringIO()
+    with redirect_stdout(so), redirect_stderr(se):
+        code = main(["report", *map(str, args), "--out", str(out)])
+    return code, so.getvalue(), se.getvalue(), out
+
+
+def _write_csv(path: Path, header, rows, delim=","):
+    with open(path, "w") as fh:
+        if header:
+            fh.write(delim.join(header) + "\n")
+        for r in rows:
+            fh.write(delim.join(str(v) for v in r) + "\n")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"calibkit {calibkit.__version__}"
+
+
+def test_npz_keys_and_unnamed_pairs(tmp_path):
+    want = reference.ece(LABELS, calibkit.softmax(LOGITS))
+    f = tmp_path / "pair.npz"
+    np.savez(f, LOGITS, LABELS)  # arr_0, arr_1
+    code, _, err, out = _report(tmp_path, f, "--logits")
+    assert code == 0 and "'arr_0'" in err and "--scores-key" in err
+    assert _metric(out) == pytest.approx(want, abs=1e-12)
+    f = tmp_path / "named.npz"
+    np.savez(f, z=LOGITS, truth=LABELS, other=LABELS)
+    code, _, err, _ = _report(tmp_path, f)
+    assert code == 2 and "pass --scores-key NAME" in err
+    code, _, err, out = _report(tmp_path, f, "--scores-key", "z", "--labels-key", "truth", "--logits")
+    assert code == 0 and _metric(out) == pytest.approx(want, abs=1e-12)
+    code, _, err, _ = _report(tmp_path, f, "--scores-key", "nope")
+    assert code == 2 and "--scores-key nope: no such array (arrays: other, truth, z)" in err
+
+
+def test_logits_flag_applies_to_whichever_array(tmp_path):
+    f = tmp_path / "mislabelled.npz"
+    np.savez(f, probs=LOGITS, labels=LABELS)  # logits saved under the name probs
+    code, _, err, _ = _report(tmp_path, f)
+    assert code == 2 and "pass --logits" in err and "the name 'probs'" in err
+    assert not any(w in err for w in _PYTHON_WORDS), err
+    code, _, _, out = _report(tmp_path, f, "--logits")
+    assert code == 0
+    assert _metric(out) == pytest.approx(reference.ece(LABELS, calibkit.softmax(LOGITS)), abs=1e-12)
+
+
+def test_kind_is_detected_the_same_way_for_every_format(tmp_path):
+    k = LOGITS.shape[1]
+    unnamed = {
+        "npz": lambda d: np.savez(d / "a.npz", scores=LOGITS, labels=LABELS) or d / "a.npz",
+        "npy": lambda d: (np.save(d / "scores.npy", LOGITS), np.save(d / "labels.npy", LABELS))
+        and d / "scores.npy",
+        "csv": lambda d: _write_csv(d / "a.csv", ["label"] + [f"s{j}" for j in range(k)],
+                                    [[y, *z] for y, z in zip(LABELS, LOGITS)]) or d / "a.csv",
+    }
+    named = {
+        "npz": lambda d: np.savez(d / "b.npz", logits=LOGITS, labels=LABELS) or d / "b.npz",
+        "npy": lambda d: (np.save(d / "logits.npy", LOGITS), np.save(d / "labels.npy", LABELS))
+        and d / "logits.npy",
+        "csv": lambda d: _write_csv(d / "b.csv", ["label"] + [f"logit_{j}" for j in range(k)],
+                                    [[y, *z] for y, z in zip(LABELS, LOGITS)]) or d / "b.csv",
+    }
+    errors = set()
+    for fmt in unnamed:
+        d = tmp_path / f"u_{fmt}"
+        d.mkdir()
+        code, _, err, _ = _report(tmp_path, unnamed[fmt](d))
+        assert code == 2, fmt
+        errors.add(err.split("the scores are not probabilities", 1)[-1])
+        code, _, _, out = _report(tmp_path, unnamed[fmt](d), "--logits")
+        assert code == 0 and _metric(out) == pytest.approx(
+            reference.ece(LABELS, calibkit.softmax(LOGITS)), abs=1e-9), fmt
+        d = tmp_path / f"n_{fmt}"
+        d.mkdir()
+        code, _, _, out = _report(tmp_path, named[fmt](d))
+        assert code == 0 and _metric(out) == pytest.approx(
+            reference.ece(LABELS, calibkit.softmax(LOGITS)), abs=1e-9), fmt
+    assert len(errors) == 1, errors  # one rule, one message
+    assert "pass --logits" in errors.pop()
+
+
+def test_csv_with_other_delimiters(tmp_path):
+    p = calibkit.softmax(LOGITS)
+    rows = [[y, *(f"{v:.17g}" for v in r)] for y, r in zip(LABELS, p)]
+    header = ["label", "p0", "p1", "p2", "p3"]
+    _write_csv(tmp_path / "comma.csv", header, rows)
+    _write_csv(tmp_path / "semi.csv", header, rows, ";")
+    _write_csv(tmp_path / "tab.csv", header, rows, "\t")
+    c1, _, _, o1 = _report(tmp_path, tmp_path / "comma.csv")
+    c2, _, e2, o2 = _report(tmp_path, tmp_path / "semi.csv")
+    c3, _, e3, o3 = _report(tmp_path, tmp_path / "tab.csv")
+    assert c1 == c2 == c3 == 0
+    assert "semicolon-separated" in e2 and "tab-separated" in e3
+    assert _metric(o1) == _metric(o2) == _metric(o3) == pytest.approx(
+        reference.ece(LABELS, p), abs=1e-12)
+    # space-separated is not recognised: refused, saying what is expected
+    _write_csv(tmp_path / "space.csv", header, rows, " ")
+    code, _, err, _ = _report(tmp_path, tmp_path / "space.csv")
+    assert code == 2 and "expected comma-separated" in err
+
+
+def test_csv_score_columns_by_name_or_position(tmp_path):
+    rows = [[i, y, *z, 7] for i, (y, z) in enumerate(zip(LABELS, LOGITS))]
+    header = ["id", "target", "la", "lb", "lc", "ld", "extra"]
+    _write_csv(tmp_path / "c.csv", header, rows)
+    want = reference.ece(LABELS, calibkit.softmax(LOGITS))
+    code, _, _, out = _report(tmp_path, tmp_path / "c.csv", "--score-columns", "la,lb,lc,ld",
+                              "--logits")
+    assert code == 0 and _metric(out) == pytest.approx(want, abs=1e-9)
+    code, _, _, out = _report(tmp_path, tmp_path / "c.csv", "--label-column", "1",
+                              "--score-columns", "2,3,4,5", "--logits")
+    assert code == 0 and _metric(out) == pytest.approx(want, abs=1e-9)
+    code, _, err, _ = _report(tmp_path, tmp_path / "c.csv", "--score-columns", "zz", "--logits")
+    assert code == 2 and "--score-columns zz: no column of that name" in err
+
+
+def test_csv_class_names_mapped_or_refused(tmp_path):
+    names = np.array(["cat", "dog", "emu", "owl"])
+    p = calibkit.softmax(LOGITS)
+    order = [2, 0, 3, 1]  # score columns in another order than sorted names
+    header = ["animal", *names[order]]
+    rows = [[names[y], *(f"{v:.17g}" for v in r[order])] for y, r in zip(LABELS, p)]
+    _write_csv(tmp_path / "names.csv", header, rows)
+    code, _, err, out = _report(tmp_path, tmp_path / "names.csv", "--label-column", "animal")
+    assert code == 0
+    assert "class names mapped to score columns: emu=0, cat=1, owl=2, dog=3" in err
+    assert _metric(out) == pytest.approx(reference.ece(LABELS, p), abs=1e-12)
+    _write_csv(tmp_path / "bad.csv", ["animal", "s0", "s1", "s2", "s3"],
+               [[names[y], *r] for y, r in zip(LABELS, p)])
+    code, _, err, _ = _report(tmp_path, tmp_path / "bad.csv", "--label-column", "animal")
+    assert code == 2 and "holds class names" in err and "Name each score column" in err
+
+
+def test_errors_speak_shell(tmp_path):
+    f = tmp_path / "p.npz"
+    np.savez(f, probs=calibkit.softmax(LOGITS) * 0.5, labels=LABELS)
+    g = tmp_path / "x.npz"
+    np.savez(f if False else g, probs=LOGITS * 10, labels=LABELS)
+    for path in (f, g):
+        code, _, err, _ = _report(tmp_path, path)
+        assert code == 2 and "--logits" in err
+        assert not any(w in err for w in _PYTHON_WORDS), err
+
+
+def _toplabel_case(k=5, n=400, seed=3):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    pred = np.where(rng.uniform(size=n) < 0.6, labels, rng.integers(0, k, n))
+    conf = rng.uniform(1.0 / k + 0.01, 1.0, n)
+    conf[:5] = 1.0
+    # a matrix with these top-label confidences and predictions: the independent oracle
+    probs = np.full((n, k), 0.0)
+    probs[:] = ((1 - conf) / (k - 1))[:, None]
+    probs[np.arange(n), pred] = conf
+    return labels, pred, conf, probs
+
+
+def test_report_reads_model_zoo_and_confidence_files(tmp_path):
+    labels, pred, conf, probs = _toplabel_case()
+    np.savez(tmp_path / "zoo.npz", labels=labels, pred=pred.astype(np.int16), confidence=conf)
+    code, so, _, out = _report(tmp_path, tmp_path / "zoo.npz", "--num-classes", 5)
+    assert code == 0
+    for name, fn in (("ECE", reference.ece), ("Class-conditional ECE", reference.cce),
+                     ("RMSCE", reference.rmsce), ("MCE", reference.mce)):
+        assert _metric(out, name) == pytest.approx(fn(labels, probs), abs=1e-12), name
+    assert _metric(out, "Top-label adaptive ECE") == pytest.approx(
+        reference.gce(labels, probs, binning="adaptive", max_prob=True, class_conditional=False,
+                      threshold=0.0, norm="l1", num_bins=15), abs=1e-12)
+    assert "Not computable from top-label data: SCE, ACE, TACE" in so
+    assert (out / "reliability.png").exists() and (out / "results.json").exists()
+    # CSV with confidence + correct (true/false words)
+    _write_csv(tmp_path / "c.csv", ["confidence", "correct"],
+               [[f"{c:.17g}", "true" if ok else "false"] for c, ok in zip(conf, pred == labels)])
+    code, so, _, out = _report(tmp_path, tmp_path / "c.csv")
+    assert code == 0
+    assert _metric(out) == pytest.approx(reference.ece(labels, probs), abs=1e-12)
+    assert "class-conditional ECE (needs the predicted classes" in so
+    # CSV in the model-zoo layout
+    _write_csv(tmp_path / "z.csv", ["labels", "pred", "confidence"],
+               [[y, q, f"{c:.17g}"] for y, q, c in zip(labels, pred, conf)])
+    code, so, err, out = _report(tmp_path, tmp_path / "z.csv")
+    assert code == 0 and "5 classes assumed" in err
+    assert _metric(out, "Class-conditional ECE") == pytest.approx(reference.cce(labels, probs),
+                                                                  abs=1e-12)
+
+
+def test_report_on_a_real_model_zoo_record(tmp_path):
+    from conftest import shared_data_path
+
+    path = shared_data_path("hollance__ImageNet_torchvision__resnet101.npz")
+    code, so, _, out = _report(tmp_path, path)
+    assert code == 0
+    with np.load(path) as f:
+        conf, correct = f["confidence"].astype(float), f["labels"] == f["pred"]
+    # ECE by a direct NumPy computation (15 even bins; a score of exactly 1.0 has a bin of its own)
+    b = np.searchsorted(np.linspace(0, 1, 16)[1:], conf, side="right")
+    keep = conf > 0
+    ece = 0.0
+    for j in np.unique(b[keep]):
+        m = keep & (b == j)
+        ece += m.sum() / keep.sum() * abs(correct[m].mean() - conf[m].mean())
+    assert _metric(out) == pytest.approx(ece, abs=1e-12)
+    assert "50000 predictions" in so and "1000 classes" in so
+
+
+def test_report_title_names_the_file_not_its_folders(tmp_path):
+    f = (tmp_path / "deep" / "folder" / "preds.npz").resolve()
+    f.parent.mkdir(parents=True)
+    np.savez(f, logits=LOGITS, labels=LABELS)
+    code, _, err, out = _report(tmp_path, f)
+    assert code == 0
+    first = (out / "report.md").read_text().splitlines()[0]
+    assert first == "# calibkit report: preds.npz[logits]"
+    assert str(f.parent) not in first
+    # the run time is printed after everything is written, and counts the writing
+    assert err.rstrip().endswith(" s)") and "reliability.png" in err
+
+
+def test_study_errors_name_the_study_flags(tmp_path, capsys):
+    np.save(tmp_path / "z.npy", LOGITS)
+    assert main(["study", "--test", str(tmp_path / "z.npy"), "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "pass --test-labels FILE" in err
+    assert not any(w in err for w in _PYTHON_WORDS), err

@@ -175,7 +175,7 @@ def test_metric_vs_bins_plot(tmp_path):
     names = [line.get_label() for line in ax.lines]
     assert names == ["ECE", "CCE", "SCE", "ACE", "TACE", "RMSCE"]
     np.testing.assert_array_equal(ax.lines[3].get_ydata(), ev.get("ACE"))
-    np.testing.assert_array_equal(ax.lines[0].get_xdata(), [10, 20, 30, 40, 50])
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), [10, 15, 20, 30, 40, 50])
     assert ax.get_xlabel() == "number of bins"
     fig = plots.plot_metric_vs_bins(ev, ["SCE", 31], logy=True)
     assert len(fig.axes[0].lines) == 2 and fig.axes[0].get_yscale() == "log"
@@ -246,3 +246,140 @@ def test_error_vs_temperature_plot_and_errors(tmp_path):
         error_vs_temperature(labels + 10, logits, [1.0])
     with pytest.raises(InputTypeError, match="TemperatureCurves"):
         plots.plot_error_vs_temperature(curves.values)
+
+
+# --- figure layout (issue 13): rendered, measured, and looked at --------------------------------
+
+CIFAR10 = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
+           "truck"]
+
+
+def _bbox(fig, artist):
+    fig.canvas.draw() if hasattr(fig.canvas, "draw") else None
+    return artist.get_window_extent(renderer=fig.canvas.get_renderer())
+
+
+def _inside(inner, outer, tol=1.0):
+    return (inner.x0 >= outer.x0 - tol and inner.x1 <= outer.x1 + tol
+            and inner.y0 >= outer.y0 - tol and inner.y1 <= outer.y1 + tol)
+
+
+def _agg(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig
+
+
+def test_per_class_plot_with_ten_names_fits(tmp_path):
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(10), size=2000)
+    labels = rng.integers(0, 10, size=2000)
+    fig = _agg(plots.plot_per_class_error(labels, probs, "ACE", class_names=CIFAR10,
+                                          path=tmp_path / "per_class.png"))
+    assert_png(tmp_path / "per_class.png")
+    ax = fig.axes[0]
+    figbox = fig.bbox
+    title = ax.title
+    assert _inside(_bbox(fig, title), figbox), "title cut"
+    assert "ACE" in title.get_text() or "adaptive" in title.get_text()
+    ticks = [t for t in ax.get_xticklabels() if t.get_text()]
+    assert [t.get_text() for t in ticks] == [CIFAR10[i] for i in np.argsort(
+        -per_class_error(labels, probs, "ACE"), kind="stable")]
+    boxes = [_bbox(fig, t) for t in ticks]
+    for b in boxes:
+        assert _inside(b, figbox)
+    rot = ticks[0].get_rotation()
+    if rot == 0:
+        for a, b in zip(boxes, boxes[1:]):
+            assert not a.overlaps(b), "tick labels overlap"
+    else:  # slanted lines of text: the gap between neighbours, across the text, exceeds its height
+        xs = [ax.transData.transform((x, 0))[0] for x in ax.get_xticks()]
+        height = ticks[0].get_fontsize() * fig.dpi / 72
+        assert min(np.diff(xs)) * np.sin(np.radians(rot)) > 1.1 * height, "tick labels overlap"
+
+
+def test_reliability_subtitle_states_threshold_and_fits(tmp_path):
+    labels, probs = probs_case(5)
+    for figsize in ((6.0, 6.5), (4.0, 4.5)):
+        fig = _agg(plots.reliability_diagram(labels, probs, max_prob=False, threshold=0.01,
+                                             figsize=figsize, path=tmp_path / "rd.png"))
+        ax = fig.axes[0]
+        (sub,) = ax.texts
+        assert "threshold 0.01" in sub.get_text()
+        err = calibkit.gce(labels, probs, max_prob=False, class_conditional=False,
+                           threshold=0.01)
+        assert f"= {err:.4f}" in sub.get_text()
+        assert _inside(_bbox(fig, sub), fig.bbox), f"subtitle clipped at {figsize}"
+        assert _inside(_bbox(fig, ax.title), fig.bbox)
+        assert not _bbox(fig, sub).overlaps(_bbox(fig, ax.title))
+        legend = _bbox(fig, ax.get_legend())
+        assert _inside(legend, fig.bbox), f"legend cut at {figsize}"
+        for bar in ax.patches:  # the legend sits above accuracy 1: it covers no bar
+            assert not legend.overlaps(_bbox(fig, bar)), f"legend over a bar at {figsize}"
+
+
+def test_under_confident_gap_leaves_the_accuracy_bar_readable():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(2000, 5)) * 2.5
+    labels = np.where(rng.uniform(size=2000) < 0.8, logits.argmax(1), rng.integers(0, 5, 2000))
+    probs = calibkit.softmax(logits / 3)  # under-confident: accuracy above confidence
+    fig = plots.reliability_diagram(labels, probs, num_bins=10)
+    ax = fig.axes[0]
+    t = calibkit.calibration_bins(labels, probs, num_bins=10)
+    filled = t.counts[0] > 0
+    acc = t.sum_outcome[0][filled] / t.counts[0][filled]
+    conf = t.sum_score[0][filled] / t.counts[0][filled]
+    bars = ax.containers[0]  # the accuracy bars, drawn first
+    np.testing.assert_allclose([p.get_height() for p in bars], acc, atol=1e-12)
+    under = [c for c in ax.containers if c.get_label().startswith("gap: under")]
+    assert under, "no under-confident gap drawn"
+    for p in under[0]:
+        assert not p.get_fill()  # hatching only: the bar's colour shows through
+    tops = sorted(p.get_y() + p.get_height() for p in under[0])
+    np.testing.assert_allclose(tops, np.sort(acc[conf < acc]), atol=1e-12)
+    over = [c for c in ax.containers if c.get_label().startswith("gap: over")]
+    for p in (over[0] if over else []):
+        assert p.get_y() == pytest.approx(acc[np.isclose(acc, p.get_y())][0])  # above the bar
+
+
+def test_temperature_legend_covers_no_curve():
+    labels, logits = logits_case(7, n=400)
+    curves = error_vs_temperature(labels, logits, np.geomspace(0.3, 5, 12),
+                                  ["ECE", "ACE", "SCE", "TACE", "RMSCE", "MCE"])
+    fig = _agg(plots.plot_error_vs_temperature(curves))
+    ax = fig.axes[0]
+    legend = _bbox(fig, ax.get_legend())
+    assert not legend.overlaps(ax.get_window_extent()), "legend over the plot area"
+    assert _inside(legend, fig.bbox)
+    labels_x = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert all("times" not in s and "^" not in s for s in labels_x)  # plain numbers
+
+
+def test_heatmap_is_labelled_with_short_metric_names():
+    from calibkit.analysis import figures
+    from calibkit.space import metric_space
+
+    space = metric_space()
+    labels = figures.short_metric_labels(space)
+    assert labels[4] == "4 ECE" and labels[21] == "21 RMSCE" and labels[26] == "26 TACE"
+    assert len(set(labels)) == 32 and max(map(len, labels)) <= 20
+    corr = np.corrcoef(np.random.default_rng(0).normal(size=(32, 10)))
+    fig = _agg(figures.correlation_heatmap(corr, labels, title="rho"))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == labels
+    assert "E/A" in ax.get_xlabel()  # the key of the abbreviations
+    # each label spells its metric's properties
+    for s, lab in zip(space, labels):
+        if not s.alias:
+            assert lab.split()[1] == ("E" if s.binning == "even" else "A")
+            assert ("t" in lab.split()) == (s.threshold > 0) and lab.endswith(s.norm)
+
+
+def test_gitignore_covers_the_default_output_folders():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / ".gitignore").read_text().split()
+    assert "/calibkit-study/" in text and "/calibkit-report/" in text

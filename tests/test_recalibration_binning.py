@@ -59,7 +59,7 @@ def direct_apply(s, edges, vals):
 def test_one_vs_rest_matches_direct_computation(binning, n_bins):
     p, y = probs_data()
     pt, _ = probs_data(300, seed=1)
-    hb = HistogramBinning(input="probs", n_bins=n_bins, binning=binning).fit(p, y)
+    hb = HistogramBinning(input="probs", num_bins=n_bins, binning=binning).fit(p, y)
     raw = np.empty_like(pt)
     for c in range(4):
         e = direct_edges(p[:, c], n_bins, binning)
@@ -74,7 +74,7 @@ def test_one_vs_rest_matches_direct_computation(binning, n_bins):
 def test_top_label_matches_direct_computation():
     p, y = probs_data()
     pt, _ = probs_data(300, seed=2)
-    hb = HistogramBinning(input="probs", n_bins=10, binning="even", multiclass="top_label")
+    hb = HistogramBinning(input="probs", num_bins=10, binning="even", multiclass="top_label")
     hb.fit(p, y)
     conf, pred = p.max(1), p.argmax(1)
     e = np.linspace(0, 1, 11)
@@ -95,7 +95,7 @@ def test_top_label_matches_direct_computation():
 def test_class_conditional_matches_direct_computation(binning):
     p, y = probs_data(2000, k=5, seed=3)
     pt, _ = probs_data(400, k=5, seed=4)
-    cc = ClassConditionalHistogramBinning(input="probs", n_bins=6, binning=binning).fit(p, y)
+    cc = ClassConditionalHistogramBinning(input="probs", num_bins=6, binning=binning).fit(p, y)
     assert cc.fallback_classes_.size == 0
     conf, pred = p.max(1), p.argmax(1)
     rows = np.arange(400)
@@ -121,8 +121,8 @@ def test_class_conditional_differs_from_pooled_top_label():
     # make class 1 predictions wrong far more often than class 0 predictions
     flip = (pred == 1) & (rng.random(n) < 0.4)
     y = np.where(flip, 0, np.where(pred == 0, 0, y))
-    cc = ClassConditionalHistogramBinning(input="probs", n_bins=5).fit(p, y)
-    tl = HistogramBinning(input="probs", n_bins=5, binning="even", multiclass="top_label").fit(p, y)
+    cc = ClassConditionalHistogramBinning(input="probs", num_bins=5).fit(p, y)
+    tl = HistogramBinning(input="probs", num_bins=5, binning="even", multiclass="top_label").fit(p, y)
     q_cc, q_tl = cc.predict_proba(p), tl.predict_proba(p)
     assert calibkit.cce(y, q_cc) < calibkit.cce(y, q_tl)
 
@@ -134,19 +134,19 @@ def test_class_conditional_fallback_for_rarely_predicted_classes():
     p[:, 2] = 0.25 * p[:, :2].min(axis=1)
     p /= p.sum(1, keepdims=True)
     assert not np.any(p.argmax(1) == 2)
-    cc = ClassConditionalHistogramBinning(input="probs", n_bins=5).fit(p, y)
+    cc = ClassConditionalHistogramBinning(input="probs", num_bins=5).fit(p, y)
     np.testing.assert_array_equal(cc.fallback_classes_, [2])
-    pooled = HistogramBinning(input="probs", n_bins=5, binning="even", multiclass="top_label")
+    pooled = HistogramBinning(input="probs", num_bins=5, binning="even", multiclass="top_label")
     pooled.fit(p, y)
     np.testing.assert_allclose(cc.bin_values_[2], pooled.bin_values_[0])
-    many = ClassConditionalHistogramBinning(input="probs", n_bins=5, min_samples_per_class=10**6)
+    many = ClassConditionalHistogramBinning(input="probs", num_bins=5, min_samples_per_class=10**6)
     assert many.fit(p, y).fallback_classes_.tolist() == [0, 1, 2]
 
 
 def test_empty_bins_map_to_their_midpoint():
     p = np.array([[0.95, 0.05], [0.9, 0.1], [0.15, 0.85], [0.05, 0.95], [0.97, 0.03]])
     y = np.array([0, 1, 1, 1, 0])
-    hb = HistogramBinning(input="probs", n_bins=5, binning="even").fit(p, y)
+    hb = HistogramBinning(input="probs", num_bins=5, binning="even").fit(p, y)
     # class 0 scores fill bins 0 and 4 only; bins 1..3 are empty
     np.testing.assert_allclose(hb.bin_values_[0], [0.0, 0.3, 0.5, 0.7, 2 / 3])
     np.testing.assert_array_equal(hb.bin_counts_[0], [2, 0, 0, 0, 3])
@@ -155,7 +155,7 @@ def test_empty_bins_map_to_their_midpoint():
 def test_left_closed_bins_and_one_in_the_last_bin():
     p = np.array([[0.2, 0.8], [0.8, 0.2], [0.0, 1.0], [1.0, 0.0], [0.4, 0.6]])
     y = np.array([1, 0, 1, 0, 0])
-    hb = HistogramBinning(input="probs", n_bins=5, binning="even").fit(p, y)
+    hb = HistogramBinning(input="probs", num_bins=5, binning="even").fit(p, y)
     # class 1: 0.8 sits on the edge 0.8 and goes up into bin 4 with 1.0; 0.2 into bin 1; 0.6
     # stays in bin 2 because the float64 edge is 0.6000000000000001 (as in calibkit's metrics)
     np.testing.assert_array_equal(hb.bin_counts_[1], [1, 1, 1, 0, 2])
@@ -165,7 +165,7 @@ def test_left_closed_bins_and_one_in_the_last_bin():
 def test_all_zero_rows_keep_their_input():
     p = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
     y = np.array([0, 1, 2])  # every class's low bin holds only negatives: it maps to 0
-    hb = HistogramBinning(input="probs", n_bins=2, binning="even").fit(p, y)
+    hb = HistogramBinning(input="probs", num_bins=2, binning="even").fit(p, y)
     np.testing.assert_allclose(hb.bin_values_, [[0.0, 1.0]] * 3)
     q = np.array([[0.4, 0.3, 0.3], [0.6, 0.3, 0.1]])
     np.testing.assert_allclose(hb.predict_proba(q), [[0.4, 0.3, 0.3], [1.0, 0.0, 0.0]])
@@ -174,14 +174,14 @@ def test_all_zero_rows_keep_their_input():
 def test_bootstrap_is_the_average_of_resampled_maps():
     p, y = probs_data(500, seed=7)
     pt, _ = probs_data(200, seed=8)
-    bb = BootstrapHistogramBinning(input="probs", n_bins=8, n_estimators=6, random_state=42)
+    bb = BootstrapHistogramBinning(input="probs", num_bins=8, n_estimators=6, random_state=42)
     q = bb.fit(p, y).predict_proba(pt)
     rng = np.random.default_rng(42)
     acc = np.zeros_like(pt)
     for _ in range(6):
         idx = rng.integers(0, 500, size=500)
         # classes absent from a resample are legal inside the bag: build the map directly
-        hb = HistogramBinning(input="probs", n_bins=8)
+        hb = HistogramBinning(input="probs", num_bins=8)
         raw = np.empty_like(pt)
         for c in range(4):
             e = direct_edges(p[idx, c], 8, "adaptive")
@@ -199,9 +199,9 @@ def test_bootstrap_reduces_variance_of_the_map():
     pt, _ = probs_data(300, seed=99)
     for seed in range(6):
         p, y = probs_data(300, seed=seed + 10)
-        outs_hb.append(HistogramBinning(input="probs", n_bins=15).fit(p, y).predict_proba(pt))
+        outs_hb.append(HistogramBinning(input="probs", num_bins=15).fit(p, y).predict_proba(pt))
         outs_bb.append(
-            BootstrapHistogramBinning(input="probs", n_bins=15, n_estimators=20, random_state=seed)
+            BootstrapHistogramBinning(input="probs", num_bins=15, n_estimators=20, random_state=seed)
             .fit(p, y)
             .predict_proba(pt)
         )

@@ -107,7 +107,7 @@ def digits_model():
 def test_digits_softmax_regression(name, digits_model):
     z_fit, y_fit, z_test, y_test = digits_model
     # 600 fitting rows over 10 classes: one-vs-rest histograms use 10 equal-width bins
-    small = {"binning": "even", "n_bins": 10}
+    small = {"binning": "even", "num_bins": 10}
     overrides = small if name in ("bootstrap_histogram_binning", "histogram_binning") else {}
     check_improves(name, "logits", z_fit, y_fit, z_test, y_test, **overrides)
     check_improves(

@@ -4,8 +4,8 @@ Implements "Measuring Calibration in Deep Learning" (Nixon et al.): the General 
 Error over its whole parameter space, with the heavy lifting in Rust.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: it would leave a stray name `annotations` in
+# dir(calibkit) (tests/test_api_inputs.py checks there is none).
 from ._softmax import log_softmax, softmax
 from .bins import CalibrationBins, calibration_bins, reduce_bins
 from .errors import (

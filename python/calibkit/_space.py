@@ -21,13 +21,16 @@ from ._params import as_flag, check_gce_params
 from .errors import InputTypeError, InvalidParameterError
 
 __all__ = ["MetricSpec", "MetricSpace", "metric_space", "as_space",
-           "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS"]
+           "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS", "PAPER_NUM_BINS"]
 
 #: The two thresholds of the paper's 32-metric space.
 PAPER_THRESHOLDS: tuple[float, float] = (0.0, 0.01)
 
-#: The bin counts :func:`evaluate` uses by default (the paper's bin-count sweep).
-DEFAULT_NUM_BINS: tuple[int, ...] = (10, 20, 30, 40, 50)
+#: The bin counts :func:`evaluate` uses by default: the paper's bin-count sweep plus 15, the
+#: default ``num_bins`` of every metric function (so ``evaluate(y, P).get("ECE", 15)`` works).
+DEFAULT_NUM_BINS: tuple[int, ...] = (10, 15, 20, 30, 40, 50)
+#: The paper's bin-count sweep (the study's default).
+PAPER_NUM_BINS: tuple[int, ...] = (10, 20, 30, 40, 50)
 
 #: Stable names of the well-known metrics -> (binning, max_prob, class_conditional, threshold, norm).
 NAMED_METRICS: dict[str, tuple[str, bool, bool, float, str]] = {

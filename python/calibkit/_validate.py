@@ -14,8 +14,13 @@ Accepted input, and what is copied:
   float16, bool) are converted to float64. Non-contiguous or Fortran-ordered arrays are copied
   to C order; a C-contiguous float32/float64 array is used without a copy.
 * ``labels``: integers of any width, or floats holding exact integer values (``3.0``), shape
-  (N,). They are converted to int64 (a copy of N values unless already int64 and contiguous).
-  Booleans are accepted as 0/1 for binary problems.
+  (N,) or (N, 1) (a column of class indices). Class names (strings) are refused with the
+  ``numpy.unique`` call that maps them. ``f(probs, labels)`` (a float matrix first, integer
+  labels second) is refused with a message saying labels come first. They are converted to
+  int64 (a copy of N values unless already int64 and contiguous). Booleans are accepted as 0/1
+  for binary problems.
+* PyTorch / JAX / other tensors: see :mod:`calibkit._arraylike` (CPU tensors without a copy
+  where the layout allows; a GPU tensor is refused with a request to move it to the CPU).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 
 # The parameter half of the checks lives in calibkit._params; these names stay importable here.
 from ._params import BINNINGS, MAX_BINS, NORMS, RANGE_TOL, ROW_SUM_TOL, check_gce_params
+from ._arraylike import to_numpy
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -32,6 +38,7 @@ from .errors import (
 
 __all__ = [
     "validate_inputs",
+    "is_multilabel",
     "check_gce_params",
     "as_probs",
     "as_labels",
@@ -100,7 +107,9 @@ def as_probs(probs, name: str = "probs") -> np.ndarray:
             f"{name} must be an array of probabilities of shape (N, K), got {type(probs).__name__}"
         )
     try:
-        p = np.asarray(probs)
+        p = to_numpy(probs, name)
+    except InputTypeError:
+        raise
     except Exception as exc:  # ragged lists and the like
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
     if p.dtype.kind not in "fiub":
@@ -124,9 +133,17 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
     if isinstance(labels, (str, bytes)) or labels is None:
         raise InputTypeError(f"{name} must be an array of integer class indices, got {type(labels).__name__}")
     try:
-        y = np.asarray(labels)
+        y = to_numpy(labels, name)
+    except InputTypeError:
+        raise
     except Exception as exc:
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]  # a column of class indices, as (N, 1) label arrays from data loaders often are
+    if y.dtype.kind in "US" or (
+        y.dtype.kind == "O" and y.size and isinstance(y.reshape(-1)[0], (str, bytes))
+    ):
+        raise InputTypeError(_string_labels_message(y, name))
     if y.ndim != 1:
         raise labels_ndim_error(y.shape, name)
     if y.dtype.kind == "b":
@@ -138,7 +155,8 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
             bad = int(np.flatnonzero(y != np.round(y))[0])
             raise InvalidLabelsError(
                 f"{name}[{bad}] is {float(y[bad])!r}, not an integer: labels must be class indices "
-                "(did you pass probabilities or scores as labels?)"
+                "(did you pass probabilities or scores as labels? Labels come first: "
+                "f(labels, probs))"
             )
     elif y.dtype == object and all(isinstance(v, (int, np.integer)) for v in y.tolist()):
         _check_int64(y, name)  # Python ints beyond uint64
@@ -174,6 +192,77 @@ def _check_int64(y: np.ndarray, name: str) -> None:
 
 
 
+def _string_labels_message(y: np.ndarray, name: str) -> str:
+    """The message for labels given as class names (strings or objects)."""
+    flat = y.reshape(-1)
+    example = repr(flat[0].item() if hasattr(flat[0], "item") else flat[0]) if flat.size else "''"
+    return (
+        f"{name} hold class names (dtype {y.dtype}, e.g. {example}), but {name} must hold "
+        "integers: class indices 0..K-1 numbering the columns of probs. Map the names first, e.g. "
+        "classes, y = numpy.unique(names, return_inverse=True) (classes in sorted order: check "
+        "that it is the column order of probs)"
+    )
+
+
+def _shape(a) -> tuple[int, ...] | None:
+    """Shape of an array-like without converting arrays and tensors (None when unreadable)."""
+    shape = getattr(a, "shape", None)
+    if shape is None and not isinstance(a, (list, tuple)):
+        return None
+    try:
+        return tuple(int(d) for d in (shape if shape is not None else np.shape(a)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _kind(a) -> str:
+    dtype = getattr(a, "dtype", None)
+    kind = getattr(dtype, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    try:
+        return to_numpy(a, "input").dtype.kind
+    except Exception:
+        return "O"
+
+
+def _check_not_swapped(labels, probs) -> None:
+    """Refuse ``f(probs, labels)``: a float matrix of K > 1 columns where labels go and a 1-D
+    array of class indices (integers, booleans or whole-number floats) of the same length where
+    probs go."""
+    a, b = _shape(labels), _shape(probs)
+    if a is None or b is None or len(a) != 2 or len(b) != 1 or a[0] != b[0] or a[1] < 2:
+        return
+    if _kind(labels) != "f":
+        return
+    b_kind = _kind(probs)
+    if b_kind == "f":
+        v = to_numpy(probs, "probs")
+        if not (np.all(np.isfinite(v)) and np.all(v == np.round(v))):
+            return
+    elif b_kind not in "iub":
+        return
+    raise ShapeMismatchError(
+        f"the arguments look swapped: labels has shape {a} (floats) and probs has shape {b} "
+        "(class indices). Labels come first, as in scikit-learn: call f(labels, probs), e.g. "
+        "calibkit.ece(labels, probs)"
+    )
+
+
+def is_multilabel(labels, probs) -> bool:
+    """Whether ``labels`` is an (N, K) label matrix with K > 1 (multilabel input).
+
+    An (N, 1) array is a column of class indices, not a matrix; swapped arguments
+    (``f(probs, labels)``) raise :class:`~calibkit.errors.ShapeMismatchError` saying labels come
+    first.
+    """
+    shape = _shape(labels)
+    if shape is None or len(shape) != 2 or shape[1] == 1:
+        return False
+    _check_not_swapped(labels, probs)
+    return True
+
+
 def validate_inputs(labels, probs):
     """Structural validation of a (labels, probs) pair; returns (labels int64, probs 2-D C-order).
 
@@ -194,6 +283,7 @@ def validate_inputs(labels, probs):
         and labels.flags.c_contiguous
     ):
         return labels, probs
+    _check_not_swapped(labels, probs)
     p = as_probs(probs)
     y = as_labels(labels)
     if y.shape[0] != p.shape[0]:

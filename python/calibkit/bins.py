@@ -7,7 +7,7 @@ import numpy as np
 from . import _native, _toplabel
 from ._binstats import CalibrationBins, reduce_table
 from ._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
-from ._validate import validate_inputs
+from ._validate import is_multilabel, validate_inputs
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
 __all__ = ["CalibrationBins", "calibration_bins", "reduce_bins"]
@@ -63,7 +63,7 @@ def calibration_bins(
                                                     threshold, num_bins)
         return CalibrationBins(counts, ss, so, edges, pairs.k, binning, bool(class_conditional),
                                True, threshold)
-    if np.ndim(labels) == 2:
+    if is_multilabel(labels, probs):
         from .multilabel import multilabel_bins
 
         return multilabel_bins(labels, probs, binning=binning, max_prob=max_prob,

@@ -32,6 +32,8 @@ examples:
   calibkit report preds.npz                  # arrays 'logits' or 'probs', and 'labels'
   calibkit report scores.npy --labels y.npy --logits
   calibkit report preds.csv --label-column target
+  calibkit report out.npz --scores-key arr_0 --labels-key arr_1 --logits
+  calibkit report hollance__ImageNet_torchvision__resnet101.npz   # labels, pred, confidence
   calibkit study --quick --out study-out     # the whole analysis, reduced setting
   calibkit study --test ../shared/data/kangsepp__densenet40_c10.npz --out densenet
   calibkit study --val val.npz --test test.npz --seed 1
@@ -106,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: softmax-regression)")
     parser.add_argument("--num-bins", type=_positive_int, default=15, metavar="B",
                         help="default job only: number of bins of every metric (default: 15)")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"calibkit {__version__}",
+                        help="print the version and exit")
     _add_common(parser)
     sub = parser.add_subparsers(dest="command", metavar="{report,study}")
 
@@ -119,13 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
         , width=78),
         epilog=(
             "file formats:\n"
-            "  .npz  arrays 'logits' or 'probs' (N, K) and 'labels' (N,); --split val reads\n"
-            "        'val_logits'/'val_probs' and 'val_labels'\n"
+            "  .npz  arrays 'logits' or 'probs' (N, K) and 'labels' (N,), or name them with\n"
+            "        --scores-key / --labels-key (numpy.savez(f, scores, y): arr_0, arr_1 are\n"
+            "        found as a pair); --split val reads 'val_logits'/'val_probs', 'val_labels'\n"
             "  .npy  the scores; labels from --labels or a sibling file (logits.npy ->\n"
             "        labels.npy, x.npy -> x_labels.npy, or labels.npy)\n"
-            "  .csv  one row per example: a label column ('label', 'y', 'target', ... or\n"
-            "        --label-column; else the first column) and one score column per class;\n"
-            "        header optional\n"
+            "  .csv  one row per example, header optional, comma-separated (';', tab, '|' are\n"
+            "        recognised and said): a label column ('label', 'y', 'target', ... or\n"
+            "        --label-column; else the first column) and score columns (--score-columns;\n"
+            "        else all the others). Class names as labels are mapped to the score\n"
+            "        columns named after them (the mapping is printed).\n"
+            "  top-label files (.npz or .csv): 'confidence' + 'correct' (0/1, true/false), or\n"
+            "        'labels' + 'pred' + 'confidence' (model-zoo records): the top-label\n"
+            "        metrics (ECE, RMSCE, MCE, top-label adaptive ECE; class-conditional ECE when\n"
+            "        'pred' is there); SCE, ACE and TACE need the full probability matrix.\n"
+            "kind of scores: --logits / --probs (for whichever array or columns are read);\n"
+            "  else the array, file or column name ('logit' / 'prob' in it); else the values\n"
+            "  (valid probabilities are read as such, anything else asks for --logits).\n"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -138,6 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="which split of an .npz to read: plain arrays (test, default) or val_* arrays")
     rp.add_argument("--label-column", metavar="COL", default=None,
                     help="CSV only: name or 0-based position of the label column")
+    rp.add_argument("--score-columns", metavar="COLS", default=None,
+                    help="CSV only: the score columns, names or 0-based positions separated by "
+                         "commas (default: every column but the label column)")
+    rp.add_argument("--scores-key", metavar="NAME", default=None,
+                    help=".npz only: the array holding the scores (logits or probabilities)")
+    rp.add_argument("--labels-key", metavar="NAME", default=None,
+                    help=".npz only: the array holding the labels (class indices)")
+    rp.add_argument("--num-classes", type=_positive_int, default=None, metavar="K",
+                    help="top-label files only: number of classes for class-conditional ECE "
+                         "(default: largest class index + 1)")
     rp.add_argument("--num-bins", type=_positive_int, default=15, metavar="B",
                     help="number of bins of every metric and of the tables (default: 15)")
     rp.add_argument("--out", metavar="DIR", default="calibkit-report",
@@ -228,15 +254,19 @@ def _cmd_default(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .analysis.data import load_predictions
-    from .analysis.report import write_prediction_report
-
-    pred = load_predictions(args.predictions, kind=args.kind, labels=args.labels, split=args.split,
-                            label_column=args.label_column)
-    files = write_prediction_report(pred, args.out, num_bins=args.num_bins)
-    tables = {t.name: t for t in files["tables"]}
     import numpy as np
 
+    from .analysis.report import write_prediction_report
+    from .cli_inputs import TopLabelPredictions, read_predictions
+
+    t0 = time.perf_counter()
+    pred, notes = read_predictions(args.predictions, args)
+    for note in notes:
+        _info(args, f"note: {note}")
+    if isinstance(pred, TopLabelPredictions):
+        return _report_toplabel(args, pred, t0)
+    files = write_prediction_report(pred, args.out, num_bins=args.num_bins)
+    tables = {t.name: t for t in files["tables"]}
     p = pred.probs
     acc = float(np.mean(np.argmax(p, axis=1) == pred.labels))
     print(f"{pred.source}: {len(pred)} examples, {pred.num_classes} classes, {pred.kind}, "
@@ -248,7 +278,50 @@ def _cmd_report(args) -> int:
     print(tables["binning_free"].to_text())
     _info(args, f"\nwrote {args.out}/: report.md, report.html, results.json, "
                 "named_metrics.csv, per_bin.csv, per_class.csv, metric_space.csv, binning_free.csv, "
-                "reliability.png, corp_reliability.png")
+                f"reliability.png, corp_reliability.png ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _report_toplabel(args, top, t0: float) -> int:
+    """``calibkit report`` on a top-label file: the metrics its (confidence, correct) allow."""
+    import json
+    from pathlib import Path
+
+    from .cli_inputs import FULL_MATRIX_METRICS, toplabel_metric_rows
+
+    table = toplabel_metric_rows(top, num_bins=args.num_bins)
+    acc = float(top.correct.mean())
+    classes = f", {top.num_classes} classes" if top.num_classes else ""
+    print(f"{top.source}: {len(top)} predictions (top-label confidence and correctness{classes}), "
+          f"accuracy {acc:.4f}\n")
+    print(table.title)
+    print(table.to_text())
+    missing = list(FULL_MATRIX_METRICS)
+    if top.predicted is None:
+        missing.insert(0, "class-conditional ECE (needs the predicted classes: a 'pred' column)")
+    print(f"\nNot computable from top-label data: {', '.join(missing)}: they need every class's "
+          "probability (the full (N, K) matrix).")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "named_metrics.csv")
+    (out / "results.json").write_text(json.dumps({
+        "source": Path(top.source).name, "input": "top-label", "num_bins": args.num_bins,
+        "accuracy": acc, "num_classes": top.num_classes, "not_computable": missing,
+        "tables": {"named_metrics": table.to_dict()},
+    }, indent=1), encoding="utf-8")
+    written = ["named_metrics.csv", "results.json"]
+    try:
+        from .analysis import figures
+        from .plots import reliability_diagram
+
+        fig = reliability_diagram(confidence=top.confidence, correct=top.correct,
+                                  num_bins=args.num_bins,
+                                  title=f"Reliability ({Path(top.source).name})")
+        figures.save(fig, out / "reliability.png")
+        written.append("reliability.png")
+    except ImportError:
+        _info(args, "note: matplotlib is not installed: no reliability.png")
+    _info(args, f"\nwrote {args.out}/: {', '.join(written)} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 
@@ -272,8 +345,15 @@ def _cmd_study(args) -> int:
         raise _UsageError(str(exc)) from exc
     models = None
     if args.test is not None:
-        models = load_val_test(args.val, args.test, kind=args.kind, val_labels=args.val_labels,
-                               test_labels=args.test_labels, name=args.name)
+        from .analysis.data import PredictionFileError
+
+        try:
+            models = load_val_test(args.val, args.test, kind=args.kind,
+                                   val_labels=args.val_labels, test_labels=args.test_labels,
+                                   name=args.name)
+        except PredictionFileError as exc:  # the study's flags for labels files
+            raise PredictionFileError(str(exc).replace(
+                "pass --labels FILE", "pass --test-labels FILE (or --val-labels FILE)")) from exc
         if models.test.kind == "probs":
             _info(args, "note: probabilities given; the scaling methods work on their logarithm "
                         "(softmax maps it back to the same probabilities)")
@@ -314,7 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except (PredictionFileError, CalibkitError, _UsageError) as exc:
-        print(f"calibkit: error: {exc}", file=sys.stderr)
+        from .cli_inputs import shell_message
+
+        print(f"calibkit: error: {shell_message(str(exc))}", file=sys.stderr)
         return 2
     except ImportError as exc:
         print(f"calibkit: error: a dependency is missing ({exc}); install the extras with "

@@ -418,7 +418,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
     probs : dask.array.Array (or array_like) of shape (N, K), (N, 1) or (N,)
     space : MetricSpace, sequence of metrics or a single metric, optional
         Default: the paper's 32 metrics (:func:`calibkit.space.metric_space`).
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+    num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
     scheduler : str or None, default None
         See :func:`gce`.
     split_every : int, default 8

@@ -12,7 +12,7 @@ import numpy as np
 from . import _native, _toplabel
 from ._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
 from ._space import DEFAULT_NUM_BINS, MetricSpace, _as_space, metric_space
-from ._validate import validate_inputs
+from ._validate import is_multilabel, validate_inputs
 from .errors import InvalidParameterError, ShapeMismatchError
 from .multilabel import multilabel_values
 
@@ -205,7 +205,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     space : MetricSpace, sequence of metrics, or a single metric, optional
         Default: the paper's 32 metrics (:func:`metric_space`); for multilabel labels the
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+    num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
         Bin counts, each a positive int, no repeats.
     confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`). Only
@@ -243,7 +243,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     if pairs is not None:
         return _evaluate_pairs(pairs, space, num_bins)
-    if np.ndim(labels) == 2:
+    if is_multilabel(labels, probs):
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
     space = _as_space(space)
     bins = _as_num_bins(num_bins)
@@ -276,7 +276,7 @@ def _evaluate_pairs(pairs, space, num_bins) -> Evaluation:
                       top_label_only=True)
 
 
-def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 40, 50)):
+def multilabel_evaluate(label_matrix, probs, space=None, num_bins=DEFAULT_NUM_BINS):
     """Every metric of a space at every bin count for multilabel predictions.
 
     The multilabel counterpart of :func:`evaluate` (which dispatches here when the labels are
@@ -289,7 +289,7 @@ def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 4
     space : MetricSpace or sequence of metrics, optional
         Default: the 16 metrics of the paper's space with ``max_prob=False``. A space holding a
         top-label metric is refused with :class:`calibkit.multilabel.MultilabelError`.
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+    num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
 
     Returns
     -------

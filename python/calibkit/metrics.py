@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _native, _toplabel
 from ._params import as_flag, check_gce_params
-from ._validate import validate_inputs
+from ._validate import is_multilabel, validate_inputs
 
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
 
@@ -129,8 +129,8 @@ def gce(
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     if pairs is not None:
         return _toplabel.gce(pairs, binning, max_prob, class_conditional, threshold, norm, num_bins)
-    ndim = labels.ndim if type(labels) is np.ndarray else np.ndim(labels)
-    if ndim == 2:  # multilabel: an (N, K) 0/1 label matrix
+    # multilabel: an (N, K) 0/1 label matrix, K > 1 (the fast path skips the check for 1-D arrays)
+    if (type(labels) is not np.ndarray or labels.ndim != 1) and is_multilabel(labels, probs):
         from .multilabel import multilabel_gce
 
         return multilabel_gce(

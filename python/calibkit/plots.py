@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import textwrap
 
 import numpy as np
 
@@ -43,6 +44,7 @@ _SAVE_FORMATS = (".png", ".svg", ".pdf")
 _ACC_COLOR = "#3465a4"
 _GAP_COLOR = "#cc0000"
 _HIST_COLOR = "#777777"
+_UNDER_COLOR = "#e8a000"
 
 
 def _figure(figsize, nrows=1, height_ratios=None):
@@ -201,10 +203,20 @@ def reliability_diagram(
         left[-1] = 1.0 + 0.25 * extra_w
     ax.bar(left[filled], acc[filled], width=width[filled], align="edge", color=_ACC_COLOR,
            alpha=0.85, edgecolor="white", linewidth=0.8, label="accuracy", zorder=2)
-    lo = np.minimum(acc, conf)[filled]
-    ax.bar(left[filled], np.abs(acc - conf)[filled], bottom=lo, width=width[filled],
-           align="edge", color=_GAP_COLOR, alpha=0.3, edgecolor=_GAP_COLOR, hatch="//",
-           linewidth=0.6, label="gap to mean confidence", zorder=3)
+    # The gap between accuracy and mean confidence. Over-confident bins (confidence above
+    # accuracy): a translucent red box on top of the accuracy bar. Under-confident bins: the gap
+    # lies inside the bar, so it is drawn as hatching only (no fill), leaving the bar's colour and
+    # height, which is the accuracy, readable.
+    over = filled & (conf >= acc)
+    under = filled & (conf < acc)
+    if over.any():
+        ax.bar(left[over], (conf - acc)[over], bottom=acc[over], width=width[over],
+               align="edge", color=_GAP_COLOR, alpha=0.3, edgecolor=_GAP_COLOR, hatch="//",
+               linewidth=0.6, label="gap: over-confident", zorder=3)
+    if under.any():
+        ax.bar(left[under], (acc - conf)[under], bottom=conf[under], width=width[under],
+               align="edge", fill=False, edgecolor=_UNDER_COLOR, hatch="\\\\", linewidth=0.6,
+               label="gap: under-confident", zorder=3)
     ax.plot([0, 1], [0, 1], ls="--", color="#222222", lw=1.0, label="perfect calibration",
             zorder=4)
     ax.plot(conf[filled], acc[filled], "o", ms=3.5, color="black", zorder=5,
@@ -212,19 +224,39 @@ def reliability_diagram(
     has_ones = extra and counts[-1] > 0
     right = 1.0 + (1.5 * extra_w if has_ones else 0.0)
     ax.set_xlim(min(0.0, float(np.nanmin(edges[:-1]))), right)
-    ax.set_ylim(0.0, 1.02)
     ax.set_ylabel("accuracy")
     ax.grid(alpha=0.25, lw=0.6)
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    # The legend sits in headroom above accuracy 1, in two columns, so it never covers a bar.
+    handles, labels_ = ax.get_legend_handles_labels()
+    ncol = 2 if fig.get_figwidth() >= 5.0 else 1
+    rows = -(-len(handles) // ncol)
+    axes_h_in = fig.get_figheight() * 0.62 * 3.2 / 4.2  # the top panel's height, roughly
+    headroom = (rows * 8.0 * 1.5 / 72 + 0.08) / max(axes_h_in, 0.5)
+    ax.set_ylim(0.0, 1.02 + headroom)
+    ax.set_yticks(np.linspace(0.0, 1.0, 6))
+    ax.legend(handles, labels_, loc="upper center", ncol=ncol, fontsize=7.5, frameon=False,
+              columnspacing=1.2, handlelength=1.8)
     spec = MetricSpec(binning, as_flag(max_prob, "max_prob"), cc, float(threshold), "l1")
     what = spec.name if spec.alias and not cc else "calibration error (l1)"
     sub = f"{what} = {err:.4f}   N = {total}   {num_bins} {binning} bins"
+    if threshold > 0:
+        sub += f"   threshold {threshold:g} (scores <= {threshold:g} dropped)"
     if has_ones:
         sub += f"   ({counts[-1]} scores = 1.0: bar right of 1)"
+    # wrapped to the figure's width (about 15 characters of 8-pt text per inch), between its
+    # parts where possible
+    width_chars = max(30, int(fig.get_figwidth() * 15))
+    sub_lines: list[str] = []
+    for part in sub.split("   "):
+        if sub_lines and len(sub_lines[-1]) + 3 + len(part) <= width_chars:
+            sub_lines[-1] += "   " + part
+        else:
+            sub_lines.extend(textwrap.wrap(part, width=width_chars, break_on_hyphens=False))
+    sub = "\n".join(sub_lines)
     if title is None:
         scope = "top-label" if max_prob else "all probabilities"
         title = f"Reliability diagram ({scope}" + (f", class {class_index})" if cc else ")")
-    ax.set_title(title, fontsize=11, pad=16)
+    ax.set_title(title, fontsize=11, pad=8 + 12 * len(sub_lines))
     ax.text(0.5, 1.012, sub, transform=ax.transAxes, ha="center", va="bottom", fontsize=8,
             color="#333333")
 
@@ -324,7 +356,18 @@ def plot_per_class_error(
     ax.axhline(overall, color=_GAP_COLOR, lw=1.2, ls="--",
                label=f"{spec.name} = {overall:.4f} (class average)")
     if k <= 40:
-        ax.set_xticks(x, [names[i] for i in order], rotation=90 if k > 12 else 0, fontsize=8)
+        ticks = [names[i] for i in order]
+        # horizontal only when every label fits in its slot (about 11 characters of 8-pt text
+        # per inch of axes); else slanted, or vertical for many classes
+        slot_chars = 0.8 * figsize[0] * 11 / k
+        longest = max(len(t) for t in ticks)
+        if longest <= slot_chars:
+            ax.set_xticks(x, ticks, fontsize=8)
+        elif k <= 20:
+            ax.set_xticks(x, ticks, fontsize=8, rotation=40, ha="right",
+                          rotation_mode="anchor")
+        else:
+            ax.set_xticks(x, ticks, fontsize=8, rotation=90)
     else:
         ax.set_xticks([])
     ax.set_xlim(-0.6, k - 0.4)
@@ -332,8 +375,9 @@ def plot_per_class_error(
     ax.set_ylabel(f"per-class {spec.name}" if spec.alias else "per-class calibration error")
     ax.grid(axis="y", alpha=0.25, lw=0.6)
     ax.legend(loc="upper right", fontsize=8, frameon=False)
-    ax.set_title(title or f"Per-class calibration error ({spec.describe()}, {num_bins} bins)",
-                 fontsize=10)
+    title = title or f"Per-class calibration error ({spec.describe()}, {num_bins} bins)"
+    # wrapped to the figure's width (about 13 characters of 10-pt text per inch)
+    ax.set_title(textwrap.fill(title, width=max(30, int(figsize[0] * 13))), fontsize=10)
     _save(fig, path)
     return fig
 
@@ -471,7 +515,15 @@ def plot_error_vs_temperature(curves, *, show_nll: bool = True,
         nx.set_ylabel("negative log-likelihood")
         handles.append(nl)
         labels.append(f"NLL (right axis), min at T = {best:.3g}")
-    ax.legend(handles, labels, fontsize=8, frameon=False, loc="upper right")
+    if ax.get_xscale() == "log":  # plain numbers, not 3x10^-1, and no crowded minor labels
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    # below the plot, so that no curve is hidden behind it
+    ax.legend(handles, labels, fontsize=8, frameon=False, loc="upper center",
+              bbox_to_anchor=(0.5, -0.16), ncol=min(4, len(labels)))
     ax.set_title(title or f"Calibration error vs temperature ({curves.num_bins} bins)",
                  fontsize=11)
     _save(fig, path)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from ._space import (
     DEFAULT_NUM_BINS,
     NAMED_METRICS,
+    PAPER_NUM_BINS,
     PAPER_THRESHOLDS,
     MetricSpace,
     MetricSpec,
@@ -33,4 +34,4 @@ from ._space import (
 from .evaluation import Evaluation, evaluate
 
 __all__ = ["MetricSpec", "MetricSpace", "Evaluation", "metric_space", "evaluate",
-           "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS"]
+           "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS", "PAPER_NUM_BINS"]

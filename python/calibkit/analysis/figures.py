@@ -14,6 +14,8 @@ import numpy as np
 
 __all__ = [
     "correlation_heatmap",
+    "short_metric_label",
+    "short_metric_labels",
     "bin_sensitivity_figure",
     "label_noise_figure",
     "temperature_figure",
@@ -44,6 +46,41 @@ def save(fig, path: str | Path, dpi: int = 110) -> Path:
     return path
 
 
+#: How :func:`short_metric_labels` abbreviates the five GCE properties.
+SHORT_LABEL_KEY = ("E/A: even/adaptive bins; top/all: top-label/all probabilities; cw/pool: "
+                   "class-wise/pooled; t: threshold 0.01; l1/l2/max: norm")
+
+
+def short_metric_label(spec, position: int | None = None) -> str:
+    """A short label for one metric: paper index and its name (``"4 ECE"``) or, for metrics
+    without one, its five properties abbreviated (``"13 E top pool l2"``, key in
+    :data:`SHORT_LABEL_KEY`).
+
+    Examples
+    --------
+    >>> from calibkit.space import MetricSpec
+    >>> short_metric_label(MetricSpec.from_name("ECE"))
+    '4 ECE'
+    >>> short_metric_label(MetricSpec("adaptive", False, False, 0.01, "l2"))
+    '31 A all pool t l2'
+    """
+    idx = spec.index if spec.index is not None else position
+    head = "" if idx is None else f"{idx} "
+    if spec.alias:
+        return head + spec.alias
+    parts = ["E" if spec.binning == "even" else "A", "top" if spec.max_prob else "all",
+             "cw" if spec.class_conditional else "pool"]
+    if spec.threshold > 0:
+        parts.append("t")
+    parts.append(spec.norm)
+    return head + " ".join(parts)
+
+
+def short_metric_labels(space) -> list[str]:
+    """:func:`short_metric_label` of every metric of ``space``, in order."""
+    return [short_metric_label(s, i) for i, s in enumerate(space)]
+
+
 def correlation_heatmap(corr: np.ndarray, labels: Sequence[str], *, title: str = ""):
     """Heat map of a (M, M) rank-correlation matrix between metric orderings.
 
@@ -71,6 +108,8 @@ def correlation_heatmap(corr: np.ndarray, labels: Sequence[str], *, title: str =
     ax.set_yticklabels(labels, fontsize=fs)
     ax.set_xlabel("metric")
     ax.set_ylabel("metric")
+    if any(" " in str(lab) for lab in labels):  # short names: say what the abbreviations mean
+        ax.set_xlabel("metric (" + SHORT_LABEL_KEY + ")", fontsize=7, wrap=True)
     if title:
         ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="rank correlation")

@@ -337,6 +337,8 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # titles name the file, not the folders it sits in (the settings table keeps the path given)
+    name = Path(predictions.source).name
     y, p = predictions.labels, np.asarray(predictions.probs)
     tables = [named_metric_rows(y, p, num_bins=num_bins), per_bin_table(y, p, num_bins=num_bins),
               per_class_table(y, p, num_bins=num_bins), metric_space_table(y, p, num_bins=num_bins),
@@ -346,7 +348,7 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         files[t.name] = out / f"{t.name}.csv"
         t.to_csv(files[t.name])
     files["reliability"] = figures.save(
-        figures.reliability_figure(y, p, num_bins=num_bins, title=f"Reliability ({predictions.source})"),
+        figures.reliability_figure(y, p, num_bins=num_bins, title=f"Reliability ({name})"),
         out / "reliability.png",
     )
     from ..plots import corp_reliability_diagram
@@ -356,7 +358,7 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         out / "corp_reliability.png",
     )
     acc = float(np.mean(np.argmax(p, axis=1) == y))
-    doc = _Doc("calibkit report")
+    doc = _Doc(f"calibkit report: {name}")
     doc.kv([("predictions", predictions.source), ("scores", predictions.kind),
             ("examples", len(y)), ("classes", p.shape[1]), ("accuracy", f"{acc:.4f}"),
             ("bins", num_bins)] + _environment())
@@ -520,7 +522,7 @@ def write_report(result, out_dir: str | Path) -> dict:
               f"{int(np.sum(np.isnan(c)))} undefined pairs. Full matrices: "
               f"{csv_of(m.correlation_table('spearman'))}, {csv_of(m.correlation_table('kendall'))}.")
         heat = F.correlation_heatmap(
-            m.corr_spearman, m.metric_labels(),
+            m.corr_spearman, F.short_metric_labels(m.space),
             title=f"Spearman rho between metric orderings ({m.name}, {m.report_bins} bins)")
         f = fig(heat, f"metric_correlation_{m.name}")
         doc.figure(*f, f"Rank correlation between the 32 metrics' orderings of the methods ({m.name}).")

@@ -2,11 +2,11 @@
 
 Every estimator in :mod:`calibkit.recalibration` follows scikit-learn's conventions: the
 constructor only stores its keyword arguments; :meth:`fit` validates them and the data;
-fitted attributes end with an underscore. When scikit-learn is importable the estimators
-subclass :class:`sklearn.base.BaseEstimator` (so ``clone``, ``Pipeline``, grid search and the
-HTML repr work as usual); otherwise an equivalent ``get_params`` / ``set_params`` is provided
-here, and ``sklearn.base.clone`` still works on the estimators should scikit-learn be installed
-later.
+fitted attributes end with an underscore. scikit-learn is optional and never imported by this
+package: the estimators implement its protocol (``get_params`` / ``set_params``,
+``__sklearn_tags__``, ``score`` = negative log loss), so ``sklearn.base.clone``, ``Pipeline``,
+``GridSearchCV`` (default scoring included) and ``cross_val_score`` work on them, and
+``import calibkit.recalibration`` does not pay for importing scikit-learn.
 
 Input kinds
 -----------
@@ -59,44 +59,21 @@ PROB_FLOOR = float(np.finfo(np.float32).tiny)
 
 INPUT_KINDS = ("logits", "probs")
 
-try:  # scikit-learn is optional
-    from sklearn.base import BaseEstimator as _SkBaseEstimator
-    from sklearn.exceptions import NotFittedError as _SkNotFittedError
-
-    HAVE_SKLEARN = True
-except ImportError:  # pragma: no cover - exercised in a subprocess test
-    _SkBaseEstimator = None
-    _SkNotFittedError = None
-    HAVE_SKLEARN = False
+# scikit-learn is optional, and never imported here: the estimators implement its estimator
+# protocol themselves (get_params / set_params / __sklearn_tags__ / score), so
+# ``import calibkit.recalibration`` stays fast and ``clone``, ``Pipeline`` and ``GridSearchCV``
+# work all the same.
 
 
-if HAVE_SKLEARN:
+class NotFittedError(ValueError, AttributeError):
+    """Raised when ``predict_proba``/``transform``/``score`` is called before ``fit``.
 
-    class NotFittedError(_SkNotFittedError):
-        """Raised when ``predict_proba``/``transform`` is called before ``fit``.
-
-        A ``ValueError`` and ``AttributeError`` (and scikit-learn's ``NotFittedError``).
-        """
-
-else:  # pragma: no cover
-
-    class NotFittedError(ValueError, AttributeError):
-        """Raised when ``predict_proba``/``transform`` is called before ``fit``.
-
-        A ``ValueError`` and ``AttributeError``, like scikit-learn's ``NotFittedError``.
-        """
+    A ``ValueError`` and ``AttributeError``, like scikit-learn's ``NotFittedError``.
+    """
 
 
-if HAVE_SKLEARN:
-    from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
-
-    class ConvergenceWarning(_SkConvergenceWarning):
-        """An optimiser stopped before meeting its tolerance, or the optimum lies on a bound."""
-
-else:  # pragma: no cover
-
-    class ConvergenceWarning(UserWarning):
-        """An optimiser stopped before meeting its tolerance, or the optimum lies on a bound."""
+class ConvergenceWarning(UserWarning):
+    """An optimiser stopped before meeting its tolerance, or the optimum lies on a bound."""
 
 
 class ParamsMixin:
@@ -155,8 +132,23 @@ class ParamsMixin:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
 
+    #: scikit-learn < 1.6 reads this: the recalibrators are probabilistic classifiers
+    #: (``predict_proba``, ``predict``, ``classes_``), so probability scorers accept them.
+    _estimator_type = "classifier"
 
-_EstimatorBase = _SkBaseEstimator if HAVE_SKLEARN else ParamsMixin
+    def __sklearn_tags__(self):
+        """scikit-learn's estimator tags (called by scikit-learn >= 1.6 only, which is then
+        imported): a classifier's, so ``scoring="neg_log_loss"`` and the like accept it."""
+        from sklearn.base import BaseEstimator
+        from sklearn.utils import ClassifierTags
+
+        tags = BaseEstimator.__sklearn_tags__(self)
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags()
+        return tags
+
+
+_EstimatorBase = ParamsMixin
 
 
 @contextlib.contextmanager
@@ -511,3 +503,38 @@ class RecalibratorBase(_EstimatorBase):
     def fit_transform(self, X, y):
         """``fit(X, y)`` then ``transform(X)``."""
         return self.fit(X, y).transform(X)
+
+    def score(self, X, y) -> float:
+        """Negative log loss of the recalibrated probabilities (higher is better).
+
+        ``-mean_i log(max(P[i, y_i], eps))`` with ``P = predict_proba(X)`` and ``eps`` the float64
+        machine epsilon (2.2e-16), the value of scikit-learn's
+        ``-log_loss(y, P, labels=range(K))``. It is the score ``GridSearchCV`` and
+        ``cross_val_score`` use when no ``scoring`` is given.
+
+        Parameters
+        ----------
+        X : array_like of shape (N, K), or (N,) for binary
+            Scores of the same kind (``input``) and classes as in :meth:`fit`.
+        y : array_like of shape (N,)
+            Integer class labels in ``[0, K)``.
+
+        Returns
+        -------
+        float
+            At most 0; 0 only when every true class gets probability 1.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from calibkit.recalibration import TemperatureScaling
+        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 0.0]]); y = np.array([0, 1, 1])
+        >>> ts = TemperatureScaling(input="logits").fit(z, y)
+        >>> p = ts.predict_proba(z)
+        >>> bool(np.isclose(ts.score(z, y), np.mean(np.log(p[np.arange(3), y]))))
+        True
+        """
+        P = self.predict_proba(X)
+        labels = prepare_labels(y, P.shape[0], P.shape[1])
+        p_true = P[np.arange(P.shape[0]), labels]
+        return float(np.mean(np.log(np.maximum(p_true, np.finfo(np.float64).eps))))

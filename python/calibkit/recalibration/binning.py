@@ -12,6 +12,8 @@ to the identity there). Equal-mass bins are empty only when tied scores collapse
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._binstats import grouped_bin_stats
@@ -153,13 +155,31 @@ def _replace_top(P, pred, conf, new_conf):
     return Q
 
 
+def _deprecated_n_bins(est, n_bins) -> None:
+    """``n_bins=`` is the old name of ``num_bins=`` (the name every calibkit function uses)."""
+    if n_bins is not None:
+        warnings.warn(
+            f"{type(est).__name__}(n_bins=...) is deprecated and will be removed; use "
+            "num_bins=... (the name every calibkit function uses)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
+def _num_bins(est) -> int:
+    """The bin count: ``n_bins`` when given (deprecated), else ``num_bins``."""
+    if getattr(est, "n_bins", None) is not None:
+        return check_int("n_bins", est.n_bins, 1)
+    return check_int("num_bins", est.num_bins, 1)
+
+
 def _check_bins(est, n):
     binning = check_choice("binning", est.binning, BINNINGS)
-    n_bins = check_int("n_bins", est.n_bins, 1)
+    n_bins = _num_bins(est)
     if n < n_bins:
         raise InvalidParameterError(
-            f"{type(est).__name__}: {n} fitting rows are fewer than n_bins={n_bins}; "
-            "use fewer bins (n_bins <= N) or more fitting data"
+            f"{type(est).__name__}: {n} fitting rows are fewer than num_bins={n_bins}; "
+            "use fewer bins (num_bins <= N) or more fitting data"
         )
     return binning, n_bins
 
@@ -178,8 +198,10 @@ class HistogramBinning(RecalibratorBase):
     ----------
     input : {"logits", "probs"}
         What ``X`` holds (required). Logits go through :func:`calibkit.softmax`.
-    n_bins : int, default 15
+    num_bins : int, default 15
         Number of bins B (at most N, the number of fitting rows).
+    n_bins : int, optional
+        Deprecated name of ``num_bins`` (a DeprecationWarning); overrides it when given.
     binning : {"even", "adaptive"}, default "adaptive"
         Equal-width or equal-mass bins. Equal-mass is Zadrozny & Elkan's original choice and
         the better default one-vs-rest: a class's column is mostly tiny probabilities, which
@@ -212,15 +234,18 @@ class HistogramBinning(RecalibratorBase):
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 3, 1000)
     >>> logits = 5.0 * (np.eye(3)[y] + rng.normal(size=(1000, 3)))
-    >>> hb = HistogramBinning(input="logits", n_bins=10).fit(logits, y)
+    >>> hb = HistogramBinning(input="logits", num_bins=10).fit(logits, y)
     >>> hb.bin_values_.shape
     (3, 10)
     """
 
     _space = "probs"
 
-    def __init__(self, *, input, n_bins=15, binning="adaptive", multiclass="one_vs_rest"):
+    def __init__(self, *, input, num_bins=15, binning="adaptive", multiclass="one_vs_rest",
+                 n_bins=None):
+        _deprecated_n_bins(self, n_bins)
         self.input = input
+        self.num_bins = num_bins
         self.n_bins = n_bins
         self.binning = binning
         self.multiclass = multiclass
@@ -262,15 +287,17 @@ class ClassConditionalHistogramBinning(RecalibratorBase):
     ----------
     input : {"logits", "probs"}
         What ``X`` holds (required). Logits go through :func:`calibkit.softmax`.
-    n_bins : int, default 5
+    num_bins : int, default 5
         Bins per class (at most N). Each class's histogram sees only the rows predicted as
         that class (about N/K), and top-label confidences crowd near 1, so few bins keep the
         per-bin accuracies from being mostly noise: on seven real CIFAR-10/100 networks
         (fit on half, test on half) 5 bins beat 15 in class-conditional ECE every time.
+    n_bins : int, optional
+        Deprecated name of ``num_bins`` (a DeprecationWarning); overrides it when given.
     binning : {"even", "adaptive"}, default "even"
         Equal-width or equal-mass bins.
     min_samples_per_class : int or None, default None
-        A class predicted for fewer fitting rows than this (None: ``n_bins``) uses the pooled
+        A class predicted for fewer fitting rows than this (None: ``num_bins``) uses the pooled
         top-label map instead of its own; such classes are listed in ``fallback_classes_``.
 
     Attributes
@@ -294,15 +321,18 @@ class ClassConditionalHistogramBinning(RecalibratorBase):
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 3, 1000)
     >>> logits = 5.0 * (np.eye(3)[y] + rng.normal(size=(1000, 3)))
-    >>> cc = ClassConditionalHistogramBinning(input="logits", n_bins=10).fit(logits, y)
+    >>> cc = ClassConditionalHistogramBinning(input="logits", num_bins=10).fit(logits, y)
     >>> cc.bin_values_.shape, cc.fallback_classes_.size
     ((3, 10), 0)
     """
 
     _space = "probs"
 
-    def __init__(self, *, input, n_bins=5, binning="even", min_samples_per_class=None):
+    def __init__(self, *, input, num_bins=5, binning="even", min_samples_per_class=None,
+                 n_bins=None):
+        _deprecated_n_bins(self, n_bins)
         self.input = input
+        self.num_bins = num_bins
         self.n_bins = n_bins
         self.binning = binning
         self.min_samples_per_class = min_samples_per_class
@@ -358,7 +388,9 @@ class BootstrapHistogramBinning(RecalibratorBase):
     ----------
     input : {"logits", "probs"}
         What ``X`` holds (required). Logits go through :func:`calibkit.softmax`.
-    n_bins : int, default 15
+    num_bins : int, default 15
+    n_bins : int, optional
+        Deprecated name of ``num_bins`` (a DeprecationWarning); overrides it when given.
     binning : {"even", "adaptive"}, default "adaptive"
         Equal-width or equal-mass bins (see :class:`HistogramBinning`).
     multiclass : {"one_vs_rest", "top_label"}, default "one_vs_rest"
@@ -396,13 +428,16 @@ class BootstrapHistogramBinning(RecalibratorBase):
         self,
         *,
         input,
-        n_bins=15,
+        num_bins=15,
         binning="adaptive",
         multiclass="one_vs_rest",
         n_estimators=10,
         random_state=None,
+        n_bins=None,
     ):
+        _deprecated_n_bins(self, n_bins)
         self.input = input
+        self.num_bins = num_bins
         self.n_bins = n_bins
         self.binning = binning
         self.multiclass = multiclass
@@ -419,7 +454,8 @@ class BootstrapHistogramBinning(RecalibratorBase):
         for _ in range(n_est):
             idx = rng.integers(0, n, size=n)
             est = HistogramBinning(
-                input="probs", n_bins=self.n_bins, binning=self.binning, multiclass=self.multiclass
+                input="probs", num_bins=_num_bins(self), binning=self.binning,
+                multiclass=self.multiclass,
             )
             est._fit(P[idx], y[idx])
             est._set_fitted_shape(k)
