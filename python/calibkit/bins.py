@@ -81,10 +81,59 @@ class CalibrationBins:
         n = self.group_sizes[:, None]
         return np.where(n > 0, self.counts / np.maximum(n, 1), 0.0)
 
-    def error(self, norm: str = "l1") -> float:
-        """The GCE of this table under ``norm`` ("l1", "l2" or "max")."""
+    def error(self, norm: str = "l1", *, debias: bool = False) -> float:
+        """The GCE of this table under ``norm`` ("l1", "l2" or "max").
+
+        ``debias=True`` (l2 only): Kumar et al.'s debiased estimate, see
+        :mod:`calibkit.trust.debias`.
+        """
+        from .trust.debias import check_debias, debiased_l2
+
+        if check_debias(debias, norm):
+            return debiased_l2(self.counts, self.sum_score, self.sum_outcome,
+                               self.class_conditional)
         return reduce_bins(self.counts, self.sum_score, self.sum_outcome, norm=norm,
                            class_conditional=self.class_conditional)
+
+    def accuracy_interval(self, method: str = "clopper-pearson", confidence: float = 0.90):
+        """Confidence interval of each bin's accuracy: ``(low, high)``, each shaped like accuracy.
+
+        ``method``: "clopper-pearson" (exact; 0 and 1 at the ends), "wilson" (score interval,
+        no continuity correction) or "jeffreys"; NaN for empty bins. Weighted bins use the
+        bin's total weight as the effective count (see :mod:`calibkit.trust.bin_intervals`).
+
+        Examples
+        --------
+        >>> import calibkit
+        >>> t = calibkit.calibration_bins([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.6], num_bins=2)
+        >>> t.counts.tolist(), t.sum_outcome.tolist()
+        ([[0, 4, 0]], [[0.0, 3.0, 0.0]])
+        >>> lo, hi = t.accuracy_interval(confidence=0.9)
+        >>> round(float(lo[0, 1]), 4), round(float(hi[0, 1]), 4)
+        (0.2486, 0.9873)
+        """
+        from .trust.bin_intervals import binomial_interval
+
+        return binomial_interval(self.sum_outcome, self.counts, method=method,
+                                 confidence=confidence)
+
+    def overconfidence(self) -> float:
+        """Over-confident mass ``sum_b w_b max(conf_b - acc_b, 0)`` (class mean if class-conditional).
+
+        ``overconfidence() + underconfidence()`` is the l1 error; their difference is the
+        signed error (:func:`calibkit.signed_ece`).
+        """
+        from .trust.signed import confidence_masses
+
+        return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
+                                 self.class_conditional)[0]
+
+    def underconfidence(self) -> float:
+        """Under-confident mass ``sum_b w_b max(acc_b - conf_b, 0)`` (class mean if class-conditional)."""
+        from .trust.signed import confidence_masses
+
+        return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
+                                 self.class_conditional)[1]
 
     def to_dict(self) -> dict:
         """Plain-Python form (lists), e.g. for JSON."""

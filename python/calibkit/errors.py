@@ -41,3 +41,11 @@ class InvalidParameterError(CalibkitError, ValueError):
 
 class InputTypeError(CalibkitError, TypeError):
     """An argument has a type calibkit cannot use (strings, objects, complex numbers, ...)."""
+
+
+class FewSamplesWarning(UserWarning):
+    """Bins hold too few predictions for a calibration error to be told apart from noise.
+
+    Raised (as a warning) by ``num_bins="auto"`` when the kept predictions per non-empty bin
+    average fewer than 30; see ``docs/trust.md``.
+    """

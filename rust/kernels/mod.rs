@@ -16,6 +16,7 @@ pub mod chunks;
 pub mod edges;
 pub mod error;
 pub mod reduce;
+pub mod resample;
 pub mod score;
 pub mod share;
 pub mod space;

@@ -1,0 +1,372 @@
+//! Resampling on fixed per-entry bins: the bootstrap (rows reweighted) and consistency
+//! resampling (labels redrawn from the predicted distribution).
+//!
+//! The caller forms, once, a dense `(N, W)` table of *cells* (`group * nb + bin`, or
+//! [`DROPPED`] for a score that is not kept) and the matching scores, plus one `hit` column per
+//! row: the column whose outcome is 1 ([`DROPPED`] when none is). Top-label metrics use `W = 1`
+//! (the row's top probability; `hit = 0` when the prediction is correct); all-probability
+//! metrics use `W = K` (every column; `hit = label`).
+//!
+//! Random numbers come from a counter-based generator: the draw of row `i` in resample `r` is a
+//! hash of `(seed, r, i)` ([`uniform`]), so every resample is the same for any thread count,
+//! any block size and any order of evaluation. Each resample is reduced sequentially by one
+//! thread; resamples are spread over rayon threads, and the output is ordered by resample.
+
+use rayon::prelude::*;
+
+use crate::kernels::reduce::reduce;
+use crate::kernels::{BinStats, KernelError, Norm};
+
+/// Cell value of an entry that is not kept (below the threshold, or no outcome).
+pub const DROPPED: u32 = u32::MAX;
+
+/// SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mixer.
+#[inline(always)]
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The 64 random bits of counter `(seed, stream, index)`.
+#[inline(always)]
+pub fn bits(seed: u64, stream: u64, index: u64) -> u64 {
+    let a = mix64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let b = mix64(a ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03));
+    mix64(b ^ index.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7).wrapping_add(0x2545_f491_4f6c_dd1d))
+}
+
+/// A uniform in [0, 1) with 53 random bits, from counter `(seed, stream, index)`.
+#[inline(always)]
+pub fn uniform(seed: u64, stream: u64, index: u64) -> f64 {
+    (bits(seed, stream, index) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Cumulative Poisson(1) probabilities P(X <= k), k = 0..16 (the tail beyond 16 is < 1e-15).
+const POISSON1_CDF: [f64; 17] = {
+    let mut c = [0.0f64; 17];
+    let e = 0.367_879_441_171_442_33; // exp(-1)
+    let mut term = e;
+    let mut acc = 0.0;
+    let mut k = 0;
+    while k < 17 {
+        acc += term;
+        c[k] = acc;
+        term /= (k + 1) as f64;
+        k += 1;
+    }
+    c
+};
+
+/// A Poisson(1) draw by inverse CDF from a uniform: the number of CDF values <= u.
+#[inline(always)]
+pub fn poisson1(u: f64) -> f64 {
+    let mut k = 0u32;
+    for &c in POISSON1_CDF.iter() {
+        k += (u >= c) as u32;
+    }
+    k as f64
+}
+
+/// How rows are reweighted in one bootstrap resample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Independent Poisson(1) multiplicities per row (the "Poisson bootstrap").
+    Poisson,
+    /// Multinomial(N; 1/N, ..., 1/N) multiplicities: N row indices drawn uniformly.
+    Multinomial,
+}
+
+impl Scheme {
+    pub fn parse(s: &str) -> Result<Self, KernelError> {
+        match s {
+            "poisson" => Ok(Scheme::Poisson),
+            "multinomial" => Ok(Scheme::Multinomial),
+            _ => Err(KernelError::Parameter(format!("weights must be 'poisson' or 'multinomial', got {s:?}"))),
+        }
+    }
+}
+
+/// The per-entry table described in the module doc.
+pub struct Cells<'a> {
+    /// `n * width` cells, row-major.
+    pub cell: &'a [u32],
+    /// `n * width` scores.
+    pub score: &'a [f64],
+    /// `n` columns whose outcome is 1, or [`DROPPED`].
+    pub hit: &'a [u32],
+    /// Optional per-row base weights (sample weights), `n` entries.
+    pub base: Option<&'a [f64]>,
+    pub width: usize,
+    pub groups: usize,
+    pub nb: usize,
+}
+
+impl Cells<'_> {
+    fn rows(&self) -> usize {
+        self.hit.len()
+    }
+
+    /// Checks every length and every cell index, so that the loops below can index freely.
+    pub fn check(&self) -> Result<(), KernelError> {
+        let n = self.rows();
+        let cells = self.groups.checked_mul(self.nb).ok_or_else(|| KernelError::Shape("table too large".into()))?;
+        if self.width == 0 || self.cell.len() != n * self.width || self.score.len() != n * self.width {
+            return Err(KernelError::Shape(format!(
+                "cells and scores must hold {n} x {} entries, got {} and {}",
+                self.width,
+                self.cell.len(),
+                self.score.len()
+            )));
+        }
+        if let Some(b) = self.base {
+            if b.len() != n {
+                return Err(KernelError::Shape(format!("base weights must have {n} entries, got {}", b.len())));
+            }
+        }
+        if let Some(i) = self.cell.iter().position(|&c| c != DROPPED && c as usize >= cells) {
+            return Err(KernelError::Shape(format!("cell {} at entry {i} is outside the {cells} cells", self.cell[i])));
+        }
+        if let Some(i) = self.hit.iter().position(|&h| h != DROPPED && h as usize >= self.width) {
+            return Err(KernelError::Shape(format!("hit column {} of row {i} is outside the width {}", self.hit[i], self.width)));
+        }
+        Ok(())
+    }
+
+    /// Adds row `i` with multiplicity `w` and outcome column `hit` into `st`.
+    #[inline(always)]
+    fn push_row(&self, st: &mut BinStats, i: usize, w: f64, hit: u32) {
+        let row = &self.cell[i * self.width..(i + 1) * self.width];
+        let sc = &self.score[i * self.width..(i + 1) * self.width];
+        for (&c, &s) in row.iter().zip(sc) {
+            if c != DROPPED {
+                let c = c as usize;
+                st.count[c] += w;
+                st.sum_score[c] += w * s;
+            }
+        }
+        if hit != DROPPED {
+            let c = row[hit as usize];
+            if c != DROPPED {
+                st.sum_outcome[c as usize] += w;
+            }
+        }
+    }
+
+    fn base(&self, i: usize) -> f64 {
+        self.base.map_or(1.0, |b| b[i])
+    }
+
+    /// The statistics of the data as given (base weights only).
+    pub fn stats(&self) -> BinStats {
+        let mut st = BinStats::zeros(self.groups, self.nb);
+        for i in 0..self.rows() {
+            self.push_row(&mut st, i, self.base(i), self.hit[i]);
+        }
+        st
+    }
+}
+
+/// Per-row multiplicities of bootstrap resample `r` into `w` (length N).
+pub fn bootstrap_weights(scheme: Scheme, seed: u64, r: u64, w: &mut [f64]) {
+    let n = w.len();
+    match scheme {
+        Scheme::Poisson => {
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = poisson1(uniform(seed, r, i as u64));
+            }
+        }
+        Scheme::Multinomial => {
+            w.iter_mut().for_each(|x| *x = 0.0);
+            for j in 0..n {
+                let idx = ((uniform(seed, r, j as u64) * n as f64) as usize).min(n - 1);
+                w[idx] += 1.0;
+            }
+        }
+    }
+}
+
+/// Resamples per rayon task: fixed, so the work split never depends on the thread count (and
+/// the values never do in any case: each resample is computed whole by one task).
+const BLOCK: usize = 8;
+
+fn run_blocks<F>(n_resamples: usize, f: F) -> Vec<f64>
+where
+    F: Fn(usize, &mut BinStats, &mut Vec<f64>) -> f64 + Sync,
+    {
+    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|b| {
+            let mut scratch = Vec::new();
+            let mut st = BinStats::zeros(0, 0);
+            (b * BLOCK..((b + 1) * BLOCK).min(n_resamples)).map(|r| f(r, &mut st, &mut scratch)).collect()
+        })
+        .collect();
+    blocks.into_iter().flatten().collect()
+}
+
+fn reset(st: &mut BinStats, groups: usize, nb: usize) {
+    if st.count.len() != groups * nb {
+        *st = BinStats::zeros(groups, nb);
+    } else {
+        st.count.iter_mut().for_each(|x| *x = 0.0);
+        st.sum_score.iter_mut().for_each(|x| *x = 0.0);
+        st.sum_outcome.iter_mut().for_each(|x| *x = 0.0);
+    }
+}
+
+/// The metric on `n_resamples` bootstrap resamples (rows reweighted, bins fixed per entry).
+///
+/// Valid when the bin of an entry does not depend on the other rows: even binning. Resample
+/// `r` uses counter stream `r`, so a prefix of resamples is the same whatever `n_resamples`.
+pub fn bootstrap(
+    cells: &Cells<'_>,
+    norm: Norm,
+    class_conditional: bool,
+    scheme: Scheme,
+    seed: u64,
+    n_resamples: usize,
+) -> Result<Vec<f64>, KernelError> {
+    cells.check()?;
+    let n = cells.rows();
+    Ok(run_blocks(n_resamples, |r, st, w| {
+        reset(st, cells.groups, cells.nb);
+        w.resize(n, 0.0);
+        bootstrap_weights(scheme, seed, r as u64, w);
+        for i in 0..n {
+            let m = w[i] * cells.base(i);
+            if m != 0.0 {
+                cells.push_row(st, i, m, cells.hit[i]);
+            }
+        }
+        reduce(st, norm, class_conditional)
+    }))
+}
+
+/// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
+/// predicted distribution, scores and bins unchanged.
+///
+/// `width == 1` (top-label): the outcome is a Bernoulli(score) draw. `width == K`: a class is
+/// drawn by inverse CDF over the row's cumulative sum of scores (the row's full probability
+/// vector must be in `score`, kept or not). Bins are fixed per entry: exact for even bins, and
+/// for adaptive bins too, since their edges depend on the scores only.
+pub fn consistency(
+    cells: &Cells<'_>,
+    norm: Norm,
+    class_conditional: bool,
+    seed: u64,
+    n_resamples: usize,
+) -> Result<Vec<f64>, KernelError> {
+    cells.check()?;
+    let n = cells.rows();
+    let k = cells.width;
+    let base = cells.stats();
+    Ok(run_blocks(n_resamples, |r, st, _| {
+        if st.count.len() != base.count.len() {
+            *st = base.clone();
+        } else {
+            st.count.copy_from_slice(&base.count);
+            st.sum_score.copy_from_slice(&base.sum_score);
+        }
+        st.sum_outcome.iter_mut().for_each(|x| *x = 0.0);
+        for i in 0..n {
+            let u = uniform(seed, r as u64, i as u64);
+            let row = &cells.score[i * k..(i + 1) * k];
+            let hit = if k == 1 {
+                if u < row[0] { 0 } else { DROPPED }
+            } else {
+                let total: f64 = row.iter().sum();
+                let target = u * total;
+                let mut acc = 0.0;
+                let mut pick = k - 1; // rounding: a target past the last sum takes the last class
+                for (j, &p) in row.iter().enumerate() {
+                    acc += p;
+                    if target < acc {
+                        pick = j;
+                        break;
+                    }
+                }
+                pick as u32
+            };
+            if hit != DROPPED {
+                let c = cells.cell[i * k + hit as usize];
+                if c != DROPPED {
+                    st.sum_outcome[c as usize] += cells.base(i);
+                }
+            }
+        }
+        reduce(st, norm, class_conditional)
+    }))
+}
+
+/// Per-row bootstrap multiplicities of resamples `r0..r0 + count`, row-major (count, n): the
+/// same numbers [`bootstrap`] uses, for resampling through other kernels (adaptive bins,
+/// binning-free estimators).
+pub fn weights_matrix(scheme: Scheme, seed: u64, r0: usize, count: usize, n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; count * n];
+    if n == 0 {
+        return out;
+    }
+    out.par_chunks_mut(n).enumerate().for_each(|(j, w)| bootstrap_weights(scheme, seed, (r0 + j) as u64, w));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisson_mean_and_variance() {
+        let n = 200_000u64;
+        let xs: Vec<f64> = (0..n).map(|i| poisson1(uniform(7, 3, i))).collect();
+        let m = xs.iter().sum::<f64>() / n as f64;
+        let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n as f64;
+        assert!((m - 1.0).abs() < 0.01, "{m}");
+        assert!((v - 1.0).abs() < 0.02, "{v}");
+    }
+
+    #[test]
+    fn multinomial_sums_to_n() {
+        let mut w = vec![0.0; 1000];
+        bootstrap_weights(Scheme::Multinomial, 1, 2, &mut w);
+        assert_eq!(w.iter().sum::<f64>(), 1000.0);
+    }
+
+    fn toy() -> (Vec<u32>, Vec<f64>, Vec<u32>) {
+        // 6 rows, top-label, 1 group x 3 bins.
+        (vec![0, 0, 1, 1, 2, DROPPED], vec![0.2, 0.3, 0.5, 0.6, 0.9, 0.0], vec![0, DROPPED, 0, 0, DROPPED, 0])
+    }
+
+    #[test]
+    fn bootstrap_independent_of_threads_and_matches_weights() {
+        let (c, s, h) = toy();
+        let cells = Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 3 };
+        let a = bootstrap(&cells, Norm::L1, false, Scheme::Poisson, 5, 37).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let b = pool.install(|| bootstrap(&cells, Norm::L1, false, Scheme::Poisson, 5, 37).unwrap());
+        assert_eq!(a, b);
+        // resample 4 by hand from the weights matrix
+        let w = weights_matrix(Scheme::Poisson, 5, 4, 1, 6);
+        let base = Cells { base: Some(&w), ..cells };
+        assert_eq!(reduce(&base.stats(), Norm::L1, false), a[4]);
+    }
+
+    #[test]
+    fn consistency_of_certain_predictions_is_zero() {
+        let c = vec![0u32, 1, 1];
+        let s = vec![0.0, 1.0, 1.0];
+        let h = vec![DROPPED; 3];
+        let cells = Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 2 };
+        let v = consistency(&cells, Norm::L1, false, 1, 10).unwrap();
+        assert!(v.iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn bad_cells_are_errors() {
+        let c = vec![5u32];
+        let s = vec![0.5];
+        let h = vec![0u32];
+        let cells = Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 2 };
+        assert!(bootstrap(&cells, Norm::L1, false, Scheme::Poisson, 1, 2).is_err());
+    }
+}
