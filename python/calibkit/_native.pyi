@@ -43,3 +43,18 @@ def evaluate(
     num_bins: list[int],
     check_row_sums: bool = True,
 ) -> npt.NDArray[np.float64]: ...
+def grouped_bin_stats(
+    groups: npt.NDArray[np.int64] | None,
+    scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
+    num_groups: int,
+    binning: str,
+    num_bins: int,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...
+def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...

@@ -14,6 +14,7 @@ pub mod allprobs_hist;
 pub mod allprobs_even;
 pub mod chunks;
 pub mod edges;
+pub mod grouped;
 pub mod error;
 pub mod reduce;
 pub mod resample;

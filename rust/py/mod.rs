@@ -1,6 +1,7 @@
 //! Thin PyO3 glue: array extraction, dtype dispatch, GIL release, error mapping. No computing.
 
 mod errors;
+mod grouped;
 mod trust;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -136,6 +137,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gce, m)?)?;
     m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::adaptive_positions, m)?)?;
     trust::register(m)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;

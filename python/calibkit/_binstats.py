@@ -1,0 +1,389 @@
+"""Private binding of the weighted binning primitive, and the table it fills.
+
+:func:`grouped_bin_stats` turns already-grouped ``(group, score, outcome, weight)`` rows into
+per-(group, bin) sufficient statistics with the Rust kernel ``rust/kernels/grouped.rs``. Every
+module that has its scores grouped already (multilabel, streaming's exact mode,
+``calibkit.dask`` after selection, the binning recalibrators) bins them here, so that no module
+but :mod:`calibkit.reference` restates a binning rule. The rules (see ``docs/weighted-bins.md``):
+
+* even bins (``nb = B + 1``): SPEC's upper edges ``u_j = j / B`` (``u_B = 1``), left-closed,
+  the extra bin holding scores ``>= 1``;
+* adaptive bins (``nb = B``), weighted equal mass: per group, with ``W`` its total weight and
+  its rows sorted by score, the target ``t_j = round_half_even(j * (W / B))`` for
+  ``j = 1..B-1``; the upper edge ``e_j`` is the score of the first row whose cumulative weight
+  exceeds ``t_j`` (the last row of positive weight if none does). Integer weights give exactly
+  the result of repeating each row ``weight`` times (weight 0 drops the row); fractional
+  weights use the same definition (a weighted lower quantile at level ``t_j / W``).
+
+This module is a leaf (it imports only NumPy, :mod:`calibkit._native`,
+:mod:`calibkit._validate` and :mod:`calibkit.errors`), so that :mod:`calibkit.multilabel` and
+:mod:`calibkit.bins` can both use :class:`CalibrationBins` without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _native
+from ._validate import check_gce_params
+from .errors import (
+    InputTypeError,
+    InvalidParameterError,
+    InvalidProbabilitiesError,
+    ShapeMismatchError,
+)
+
+__all__ = [
+    "CalibrationBins",
+    "adaptive_positions",
+    "as_calibration_bins",
+    "grouped_bin_stats",
+    "reduce_table",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationBins:
+    """Sufficient statistics of one grouping and binning: G groups x nb bins.
+
+    G is K when class-conditional (group k = rows predicted as k for top-label metrics, or
+    column k), else 1. nb is ``num_bins + 1`` for even binning (the last bin holds scores
+    equal to 1.0, see SPEC) and ``num_bins`` for adaptive binning.
+
+    Attributes
+    ----------
+    counts : ndarray of int64, shape (G, nb)
+        Kept scores per bin.
+    sum_score : ndarray of float64, shape (G, nb)
+        Sum of the kept scores per bin.
+    sum_outcome : ndarray of float64, shape (G, nb)
+        Sum of the outcomes (1 = correct / true class) per bin.
+    edges : ndarray of float64, shape (G, nb + 1)
+        Bin boundaries. Even: ``0, u_1, ..., u_B = 1.0, 1.0`` (the extra bin is [1, 1]).
+        Adaptive: ``threshold, e_1, ..., e_{B-1}, 1.0`` (NaN edges for an empty group); a
+        score s is in bin j when ``edges[j] <= s < edges[j+1]`` (left-closed).
+    num_classes : int
+        K.
+    binning : str
+    class_conditional : bool
+    max_prob : bool
+    threshold : float
+    """
+
+    counts: np.ndarray
+    sum_score: np.ndarray
+    sum_outcome: np.ndarray
+    edges: np.ndarray
+    num_classes: int
+    binning: str
+    class_conditional: bool
+    max_prob: bool
+    threshold: float
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """Kept scores per group, shape (G,)."""
+        return self.counts.sum(axis=1)
+
+    def _mean(self, s: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.counts > 0, s / np.maximum(self.counts, 1), np.nan)
+
+    @property
+    def mean_confidence(self) -> np.ndarray:
+        """Mean score per bin, NaN for empty bins, shape (G, nb)."""
+        return self._mean(self.sum_score)
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        """Mean outcome per bin, NaN for empty bins, shape (G, nb)."""
+        return self._mean(self.sum_outcome)
+
+    @property
+    def gap(self) -> np.ndarray:
+        """``accuracy - mean_confidence`` per bin, NaN for empty bins, shape (G, nb)."""
+        return self.accuracy - self.mean_confidence
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Each bin's share of its group (0 in empty groups), shape (G, nb)."""
+        n = self.group_sizes[:, None]
+        return np.where(n > 0, self.counts / np.maximum(n, 1), 0.0)
+
+    def error(self, norm: str = "l1", *, debias: bool = False) -> float:
+        """The GCE of this table under ``norm`` ("l1", "l2" or "max").
+
+        ``debias=True`` (l2 only; refused for l1 and max): Kumar et al.'s (2019) debiased
+        estimate, see :mod:`calibkit.trust.debias`.
+        """
+        if norm not in ("l1", "l2", "max"):
+            raise InvalidParameterError(f"norm must be one of ('l1', 'l2', 'max'), got {norm!r}")
+        if debias is not False:
+            from .trust.debias import check_debias, debiased_l2
+
+            if check_debias(debias, norm):
+                return debiased_l2(self.counts, self.sum_score, self.sum_outcome,
+                                   self.class_conditional)
+        return reduce_table(self.counts, self.sum_score, self.sum_outcome, norm,
+                            self.class_conditional)
+
+    def accuracy_interval(self, method: str = "clopper-pearson", confidence: float = 0.90):
+        """Confidence interval of each bin's accuracy: ``(low, high)``, each shaped like accuracy.
+
+        ``method``: "clopper-pearson" (exact; 0 and 1 at the ends), "wilson" (score interval,
+        no continuity correction) or "jeffreys"; NaN for empty bins. Weighted bins use the
+        bin's total weight as the effective count (see :mod:`calibkit.trust.bin_intervals`).
+
+        Examples
+        --------
+        >>> import calibkit
+        >>> t = calibkit.calibration_bins([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.6], num_bins=2)
+        >>> t.counts.tolist(), t.sum_outcome.tolist()
+        ([[0, 4, 0]], [[0.0, 3.0, 0.0]])
+        >>> lo, hi = t.accuracy_interval(confidence=0.9)
+        >>> round(float(lo[0, 1]), 4), round(float(hi[0, 1]), 4)
+        (0.2486, 0.9873)
+        """
+        from .trust.bin_intervals import binomial_interval
+
+        return binomial_interval(self.sum_outcome, self.counts, method=method,
+                                 confidence=confidence)
+
+    def overconfidence(self) -> float:
+        """Over-confident mass ``sum_b w_b max(conf_b - acc_b, 0)`` (class mean if class-conditional).
+
+        ``overconfidence() + underconfidence()`` is the l1 error; their difference is the
+        signed error (:func:`calibkit.signed_ece`).
+        """
+        from .trust.masses import confidence_masses
+
+        return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
+                                 self.class_conditional)[0]
+
+    def underconfidence(self) -> float:
+        """Under-confident mass ``sum_b w_b max(acc_b - conf_b, 0)`` (class mean if class-conditional)."""
+        from .trust.masses import confidence_masses
+
+        return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
+                                 self.class_conditional)[1]
+
+    def to_dict(self) -> dict:
+        """Plain-Python form (lists), e.g. for JSON."""
+        return {
+            "counts": self.counts.tolist(),
+            "sum_score": self.sum_score.tolist(),
+            "sum_outcome": self.sum_outcome.tolist(),
+            "edges": self.edges.tolist(),
+            "num_classes": self.num_classes,
+            "binning": self.binning,
+            "class_conditional": self.class_conditional,
+            "max_prob": self.max_prob,
+            "threshold": self.threshold,
+        }
+
+    def to_pandas(self):
+        """Long table: one row per (group, bin) with edges, count, confidence, accuracy, gap."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("to_pandas() needs pandas: pip install pandas") from exc
+        g, nb = self.counts.shape
+        return pd.DataFrame(
+            {
+                "group": np.repeat(np.arange(g), nb),
+                "bin": np.tile(np.arange(nb), g),
+                "lower": self.edges[:, :-1].ravel(),
+                "upper": self.edges[:, 1:].ravel(),
+                "count": self.counts.ravel(),
+                "mean_confidence": self.mean_confidence.ravel(),
+                "accuracy": self.accuracy.ravel(),
+                "gap": self.gap.ravel(),
+            }
+        )
+
+
+def reduce_table(counts, sum_score, sum_outcome, norm: str, class_conditional: bool) -> float:
+    """SPEC's norm of a (G, nb) table of checked statistics (no argument checks).
+
+    Per group the bins are weighted by their share of the group; the mean over all G groups
+    (empty ones count 0) when ``class_conditional``, else the single group's value; one square
+    root after the mean for ``"l2"``.
+
+    Examples
+    --------
+    >>> round(reduce_table(np.array([[2.0, 2.0]]), np.array([[0.4, 1.6]]),
+    ...                    np.array([[0.0, 2.0]]), "l1", False), 6)
+    0.2
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    ss = np.asarray(sum_score, dtype=np.float64)
+    so = np.asarray(sum_outcome, dtype=np.float64)
+    n = c.sum(axis=1, keepdims=True)
+    safe = np.maximum(c, 1.0)
+    gap = np.where(c > 0, so / safe - ss / safe, 0.0)
+    w = np.where(n > 0, c / np.maximum(n, 1.0), 0.0)
+    if norm == "l1":
+        per_group = (w * np.abs(gap)).sum(axis=1)
+    elif norm == "l2":
+        per_group = (w * gap * gap).sum(axis=1)
+    else:
+        per_group = np.abs(gap).max(axis=1) if gap.shape[1] else np.zeros(gap.shape[0])
+    v = per_group.mean() if class_conditional else per_group[0]
+    return float(np.sqrt(v) if norm == "l2" else v)
+
+
+def _vector(x, name: str, m: int | None) -> np.ndarray:
+    try:
+        a = np.asarray(x)
+    except Exception as exc:  # ragged lists and the like
+        raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+    if a.dtype.kind not in "biuf":
+        raise InputTypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    if a.ndim != 1:
+        raise ShapeMismatchError(f"{name} must be 1-D, got shape {a.shape}")
+    if m is not None and a.shape[0] != m:
+        raise ShapeMismatchError(
+            f"{name} has {a.shape[0]} entries but scores has {m}; pass one per score"
+        )
+    return a
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int | None = None,
+                      binning: str = "even", num_bins: int = 15):
+    """Per-(group, bin) statistics of already-grouped, optionally weighted scores.
+
+    Parameters
+    ----------
+    groups : array_like of shape (M,), integers in ``[0, num_groups)``, or None
+        Group of each score; None puts every score in group 0.
+    scores : array_like of shape (M,), finite
+        float32 stays float32 (widened exactly to float64 for binning and sums), other real
+        dtypes become float64. Scores outside [0, 1] go to the first or last even bin.
+    outcomes : array_like of shape (M,), finite (0/1 or bool for calibration)
+    weights : array_like of shape (M,), finite and >= 0, or None
+        None means every weight is 1, which gives exactly the unweighted statistics. Integer
+        weights give exactly the statistics of each row repeated ``weight`` times (0 drops a
+        row); see the module docstring for fractional weights.
+    num_groups : int, optional
+        G; default ``max(groups) + 1`` (1 when ``groups`` is None or empty).
+    binning : {"even", "adaptive"}, default "even"
+    num_bins : int, default 15
+        B, at most ``calibkit._validate.MAX_BINS``; ``G * (B + 1)`` is limited as for the
+        metrics (a clear :class:`~calibkit.errors.InvalidParameterError` instead of an
+        allocation failure).
+
+    Returns
+    -------
+    counts, sum_score, sum_outcome : numpy.ndarray of shape (G, nb), float64
+        Sum of weights, of ``weight * score`` and of ``weight * outcome`` per bin
+        (compensated sums); nb = B + 1 (even) or B (adaptive).
+    edges : numpy.ndarray of shape (G, nb + 1), float64
+        Even ``0, u_1, ..., u_B = 1, 1``; adaptive ``0, e_1, ..., e_{B-1}, 1`` (NaN inner
+        edges for a group of total weight 0).
+
+    Raises
+    ------
+    InputTypeError, ShapeMismatchError
+        Non-numeric or non-1-D arrays, or lengths that differ.
+    InvalidProbabilitiesError
+        Non-finite scores.
+    InvalidParameterError
+        Bad ``binning``/``num_bins``, too large a table, group ids out of range, non-finite
+        outcomes, weights that are negative or not finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c, s, o, e = grouped_bin_stats([0, 0, 1, 1], [0.2, 0.6, 0.3, 0.9], [0, 1, 1, 1],
+    ...                                [1.0, 2.0, 1.0, 0.0], binning="adaptive", num_bins=2)
+    >>> c.tolist(), e.tolist()
+    ([[1.0, 2.0], [0.0, 1.0]], [[0.0, 0.6, 1.0], [0.0, 0.3, 1.0]])
+    """
+    binning, _, _, num_bins = check_gce_params(binning, "l1", 0.0, num_bins)
+    s = _vector(scores, "scores", None)
+    m = s.shape[0]
+    s = np.ascontiguousarray(s, dtype=np.float32 if s.dtype.kind == "f" and s.itemsize == 4
+                             else np.float64)
+    if not np.isfinite(s).all():
+        i = _first_bad(~np.isfinite(s))
+        raise InvalidProbabilitiesError(f"scores[{i}] is {s[i]}: scores must be finite")
+    o = np.ascontiguousarray(_vector(outcomes, "outcomes", m), dtype=np.float64)
+    if not np.isfinite(o).all():
+        i = _first_bad(~np.isfinite(o))
+        raise InvalidParameterError(f"outcomes[{i}] is {o[i]}: outcomes must be finite")
+    g = None
+    if groups is not None:
+        g0 = _vector(groups, "groups", m)
+        if g0.dtype.kind == "f":
+            if not (np.isfinite(g0).all() and (g0 == np.round(g0)).all()):
+                raise InputTypeError("groups must hold integer group ids")
+        elif g0.dtype.kind == "u" and m and g0.max() > np.iinfo(np.int64).max:
+            raise InvalidParameterError("groups holds ids too large to index a group")
+        g = np.ascontiguousarray(g0, dtype=np.int64)
+    if num_groups is None:
+        num_groups = int(g.max()) + 1 if g is not None and m else 1
+    if isinstance(num_groups, (bool, np.bool_)) or not isinstance(num_groups, (int, np.integer)):
+        raise InputTypeError(f"num_groups must be a positive int, got {num_groups!r}")
+    if num_groups < 1:
+        raise InvalidParameterError(f"num_groups must be at least 1, got {num_groups}")
+    if g is not None and m:
+        bad = (g < 0) | (g >= num_groups)
+        if bad.any():
+            i = _first_bad(bad)
+            raise InvalidParameterError(
+                f"groups[{i}] is {g[i]}, outside [0, {num_groups}): group ids must index the "
+                f"num_groups groups"
+            )
+    w = None
+    if weights is not None:
+        w = np.ascontiguousarray(_vector(weights, "weights", m), dtype=np.float64)
+        bad = ~(np.isfinite(w) & (w >= 0))
+        if bad.any():
+            i = _first_bad(bad)
+            raise InvalidParameterError(
+                f"weights[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
+            )
+    return _native.grouped_bin_stats(g, s, o, w, int(num_groups), binning, num_bins)
+
+
+def as_calibration_bins(stats, *, num_classes: int, binning: str, class_conditional: bool,
+                        max_prob: bool, threshold: float) -> CalibrationBins:
+    """A :class:`CalibrationBins` from an unweighted :func:`grouped_bin_stats` result.
+
+    Counts become int64 and an adaptive table's lower boundary becomes ``threshold`` (the
+    primitive reports 0, not knowing which scores the caller dropped).
+
+    Examples
+    --------
+    >>> t = as_calibration_bins(grouped_bin_stats(None, [0.3, 0.8], [0, 1], num_bins=2),
+    ...                         num_classes=2, binning="even", class_conditional=False,
+    ...                         max_prob=False, threshold=0.0)
+    >>> t.counts.tolist(), round(t.error(), 6)
+    ([[1, 1, 0]], 0.25)
+    """
+    counts, sum_score, sum_outcome, edges = stats
+    if binning == "adaptive":
+        edges[:, 0] = threshold
+    return CalibrationBins(np.rint(counts).astype(np.int64), sum_score, sum_outcome, edges,
+                          int(num_classes), binning, bool(class_conditional), bool(max_prob),
+                          float(threshold))
+
+
+def adaptive_positions(n: int, num_bins: int) -> np.ndarray:
+    """SPEC's 0-based ranks of the ``num_bins - 1`` adaptive upper edges in ``n`` sorted scores.
+
+    The rule lives in the kernel (``rust/kernels/edges.rs``); this is for callers that select
+    order statistics themselves (``calibkit.dask``).
+
+    Examples
+    --------
+    >>> adaptive_positions(10, 3).tolist()
+    [3, 7]
+    """
+    return _native.adaptive_positions(int(n), int(num_bins))

@@ -1,0 +1,83 @@
+//! Glue of the weighted binning primitive ([`crate::kernels::grouped`]).
+
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::errors::to_py;
+use super::DETACH_ENTRIES;
+use crate::kernels::grouped::{grouped_bin_stats as kernel, GroupedRows};
+use crate::kernels::{BinStats, Binning, KernelError, Score};
+
+fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "{name} must be contiguous (calibkit._binstats copies before this call)"
+        ))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<T: Score + numpy::Element>(
+    py: Python<'_>,
+    groups: Option<&[i64]>,
+    scores: &PyReadonlyArray1<'_, T>,
+    outcomes: &[f64],
+    weights: Option<&[f64]>,
+    num_groups: usize,
+    binning: Binning,
+    num_bins: usize,
+) -> PyResult<BinStats> {
+    let s = contiguous(scores, "scores")?;
+    let rows = GroupedRows { groups, scores: s, outcomes, weights, num_groups };
+    let res = if s.len() >= DETACH_ENTRIES { py.detach(|| kernel(&rows, binning, num_bins)) } else { kernel(&rows, binning, num_bins) };
+    res.map_err(|e| to_py(py, e))
+}
+
+/// grouped_bin_stats(groups, scores, outcomes, weights, num_groups, binning, num_bins)
+/// -> (counts (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1)), all float64.
+#[pyfunction]
+#[pyo3(signature = (groups, scores, outcomes, weights, num_groups, binning, num_bins))]
+#[allow(clippy::too_many_arguments)]
+pub fn grouped_bin_stats<'py>(
+    py: Python<'py>,
+    groups: Option<PyReadonlyArray1<'py, i64>>,
+    scores: &Bound<'py, PyAny>,
+    outcomes: PyReadonlyArray1<'py, f64>,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
+    num_groups: usize,
+    binning: &str,
+    num_bins: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
+    let g = groups.as_ref().map(|a| contiguous(a, "groups")).transpose()?;
+    let w = weights.as_ref().map(|a| contiguous(a, "weights")).transpose()?;
+    let o = contiguous(&outcomes, "outcomes")?;
+    let st = if let Ok(s) = scores.extract::<PyReadonlyArray1<f64>>() {
+        run(py, g, &s, o, w, num_groups, binning, num_bins)?
+    } else if let Ok(s) = scores.extract::<PyReadonlyArray1<f32>>() {
+        run(py, g, &s, o, w, num_groups, binning, num_bins)?
+    } else {
+        return Err(to_py(
+            py,
+            KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into()),
+        ));
+    };
+    let shape = [st.groups, st.nb];
+    let count = st.count.into_pyarray(py).reshape(shape)?;
+    let ss = st.sum_score.into_pyarray(py).reshape(shape)?;
+    let so = st.sum_outcome.into_pyarray(py).reshape(shape)?;
+    let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
+    PyTuple::new(py, [count.into_any(), ss.into_any(), so.into_any(), edges.into_any()])
+}
+
+/// adaptive_positions(n, num_bins) -> int64 (num_bins - 1,): SPEC's 0-based ranks of the
+/// adaptive upper edges in a sorted group of `n` scores ([`crate::kernels::edges::adaptive_positions`]),
+/// for callers that select order statistics themselves (`calibkit.dask`).
+#[pyfunction]
+pub fn adaptive_positions<'py>(py: Python<'py>, n: usize, num_bins: usize) -> PyResult<Bound<'py, numpy::PyArray1<i64>>> {
+    let limits = crate::kernels::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
+    limits.check(num_bins).map_err(|e| to_py(py, e))?;
+    let pos: Vec<i64> = crate::kernels::edges::adaptive_positions(n, num_bins).into_iter().map(|p| p as i64).collect();
+    Ok(pos.into_pyarray(py))
+}
