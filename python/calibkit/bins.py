@@ -25,11 +25,14 @@ def calibration_bins(
     class_conditional: bool = False,
     threshold: float = 0.0,
     num_bins: int = 15,
+    sample_weight=None,
 ) -> CalibrationBins:
     """The per-group, per-bin table behind a metric and its reliability diagram.
 
     Same arguments and semantics as :func:`calibkit.gce` (without ``norm``);
-    ``calibration_bins(...).error(norm)`` equals ``gce(..., norm=norm)``.
+    ``calibration_bins(...).error(norm)`` equals ``gce(..., norm=norm)``. With
+    ``sample_weight`` the counts and sums are weighted (counts become float64 total weights);
+    ``num_bins="auto"`` as for :func:`calibkit.gce`.
 
     Returns
     -------
@@ -44,6 +47,12 @@ def calibration_bins(
     >>> round(t.error(), 6)
     0.3
     """
+    if sample_weight is not None or isinstance(num_bins, str):
+        from .trust.options import bins_with_options
+
+        return bins_with_options(labels, probs, binning=binning, max_prob=max_prob,
+                                 class_conditional=class_conditional, threshold=threshold,
+                                 num_bins=num_bins, sample_weight=sample_weight)
     binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
     if np.ndim(labels) == 2:
         from .multilabel import multilabel_bins

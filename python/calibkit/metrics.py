@@ -26,6 +26,8 @@ def gce(
     threshold: float = 0.0,
     norm: str = "l1",
     num_bins: int = 15,
+    sample_weight=None,
+    debias: bool = False,
 ) -> float:
     """General Calibration Error (Nixon et al., 2019) for any combination of its properties.
 
@@ -60,8 +62,16 @@ def gce(
         the weight outside the square (the paper's and Hendrycks' RMS form) and one square root
         after the class average; max ``max_b |acc_b - conf_b|`` over non-empty bins. ``w_b`` is
         the bin's share of its group.
-    num_bins : int, default 15
-        B, the number of bins (>= 1).
+    num_bins : int or "auto", default 15
+        B, the number of bins (>= 1); "auto" picks it from N and warns
+        (:class:`calibkit.errors.FewSamplesWarning`) when bins hold too few predictions (see
+        :mod:`calibkit.trust.auto_bins`).
+    sample_weight : array_like of shape (N,), optional
+        Per-row weights, finite and >= 0: integer weights give exactly the value of repeated
+        rows, 0 drops a row (see :mod:`calibkit.trust.weights`).
+    debias : bool, default False
+        l2 only: Kumar et al.'s (2019) debiased estimate (:mod:`calibkit.trust.debias`);
+        refused for l1 and max.
 
     Returns
     -------
@@ -90,6 +100,13 @@ def gce(
     >>> round(calibkit.gce(labels, probs, num_bins=3), 6)
     0.133333
     """
+    if sample_weight is not None or debias is not False or isinstance(num_bins, str):
+        from .trust.options import gce_with_options
+
+        return gce_with_options(labels, probs, binning=binning, max_prob=max_prob,
+                                class_conditional=class_conditional, threshold=threshold,
+                                norm=norm, num_bins=num_bins, sample_weight=sample_weight,
+                                debias=debias)
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
     ndim = labels.ndim if type(labels) is np.ndarray else np.ndim(labels)
     if ndim == 2:  # multilabel: an (N, K) 0/1 label matrix
@@ -111,7 +128,7 @@ def gce(
     )
 
 
-def ece(labels, probs, *, num_bins: int = 15) -> float:
+def ece(labels, probs, *, num_bins: int = 15, sample_weight=None) -> float:
     """Expected Calibration Error (Guo et al., 2017; Naeini et al., 2015).
 
     :func:`gce` with even binning, top-label (``max_prob=True``), pooled over classes,
@@ -125,30 +142,33 @@ def ece(labels, probs, *, num_bins: int = 15) -> float:
     0.15
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
-def cce(labels, probs, *, num_bins: int = 15) -> float:
+def cce(labels, probs, *, num_bins: int = 15, sample_weight=None) -> float:
     """Class-conditional ECE: ECE computed per predicted class, averaged over all K classes.
 
     :func:`gce` with even binning, ``max_prob=True``, ``class_conditional=True``, threshold 0,
     l1 norm (index 0 of the paper's 32-metric space).
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=True,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
-def sce(labels, probs, *, num_bins: int = 15) -> float:
+def sce(labels, probs, *, num_bins: int = 15, sample_weight=None) -> float:
     """Static Calibration Error (Nixon et al.): every class's probabilities, even bins.
 
     :func:`gce` with even binning, ``max_prob=False``, ``class_conditional=True``, threshold 0,
     l1 norm (index 8).
     """
     return gce(labels, probs, binning="even", max_prob=False, class_conditional=True,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
-def ace(labels, probs, *, num_bins: int = 15) -> float:
+def ace(labels, probs, *, num_bins: int = 15, sample_weight=None) -> float:
     """Adaptive Calibration Error (Nixon et al.): equal-mass bins per class.
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
@@ -156,20 +176,24 @@ def ace(labels, probs, *, num_bins: int = 15) -> float:
     code does (the paper's formula writes a uniform 1/(K R) weight).
     """
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
-def tace(labels, probs, *, num_bins: int = 15, threshold: float = 0.01) -> float:
+def tace(labels, probs, *, num_bins: int = 15, threshold: float = 0.01,
+         sample_weight=None) -> float:
     """Thresholded Adaptive Calibration Error: ACE over scores above ``threshold`` (0.01).
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
     ``threshold=0.01``, l1 norm (index 26).
     """
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
-               threshold=threshold, norm="l1", num_bins=num_bins)
+               threshold=threshold, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
-def rmsce(labels, probs, *, num_bins: int = 15) -> float:
+def rmsce(labels, probs, *, num_bins: int = 15, sample_weight=None,
+          debias: bool = False) -> float:
     """Root-mean-square calibration error (Hendrycks et al.): top-label, adaptive bins, l2.
 
     :func:`gce` with adaptive binning, ``max_prob=True``, pooled, threshold 0, l2 norm with the
@@ -177,13 +201,15 @@ def rmsce(labels, probs, *, num_bins: int = 15) -> float:
     ``num_bins``.
     """
     return gce(labels, probs, binning="adaptive", max_prob=True, class_conditional=False,
-               threshold=0.0, norm="l2", num_bins=num_bins)
+               threshold=0.0, norm="l2", num_bins=num_bins,
+               sample_weight=sample_weight, debias=debias)
 
 
-def mce(labels, probs, *, num_bins: int = 15) -> float:
+def mce(labels, probs, *, num_bins: int = 15, sample_weight=None) -> float:
     """Maximum Calibration Error: the largest |accuracy - confidence| over non-empty bins.
 
     :func:`gce` with even binning, ``max_prob=True``, pooled, threshold 0, ``norm="max"``.
     """
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
-               threshold=0.0, norm="max", num_bins=num_bins)
+               threshold=0.0, norm="max", num_bins=num_bins,
+               sample_weight=sample_weight)

@@ -1,0 +1,152 @@
+"""Sample weights: per-row weights on any metric of the space, through the weighted primitive.
+
+A metric's score groups are formed once from ``(labels, probs)`` as triples (group, score,
+outcome) with the row each came from; the weighted primitive
+(:func:`calibkit._binstats.grouped_bin_stats`, ``rust/kernels/grouped.rs``) bins them with each
+triple weighted by its row's weight, and :func:`calibkit._binstats.reduce_table` reduces the
+table. Integer weights give exactly the statistics of repeating each row ``weight`` times (the
+primitive's weighted equal-mass positions make this hold for adaptive bins too); a weight of 0
+drops the row. Bootstrap resamples (:mod:`calibkit.trust.intervals`) reuse the same triples,
+one weight vector per resample.
+
+Weights must be finite and >= 0, one per row (N,); calibkit raises
+:class:`~calibkit.errors.ShapeMismatchError` for a wrong length or shape,
+:class:`~calibkit.errors.InputTypeError` for non-numbers and
+:class:`~calibkit.errors.InvalidParameterError` for NaN, infinite or negative values, or
+weights that are all zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _native
+from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
+from .._validate import validate_inputs
+from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+
+__all__ = ["as_sample_weight", "Triples", "form_triples", "triples", "weighted_bins"]
+
+
+def as_sample_weight(sample_weight, n: int) -> np.ndarray:
+    """``sample_weight`` checked and as a contiguous float64 array of shape (n,)."""
+    if isinstance(sample_weight, (str, bytes)):
+        raise InputTypeError(
+            f"sample_weight must be an array of N = {n} non-negative numbers, got a string"
+        )
+    try:
+        w = np.asarray(sample_weight)
+    except Exception as exc:
+        raise InputTypeError(f"sample_weight could not be converted to a NumPy array: {exc}") from exc
+    if w.dtype.kind not in "biuf":
+        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ShapeMismatchError(
+            f"sample_weight must have shape ({n},), one weight per row, got shape {w.shape}"
+        )
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    bad = ~(np.isfinite(w) & (w >= 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidParameterError(
+            f"sample_weight[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
+        )
+    if n and not (w > 0).any():
+        raise InvalidParameterError("sample_weight is zero everywhere: at least one row needs a positive weight")
+    return w
+
+
+@dataclass(frozen=True, eq=False)
+class Triples:
+    """The kept (group, score, outcome) triples of one metric, with the row of each."""
+
+    group: np.ndarray
+    score: np.ndarray
+    outcome: np.ndarray
+    row: np.ndarray
+    num_groups: int
+    num_classes: int
+    binning: str
+    num_bins: int
+    max_prob: bool
+    class_conditional: bool
+    threshold: float
+
+    def weight_of(self, row_weights):
+        """Per-triple weights from per-row weights (None stays None: all ones)."""
+        return None if row_weights is None else row_weights[self.row]
+
+    def stats(self, weights):
+        return grouped_bin_stats(self.group, self.score, self.outcome, weights,
+                                 num_groups=self.num_groups, binning=self.binning,
+                                 num_bins=self.num_bins)
+
+    def error(self, weights, norm: str) -> float:
+        c, s, o, _ = self.stats(weights)
+        return reduce_table(c, s, o, norm, self.class_conditional)
+
+    def bins(self, weights) -> CalibrationBins:
+        c, s, o, e = self.stats(weights)
+        if self.binning == "adaptive":
+            e[:, 0] = self.threshold
+        return CalibrationBins(c, s, o, e, self.num_classes, self.binning,
+                               self.class_conditional, self.max_prob, self.threshold)
+
+
+def form_triples(labels, probs, *, binning: str, max_prob: bool, class_conditional: bool,
+                 threshold: float, num_bins: int) -> Triples:
+    """Validate ``(labels, probs)`` and form the triples of one metric (see the module doc)."""
+    y, p = validate_inputs(labels, probs)
+    # The value checks (finite, in range, rows summing to 1, labels in range) run in Rust:
+    # one cheap pass of the top-label kernel.
+    _native.gce(y, p, "even", True, False, 0.0, "l1", 1)
+    n, k = p.shape
+    thr = np.float64(threshold)
+    if max_prob:
+        pred = np.argmax(p, axis=1)
+        score = np.take_along_axis(p, pred[:, None], axis=1)[:, 0]
+        outcome = (pred == y).astype(np.float64)
+        group = pred if class_conditional else np.zeros(n, dtype=np.int64)
+        row = np.arange(n, dtype=np.int64)
+    else:
+        score = p.reshape(-1)
+        outcome = np.zeros(n * k)
+        outcome[np.arange(n) * k + y] = 1.0
+        group = np.tile(np.arange(k, dtype=np.int64), n) if class_conditional else np.zeros(n * k, dtype=np.int64)
+        row = np.repeat(np.arange(n, dtype=np.int64), k)
+    keep = score > thr
+    return Triples(np.ascontiguousarray(group[keep], dtype=np.int64), np.ascontiguousarray(score[keep]),
+                   outcome[keep], row[keep], k if class_conditional else 1, k, binning, num_bins,
+                   bool(max_prob), bool(class_conditional), float(threshold))
+
+
+def triples(rc) -> Triples:
+    """The triples of a :class:`calibkit.trust.cells.RowCells` (for bootstrap resampling)."""
+    from .cells import DROPPED
+
+    n, width = rc.cell.shape
+    cell = rc.cell.reshape(-1)
+    keep = cell != DROPPED
+    col = np.tile(np.arange(width, dtype=np.int64), n)
+    row = np.repeat(np.arange(n, dtype=np.int64), width)
+    outcome = (col == rc.hit[row].astype(np.int64)).astype(np.float64)
+    spec = rc.spec
+    return Triples((cell[keep] // rc.nb).astype(np.int64), rc.score.reshape(-1)[keep],
+                   outcome[keep], row[keep], rc.groups, rc.bins.num_classes, spec.binning,
+                   rc.num_bins, spec.max_prob, spec.class_conditional, spec.threshold)
+
+
+def weighted_stats(rc, sample_weight) -> CalibrationBins:
+    """The table of a RowCells' metric under per-row weights."""
+    return triples(rc).bins(sample_weight)
+
+
+def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
+                  class_conditional: bool, threshold: float, num_bins: int) -> CalibrationBins:
+    """:func:`calibkit.calibration_bins` with per-row weights (counts become total weights)."""
+    tr = form_triples(labels, probs, binning=binning, max_prob=max_prob,
+                      class_conditional=class_conditional, threshold=threshold, num_bins=num_bins)
+    w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
+    return tr.bins(tr.weight_of(w))
