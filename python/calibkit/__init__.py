@@ -20,6 +20,11 @@ from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
 from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
 from .evaluation import Evaluation, evaluate  # isort: skip
 from .streaming import Accumulator, IncompatibleAccumulatorError  # isort: skip
+from .errors import FewSamplesWarning  # isort: skip
+from .trust.calibration_test import CalibrationTestResult, calibration_test  # isort: skip
+from .trust.intervals import ConfidenceInterval, confidence_interval  # isort: skip
+from .trust.signed import signed_ece  # isort: skip
+from .trust.sweep import SweepResult, ece_sweep  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -51,4 +56,12 @@ __all__ = [
     "ShapeMismatchError",
     "InvalidParameterError",
     "InputTypeError",
+    "FewSamplesWarning",
+    "confidence_interval",
+    "ConfidenceInterval",
+    "calibration_test",
+    "CalibrationTestResult",
+    "signed_ece",
+    "ece_sweep",
+    "SweepResult",
 ]
