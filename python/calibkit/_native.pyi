@@ -58,3 +58,31 @@ def grouped_bin_stats(
     npt.NDArray[np.float64],
 ]: ...
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
+def resample_bootstrap(
+    cell: npt.NDArray[np.uint32],
+    score: npt.NDArray[np.float64],
+    hit: npt.NDArray[np.uint32],
+    base: npt.NDArray[np.float64] | None,
+    groups: int,
+    nb: int,
+    norm: str,
+    class_conditional: bool,
+    weights: str,
+    seed: int,
+    n_resamples: int,
+) -> npt.NDArray[np.float64]: ...
+def resample_consistency(
+    cell: npt.NDArray[np.uint32],
+    score: npt.NDArray[np.float64],
+    hit: npt.NDArray[np.uint32],
+    base: npt.NDArray[np.float64] | None,
+    groups: int,
+    nb: int,
+    norm: str,
+    class_conditional: bool,
+    seed: int,
+    n_resamples: int,
+) -> npt.NDArray[np.float64]: ...
+def bootstrap_weights(
+    weights: str, seed: int, r0: int, count: int, n: int
+) -> npt.NDArray[np.float64]: ...

@@ -28,18 +28,38 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The key of counter stream `stream` (one per resample) under `seed`.
+#[inline(always)]
+pub fn stream_key(seed: u64, stream: u64) -> u64 {
+    mix64(mix64(seed ^ 0x9e37_79b9_7f4a_7c15) ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03))
+}
+
+/// SplitMix64's increment (the golden ratio in 64 bits).
+const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The 64 random bits of entry `index` of the stream with key `key`: SplitMix64's
+/// `index`-th output from state `key`, so entry i of any stream is computed on its own.
+#[inline(always)]
+pub fn draw(key: u64, index: u64) -> u64 {
+    mix64(key.wrapping_add(index.wrapping_add(1).wrapping_mul(GAMMA)))
+}
+
 /// The 64 random bits of counter `(seed, stream, index)`.
 #[inline(always)]
 pub fn bits(seed: u64, stream: u64, index: u64) -> u64 {
-    let a = mix64(seed ^ 0x9e37_79b9_7f4a_7c15);
-    let b = mix64(a ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03));
-    mix64(b ^ index.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7).wrapping_add(0x2545_f491_4f6c_dd1d))
+    draw(stream_key(seed, stream), index)
+}
+
+/// A uniform in [0, 1) with 53 random bits from 64 random bits.
+#[inline(always)]
+pub fn unit(x: u64) -> f64 {
+    (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// A uniform in [0, 1) with 53 random bits, from counter `(seed, stream, index)`.
 #[inline(always)]
 pub fn uniform(seed: u64, stream: u64, index: u64) -> f64 {
-    (bits(seed, stream, index) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    unit(bits(seed, stream, index))
 }
 
 /// Cumulative Poisson(1) probabilities P(X <= k), k = 0..16 (the tail beyond 16 is < 1e-15).
@@ -66,6 +86,42 @@ pub fn poisson1(u: f64) -> f64 {
         k += (u >= c) as u32;
     }
     k as f64
+}
+
+/// `POISSON_LUT[j]` is the Poisson(1) draw of every uniform in [j/256, (j+1)/256), or
+/// `MIXED` when a CDF value falls inside that range (then [`poisson1`] decides).
+const MIXED: u8 = u8::MAX;
+const POISSON_LUT: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut j = 0;
+    while j < 256 {
+        let lo = j as f64 / 256.0;
+        let hi = (j + 1) as f64 / 256.0;
+        let mut klo = 0u8;
+        let mut khi = 0u8;
+        let mut k = 0;
+        while k < 17 {
+            klo += (lo >= POISSON1_CDF[k]) as u8;
+            // the largest u in the range is just below hi
+            khi += (hi > POISSON1_CDF[k]) as u8;
+            k += 1;
+        }
+        t[j] = if klo == khi { klo } else { MIXED };
+        j += 1;
+    }
+    t
+};
+
+/// The Poisson(1) draw of 64 random bits: the same value as `poisson1(unit(x))`, mostly by a
+/// table lookup on the top 8 bits.
+#[inline(always)]
+pub fn poisson_of_bits(x: u64) -> f64 {
+    let v = POISSON_LUT[(x >> 56) as usize];
+    if v != MIXED {
+        v as f64
+    } else {
+        poisson1(unit(x))
+    }
 }
 
 /// How rows are reweighted in one bootstrap resample.
@@ -172,14 +228,16 @@ pub fn bootstrap_weights(scheme: Scheme, seed: u64, r: u64, w: &mut [f64]) {
     let n = w.len();
     match scheme {
         Scheme::Poisson => {
+            let key = stream_key(seed, r);
             for (i, x) in w.iter_mut().enumerate() {
-                *x = poisson1(uniform(seed, r, i as u64));
+                *x = poisson_of_bits(draw(key, i as u64));
             }
         }
         Scheme::Multinomial => {
             w.iter_mut().for_each(|x| *x = 0.0);
+            let key = stream_key(seed, r);
             for j in 0..n {
-                let idx = ((uniform(seed, r, j as u64) * n as f64) as usize).min(n - 1);
+                let idx = ((unit(draw(key, j as u64)) * n as f64) as usize).min(n - 1);
                 w[idx] += 1.0;
             }
         }
@@ -228,6 +286,9 @@ pub fn bootstrap(
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
     cells.check()?;
+    if cells.width == 1 && scheme == Scheme::Poisson {
+        return Ok(bootstrap_top(cells, norm, class_conditional, seed, n_resamples));
+    }
     let n = cells.rows();
     Ok(run_blocks(n_resamples, |r, st, w| {
         reset(st, cells.groups, cells.nb);
@@ -241,6 +302,57 @@ pub fn bootstrap(
         }
         reduce(st, norm, class_conditional)
     }))
+}
+
+/// Resamples sharing one pass over the rows in [`bootstrap_top`].
+const LANES: usize = 8;
+
+/// [`bootstrap`] for one entry per row and Poisson weights: `LANES` resamples share each read
+/// of a row (independent accumulators, so the adds of different resamples overlap), each row's
+/// cell is read once per block, and a dropped row goes to a spare cell instead of a branch.
+/// Same numbers as the general loop: each resample's sums are taken in row order.
+fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
+    let n = cells.rows();
+    let nc = cells.groups * cells.nb;
+    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c == DROPPED { nc as u32 } else { c }).collect();
+    let out: Vec<f64> = cells.hit.iter().map(|&h| if h == 0 { 1.0 } else { 0.0 }).collect();
+    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(LANES))
+        .into_par_iter()
+        .map(|b| {
+            let r0 = b * LANES;
+            let lanes = LANES.min(n_resamples - r0);
+            let mut keys = [0u64; LANES];
+            for (j, k) in keys.iter_mut().enumerate() {
+                *k = stream_key(seed, (r0 + j) as u64);
+            }
+            // acc[(cell * LANES + j) * 3 + {count, score, outcome}]
+            let mut acc = vec![0.0f64; (nc + 1) * LANES * 3];
+            for i in 0..n {
+                let c = cell[i] as usize;
+                let (s, o, base) = (cells.score[i], out[i], cells.base(i));
+                let a = &mut acc[c * LANES * 3..(c + 1) * LANES * 3];
+                for j in 0..LANES {
+                    let w = poisson_of_bits(draw(keys[j], i as u64)) * base;
+                    a[3 * j] += w;
+                    a[3 * j + 1] += w * s;
+                    a[3 * j + 2] += w * o;
+                }
+            }
+            let mut st = BinStats::zeros(cells.groups, cells.nb);
+            (0..lanes)
+                .map(|j| {
+                    for c in 0..nc {
+                        let a = &acc[(c * LANES + j) * 3..(c * LANES + j) * 3 + 3];
+                        st.count[c] = a[0];
+                        st.sum_score[c] = a[1];
+                        st.sum_outcome[c] = a[2];
+                    }
+                    reduce(&st, norm, class_conditional)
+                })
+                .collect()
+        })
+        .collect();
+    blocks.into_iter().flatten().collect()
 }
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
@@ -269,8 +381,9 @@ pub fn consistency(
             st.sum_score.copy_from_slice(&base.sum_score);
         }
         st.sum_outcome.iter_mut().for_each(|x| *x = 0.0);
+        let key = stream_key(seed, r as u64);
         for i in 0..n {
-            let u = uniform(seed, r as u64, i as u64);
+            let u = unit(draw(key, i as u64));
             let row = &cells.score[i * k..(i + 1) * k];
             let hit = if k == 1 {
                 if u < row[0] { 0 } else { DROPPED }
@@ -323,6 +436,37 @@ mod tests {
         let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n as f64;
         assert!((m - 1.0).abs() < 0.01, "{m}");
         assert!((v - 1.0).abs() < 0.02, "{v}");
+    }
+
+    #[test]
+    fn lookup_table_gives_the_inverse_cdf() {
+        for i in 0..200_000u64 {
+            let x = bits(3, 1, i);
+            assert_eq!(poisson_of_bits(x), poisson1(unit(x)));
+        }
+        // the edges of every table range
+        for j in 0..256u64 {
+            for x in [j << 56, (j << 56) | ((1u64 << 56) - 1)] {
+                assert_eq!(poisson_of_bits(x), poisson1(unit(x)), "{j}");
+            }
+        }
+    }
+
+    #[test]
+    fn fast_top_label_loop_equals_general_loop() {
+        let (c, s, h) = toy();
+        let base = [1.0, 2.0, 0.0, 1.5, 1.0, 3.0];
+        for b in [None, Some(&base[..])] {
+            let cells = Cells { cell: &c, score: &s, hit: &h, base: b, width: 1, groups: 1, nb: 3 };
+            let fast = bootstrap(&cells, Norm::L2, false, Scheme::Poisson, 9, 21).unwrap();
+            for (r, v) in fast.iter().enumerate() {
+                let mut w = vec![0.0; 6];
+                bootstrap_weights(Scheme::Poisson, 9, r as u64, &mut w);
+                let m: Vec<f64> = w.iter().zip(0..6).map(|(x, i)| x * b.map_or(1.0, |b| b[i])).collect();
+                let one = Cells { base: Some(&m), ..Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 3 } };
+                assert_eq!(reduce(&one.stats(), Norm::L2, false), *v, "resample {r}");
+            }
+        }
     }
 
     #[test]
