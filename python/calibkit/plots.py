@@ -96,6 +96,9 @@ def reliability_diagram(
     title: str | None = None,
     figsize=(5.0, 5.6),
     path=None,
+    error_bars: bool = True,
+    interval: str = "clopper-pearson",
+    confidence: float = 0.90,
 ):
     """Reliability diagram with gap shading, a confidence histogram strip and bin counts.
 
@@ -126,6 +129,12 @@ def reliability_diagram(
         Inches.
     path : str or Path, optional
         Save the figure there (``.png``, ``.svg`` or ``.pdf``).
+    error_bars : bool, default True
+        Draw each bin's accuracy interval (:meth:`calibkit.CalibrationBins.accuracy_interval`)
+        as an error bar at the bin's (mean confidence, accuracy) point.
+    interval : {"clopper-pearson", "wilson", "jeffreys"}, default "clopper-pearson"
+    confidence : float, default 0.90
+        Level of the error bars.
 
     Returns
     -------
@@ -196,6 +205,15 @@ def reliability_diagram(
             zorder=4)
     ax.plot(conf[filled], acc[filled], "o", ms=3.5, color="black", zorder=5,
             label="(mean confidence, accuracy)")
+    if error_bars:
+        if not isinstance(error_bars, (bool, np.bool_)):
+            raise InputTypeError(f"error_bars: expected True or False, got {error_bars!r}")
+        lo_i, hi_i = (a[g] for a in table.accuracy_interval(method=interval,
+                                                             confidence=confidence))
+        yerr = np.vstack([acc - lo_i, hi_i - acc])[:, filled]
+        ax.errorbar(conf[filled], acc[filled], yerr=np.maximum(yerr, 0.0), fmt="none",
+                    ecolor="black", elinewidth=0.9, capsize=2.0, alpha=0.75, zorder=5,
+                    label=f"{confidence:.0%} interval ({interval})")
     has_ones = extra and counts[-1] > 0
     right = 1.0 + (1.5 * extra_w if has_ones else 0.0)
     ax.set_xlim(min(0.0, float(np.nanmin(edges[:-1]))), right)
