@@ -204,7 +204,8 @@ class Evaluation:
     __hash__ = None
 
 
-def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation:
+def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *,
+             sample_weight=None) -> Evaluation:
     """Every metric of a space at every bin count, in one pass of the Rust kernel.
 
     Each group of scores is sorted (adaptive) or histogrammed (even) once and shared by all
@@ -224,6 +225,9 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
     num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
         Bin counts, each a positive int, no repeats.
+    sample_weight : array_like of shape (N,), optional
+        Per-row weights (finite, >= 0; see :func:`calibkit.gce`); each value then equals
+        ``calibkit.gce(..., sample_weight=sample_weight)``.
 
     Returns
     -------
@@ -249,6 +253,10 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
     if np.ndim(labels) == 2:
         from .multilabel import multilabel_evaluate
 
+        if sample_weight is not None:
+            raise InvalidParameterError(
+                "sample_weight is not supported for multilabel (N, K) label matrices yet"
+            )
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
     space = _as_space(space)
     bins = _as_num_bins(num_bins)
@@ -256,9 +264,14 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS) -> Evaluation
         for b in bins:
             check_gce_params(spec.binning, spec.norm, spec.threshold, b)
     lab, pr = validate_inputs(labels, probs)
-    values = np.asarray(
-        _native.evaluate(lab, pr, space.to_tuples(), list(bins)), dtype=np.float64
-    )
+    if sample_weight is not None:
+        from .trust.weights import weighted_evaluate
+
+        values = weighted_evaluate(lab, pr, space, bins, sample_weight)
+    else:
+        values = np.asarray(
+            _native.evaluate(lab, pr, space.to_tuples(), list(bins)), dtype=np.float64
+        )
     if values.shape != (len(space), len(bins)):  # pragma: no cover - guards the kernel contract
         raise RuntimeError(
             f"calibkit._native.evaluate returned shape {values.shape}, expected "

@@ -187,6 +187,21 @@ def _environment() -> list[tuple[str, Any]]:
 # ----------------------------------------------------------------------------- single predictions
 #: Bootstrap resamples and label redraws behind the report's intervals and p-values.
 REPORT_RESAMPLES = 200
+#: All-probability metrics over more scores than this get no interval in the report (their
+#: per-resample work is N x K; adaptive ones re-sort every resample).
+TRUST_MAX_ENTRIES = 2_000_000
+
+
+def _trust_cells(labels, probs, spec, num_bins, n_resamples, seed) -> list:
+    import calibkit
+
+    if not spec.max_prob and np.size(probs) > TRUST_MAX_ENTRIES:
+        return [None, None, None]
+    ci = calibkit.confidence_interval(labels, probs, spec, num_bins=num_bins,
+                                      n_resamples=n_resamples, seed=seed)
+    test = calibkit.calibration_test(labels, probs, spec, num_bins=num_bins,
+                                     n_resamples=n_resamples, seed=seed)
+    return [ci.low, ci.high, test.pvalue]
 
 
 def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0,
@@ -230,17 +245,15 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
             "" if spec.index is None else spec.index,
         ])
         if n_resamples:
-            ci = calibkit.confidence_interval(labels, probs, spec, num_bins=num_bins,
-                                              n_resamples=n_resamples, seed=seed)
-            test = calibkit.calibration_test(labels, probs, spec, num_bins=num_bins,
-                                             n_resamples=n_resamples, seed=seed)
-            rows[-1][1:1] = [ci.low, ci.high, test.pvalue]
+            rows[-1][1:1] = _trust_cells(labels, probs, spec, num_bins, n_resamples, seed)
     extra = ["90% low", "90% high", "p (calibrated)"] if n_resamples else []
     note = "Each value equals calibkit.gce(labels, probs, <the settings in its row>)."
     if n_resamples:
         note += (f" Interval: basic bootstrap, {n_resamples} Poisson resamples "
                  f"(calibkit.confidence_interval); p: consistency-resampling test that the model "
-                 f"is calibrated (calibkit.calibration_test), {n_resamples} label redraws.")
+                 f"is calibrated (calibkit.calibration_test), {n_resamples} label redraws. Blank: "
+                 f"an all-probabilities metric over more than {TRUST_MAX_ENTRIES:,} scores "
+                 f"(call those functions directly).")
     return Table(
         name="named_metrics",
         title=f"Named calibration metrics ({num_bins} bins)",

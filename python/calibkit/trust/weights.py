@@ -150,3 +150,28 @@ def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
                       class_conditional=class_conditional, threshold=threshold, num_bins=num_bins)
     w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
     return tr.bins(tr.weight_of(w))
+
+
+def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
+    """The (len(space), len(bins)) table of :func:`calibkit.evaluate` under per-row weights.
+
+    The triples of each grouping (max_prob, class_conditional, threshold) are formed once and
+    shared by every binning, norm and bin count.
+    """
+    from dataclasses import replace
+
+    n = int(np.shape(labels)[0])
+    w = as_sample_weight(sample_weight, n)
+    cache: dict = {}
+    out = np.empty((len(space), len(bins)))
+    for i, spec in enumerate(space):
+        key = (spec.max_prob, spec.class_conditional, spec.threshold)
+        if key not in cache:
+            tr = form_triples(labels, probs, binning=spec.binning, max_prob=spec.max_prob,
+                              class_conditional=spec.class_conditional,
+                              threshold=spec.threshold, num_bins=1)
+            cache[key] = (tr, tr.weight_of(w))
+        tr, tw = cache[key]
+        for j, b in enumerate(bins):
+            out[i, j] = replace(tr, binning=spec.binning, num_bins=int(b)).error(tw, spec.norm)
+    return out
