@@ -89,7 +89,8 @@ class CalibrationBins:
 
     def _mean(self, s: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.counts > 0, s / np.maximum(self.counts, 1), np.nan)
+            # weighted counts may be below 1: divide by the count itself wherever it is > 0
+            return np.where(self.counts > 0, s / np.where(self.counts > 0, self.counts, 1), np.nan)
 
     @property
     def mean_confidence(self) -> np.ndarray:
@@ -110,7 +111,7 @@ class CalibrationBins:
     def weights(self) -> np.ndarray:
         """Each bin's share of its group (0 in empty groups), shape (G, nb)."""
         n = self.group_sizes[:, None]
-        return np.where(n > 0, self.counts / np.maximum(n, 1), 0.0)
+        return np.where(n > 0, self.counts / np.where(n > 0, n, 1), 0.0)
 
     def error(self, norm: str = "l1", *, debias: bool = False) -> float:
         """The GCE of this table under ``norm`` ("l1", "l2" or "max").
@@ -221,9 +222,9 @@ def reduce_table(counts, sum_score, sum_outcome, norm: str, class_conditional: b
     ss = np.asarray(sum_score, dtype=np.float64)
     so = np.asarray(sum_outcome, dtype=np.float64)
     n = c.sum(axis=1, keepdims=True)
-    safe = np.maximum(c, 1.0)
+    safe = np.where(c > 0, c, 1.0)  # weighted counts may be below 1
     gap = np.where(c > 0, so / safe - ss / safe, 0.0)
-    w = np.where(n > 0, c / np.maximum(n, 1.0), 0.0)
+    w = np.where(n > 0, c / np.where(n > 0, n, 1.0), 0.0)
     if norm == "l1":
         per_group = (w * np.abs(gap)).sum(axis=1)
     elif norm == "l2":
