@@ -355,6 +355,47 @@ fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u
     blocks.into_iter().flatten().collect()
 }
 
+/// [`consistency`] for one entry per row (top-label): `LANES` resamples share each read of a
+/// row; counts and score sums are the data's, only the outcome sums are redrawn. Same numbers
+/// as the general loop (each resample's outcome sums are taken in row order).
+fn consistency_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
+    let n = cells.rows();
+    let nc = cells.groups * cells.nb;
+    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c == DROPPED { nc as u32 } else { c }).collect();
+    let base = cells.stats();
+    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(LANES))
+        .into_par_iter()
+        .map(|b| {
+            let r0 = b * LANES;
+            let lanes = LANES.min(n_resamples - r0);
+            let mut keys = [0u64; LANES];
+            for (j, k) in keys.iter_mut().enumerate() {
+                *k = stream_key(seed, (r0 + j) as u64);
+            }
+            let mut acc = vec![0.0f64; (nc + 1) * LANES];
+            for i in 0..n {
+                let c = cell[i] as usize;
+                let (s, w) = (cells.score[i], cells.base(i));
+                let a = &mut acc[c * LANES..(c + 1) * LANES];
+                for j in 0..LANES {
+                    let hit = unit(draw(keys[j], i as u64)) < s;
+                    a[j] += if hit { w } else { 0.0 };
+                }
+            }
+            let mut st = base.clone();
+            (0..lanes)
+                .map(|j| {
+                    for c in 0..nc {
+                        st.sum_outcome[c] = acc[c * LANES + j];
+                    }
+                    reduce(&st, norm, class_conditional)
+                })
+                .collect()
+        })
+        .collect();
+    blocks.into_iter().flatten().collect()
+}
+
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
 /// predicted distribution, scores and bins unchanged.
 ///
@@ -370,6 +411,9 @@ pub fn consistency(
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
     cells.check()?;
+    if cells.width == 1 {
+        return Ok(consistency_top(cells, norm, class_conditional, seed, n_resamples));
+    }
     let n = cells.rows();
     let k = cells.width;
     let base = cells.stats();
@@ -466,6 +510,19 @@ mod tests {
                 let one = Cells { base: Some(&m), ..Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 3 } };
                 assert_eq!(reduce(&one.stats(), Norm::L2, false), *v, "resample {r}");
             }
+        }
+    }
+
+    #[test]
+    fn fast_consistency_equals_a_direct_redraw() {
+        let (c, s, h) = toy();
+        let cells = Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 3 };
+        let fast = consistency(&cells, Norm::L1, false, 4, 19).unwrap();
+        for (r, v) in fast.iter().enumerate() {
+            let key = stream_key(4, r as u64);
+            let hit: Vec<u32> = (0..6).map(|i| if unit(draw(key, i as u64)) < s[i] { 0 } else { DROPPED }).collect();
+            let one = Cells { cell: &c, score: &s, hit: &hit, base: None, width: 1, groups: 1, nb: 3 };
+            assert_eq!(reduce(&one.stats(), Norm::L1, false), *v, "resample {r}");
         }
     }
 
