@@ -88,15 +88,19 @@ pub fn poisson1(u: f64) -> f64 {
     k as f64
 }
 
-/// `POISSON_LUT[j]` is the Poisson(1) draw of every uniform in [j/256, (j+1)/256), or
-/// `MIXED` when a CDF value falls inside that range (then [`poisson1`] decides).
+/// Top bits of the random word that index [`POISSON_LUT`].
+const LUT_BITS: u32 = 12;
+const LUT_SIZE: usize = 1 << LUT_BITS;
+/// `POISSON_LUT[j]` is the Poisson(1) draw of every uniform in [j/4096, (j+1)/4096), or
+/// `MIXED` when a CDF value falls inside that range (then [`poisson1`] decides: 16 of the 4096
+/// ranges, so the branch is almost always predicted).
 const MIXED: u8 = u8::MAX;
-const POISSON_LUT: [u8; 256] = {
-    let mut t = [0u8; 256];
+const POISSON_LUT: [u8; LUT_SIZE] = {
+    let mut t = [0u8; LUT_SIZE];
     let mut j = 0;
-    while j < 256 {
-        let lo = j as f64 / 256.0;
-        let hi = (j + 1) as f64 / 256.0;
+    while j < LUT_SIZE {
+        let lo = j as f64 / LUT_SIZE as f64;
+        let hi = (j + 1) as f64 / LUT_SIZE as f64;
         let mut klo = 0u8;
         let mut khi = 0u8;
         let mut k = 0;
@@ -113,10 +117,10 @@ const POISSON_LUT: [u8; 256] = {
 };
 
 /// The Poisson(1) draw of 64 random bits: the same value as `poisson1(unit(x))`, mostly by a
-/// table lookup on the top 8 bits.
+/// table lookup on the top 12 bits.
 #[inline(always)]
 pub fn poisson_of_bits(x: u64) -> f64 {
-    let v = POISSON_LUT[(x >> 56) as usize];
+    let v = POISSON_LUT[(x >> (64 - LUT_BITS)) as usize];
     if v != MIXED {
         v as f64
     } else {
@@ -489,8 +493,9 @@ mod tests {
             assert_eq!(poisson_of_bits(x), poisson1(unit(x)));
         }
         // the edges of every table range
-        for j in 0..256u64 {
-            for x in [j << 56, (j << 56) | ((1u64 << 56) - 1)] {
+        for j in 0..LUT_SIZE as u64 {
+            let sh = 64 - LUT_BITS;
+            for x in [j << sh, (j << sh) | ((1u64 << sh) - 1)] {
                 assert_eq!(poisson_of_bits(x), poisson1(unit(x)), "{j}");
             }
         }
