@@ -193,3 +193,9 @@ def test_auto_bins_rule_and_warning():
     with pytest.raises(InvalidParameterError):
         calibkit.ece(y, p, num_bins="many")
     assert issubclass(FewSamplesWarning, UserWarning)
+
+
+def test_evaluate_takes_auto():
+    y, p = _data(8, n=1000)
+    ev = calibkit.evaluate(y, p, space=["ECE", "ACE"], num_bins="auto")
+    assert ev.num_bins == (10,)

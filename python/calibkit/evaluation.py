@@ -223,8 +223,9 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *,
     space : MetricSpace, sequence of metrics, or a single metric, optional
         Default: the paper's 32 metrics (:func:`metric_space`); for multilabel labels the
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
-        Bin counts, each a positive int, no repeats.
+    num_bins : int, sequence of int or "auto", default (10, 20, 30, 40, 50)
+        Bin counts, each a positive int, no repeats; "auto": the one count of
+        :func:`calibkit.trust.auto_bins.auto_num_bins` for N rows.
     sample_weight : array_like of shape (N,), optional
         Per-row weights (finite, >= 0; see :func:`calibkit.gce`); each value then equals
         ``calibkit.gce(..., sample_weight=sample_weight)``.
@@ -259,6 +260,10 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *,
             )
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
     space = _as_space(space)
+    if isinstance(num_bins, str) and num_bins == "auto":
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs)
     bins = _as_num_bins(num_bins)
     for spec in space:
         for b in bins:
