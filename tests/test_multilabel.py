@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import calibkit
+from calibkit.evaluation import multilabel_evaluate
 from calibkit.errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -18,7 +19,6 @@ from calibkit.errors import (
 from calibkit.multilabel import (
     MultilabelError,
     multilabel_bins,
-    multilabel_evaluate,
     multilabel_gce,
     validate_multilabel,
 )
@@ -259,3 +259,57 @@ def test_shape_and_value_errors():
         multilabel_gce(labels, probs, num_bins=0)
     with pytest.raises(InvalidParameterError, match="threshold"):
         multilabel_gce(labels, probs, threshold=1.0)
+
+
+# --- bin-count and table limits (issue 10, measured case 1) -------------------------------
+
+
+TWO_BY_TWO = (np.array([[1, 0], [0, 1]]), np.array([[0.9, 0.2], [0.3, 0.7]]))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda y, p: calibkit.evaluate(y, p, space=["SCE"], num_bins=10**9),
+        lambda y, p: calibkit.evaluate(y, p, space=["ACE"], num_bins=(10, 10**9)),
+        lambda y, p: multilabel_gce(y, p, num_bins=10**9),
+        lambda y, p: multilabel_gce(y, p, binning="adaptive", num_bins=10**9),
+        lambda y, p: multilabel_bins(y, p, num_bins=10**9),
+        lambda y, p: multilabel_evaluate(y, p, num_bins=10**9),
+        lambda y, p: calibkit.gce(y, p, max_prob=False, num_bins=10**9),
+        lambda y, p: calibkit.calibration_bins(y, p, max_prob=False, num_bins=10**9),
+    ],
+)
+def test_huge_bin_counts_are_refused_before_allocating(call):
+    with pytest.raises(InvalidParameterError, match="num_bins.*1000000"):
+        call(*TWO_BY_TWO)
+
+
+@pytest.mark.parametrize("binning", ["even", "adaptive"])
+def test_tables_beyond_the_limit_are_refused(binning):
+    k = 64
+    y = np.eye(k, dtype=np.int64)
+    p = np.full((k, k), 0.5)
+    for call in (
+        lambda: multilabel_gce(y, p, binning=binning, num_bins=10**6),
+        lambda: multilabel_bins(y, p, binning=binning, num_bins=10**6),
+        lambda: calibkit.evaluate(y, p, space=["SCE" if binning == "even" else "ACE"],
+                                  num_bins=10**6),
+    ):
+        with pytest.raises(InvalidParameterError, match="table"):
+            call()
+    # the pooled group is one row of the table: a million bins are allowed there
+    v = multilabel_gce(y, p, binning=binning, class_conditional=False, num_bins=10**6)
+    assert np.isfinite(v)
+
+
+def test_multilabel_is_a_leaf_module():
+    import ast
+    from pathlib import Path
+
+    def imports(name):
+        tree = ast.parse(Path(calibkit.__file__).with_name(name).read_text())
+        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+
+    assert imports("multilabel.py") <= {"_binstats", "_validate", "errors"}
+    assert imports("_binstats.py") <= {None, "_validate", "errors"}  # None: "from . import _native"

@@ -38,8 +38,10 @@ from .errors import (
 __all__ = [
     "CalibrationBins",
     "adaptive_positions",
+    "even_boundaries",
     "as_calibration_bins",
     "grouped_bin_stats",
+    "grouped_bin_stats_at",
     "reduce_table",
 ]
 
@@ -307,6 +309,49 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
     ([[1.0, 2.0], [0.0, 1.0]], [[0.0, 0.6, 1.0], [0.0, 0.3, 1.0]])
     """
     binning, _, _, num_bins = check_gce_params(binning, "l1", 0.0, num_bins)
+    g, s, o, w, num_groups = _rows(groups, scores, outcomes, weights, num_groups)
+    return _native.grouped_bin_stats(g, s, o, w, num_groups, binning, num_bins)
+
+
+def grouped_bin_stats_at(groups, scores, outcomes, edges, weights=None, *,
+                         num_groups: int | None = None):
+    """:func:`grouped_bin_stats` against given upper edges instead of a binning rule.
+
+    Parameters
+    ----------
+    groups, scores, outcomes, weights, num_groups
+        As for :func:`grouped_bin_stats`.
+    edges : array_like of shape (G, B - 1)
+        Each group's upper edges, non-decreasing, no NaN; a score goes to the number of its
+        group's edges ``<=`` it (left-closed bins, ties to the upper bin).
+
+    Returns
+    -------
+    counts, sum_score, sum_outcome : numpy.ndarray of shape (G, B), float64
+    edges : numpy.ndarray of shape (G, B + 1), float64
+        ``0, edges..., 1`` per group.
+
+    Examples
+    --------
+    >>> c, s, o, e = grouped_bin_stats_at(None, [0.2, 0.5, 0.9], [0, 1, 1], [[0.5]])
+    >>> c.tolist(), o.tolist()
+    ([[1.0, 2.0]], [[0.0, 2.0]])
+    """
+    g, s, o, w, num_groups = _rows(groups, scores, outcomes, weights, num_groups)
+    try:
+        e = np.asarray(edges, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputTypeError(f"edges must be a (G, B - 1) array of numbers: {exc}") from exc
+    if e.ndim != 2 or e.shape[0] != num_groups:
+        raise ShapeMismatchError(
+            f"edges must have shape ({num_groups}, B - 1), one row per group, got {e.shape}"
+        )
+    check_gce_params("adaptive", "l1", 0.0, e.shape[1] + 1)
+    return _native.grouped_bin_stats_at(g, s, o, w, num_groups, np.ascontiguousarray(e))
+
+
+def _rows(groups, scores, outcomes, weights, num_groups):
+    """Validated (groups, scores, outcomes, weights, num_groups) for the kernel."""
     s = _vector(scores, "scores", None)
     m = s.shape[0]
     s = np.ascontiguousarray(s, dtype=np.float32 if s.dtype.kind == "f" and s.itemsize == 4
@@ -350,7 +395,7 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
             raise InvalidParameterError(
                 f"weights[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
             )
-    return _native.grouped_bin_stats(g, s, o, w, int(num_groups), binning, num_bins)
+    return g, s, o, w, int(num_groups)
 
 
 def as_calibration_bins(stats, *, num_classes: int, binning: str, class_conditional: bool,
@@ -388,3 +433,15 @@ def adaptive_positions(n: int, num_bins: int) -> np.ndarray:
     [3, 7]
     """
     return _native.adaptive_positions(int(n), int(num_bins))
+
+
+def even_boundaries(num_bins: int) -> np.ndarray:
+    """The even-binning boundaries ``0, u_1, ..., u_B = 1, 1`` of ``num_bins`` bins (B + 2 values).
+
+    Examples
+    --------
+    >>> even_boundaries(4).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0, 1.0]
+    """
+    empty = np.empty(0)
+    return grouped_bin_stats(None, empty, empty, binning="even", num_bins=num_bins)[3][0]

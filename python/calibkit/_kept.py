@@ -38,10 +38,20 @@ class KeptScores:
                 for arr in theirs[side]:
                     self._push(mine[side], arr)
 
-    def sorted_group(self, g: int):
-        """The sorted outcome-0 and outcome-1 scores of group ``g`` (new arrays)."""
-        return tuple(np.sort(np.concatenate(side)) if side else np.empty(0)
-                     for side in self.pieces[g])
+    def rows(self, threshold: float):
+        """``(groups, scores, outcomes)`` of every kept score ``> threshold`` (compared in
+        float64), group after group; scores keep their dtype, outcomes are float64."""
+        gs, ss, os_ = [], [], []
+        for g, sides in enumerate(self.pieces):
+            for outcome, side in enumerate(sides):
+                for arr in side:
+                    kept = arr[arr > np.float64(threshold)]
+                    gs.append(np.full(kept.size, g, dtype=np.int64))
+                    ss.append(kept)
+                    os_.append(np.full(kept.size, float(outcome)))
+        if not ss:
+            return np.empty(0, np.int64), np.empty(0), np.empty(0)
+        return np.concatenate(gs), np.concatenate(ss), np.concatenate(os_)
 
     @property
     def nbytes(self) -> int:

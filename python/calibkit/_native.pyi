@@ -86,3 +86,16 @@ def resample_consistency(
 def bootstrap_weights(
     weights: str, seed: int, r0: int, count: int, n: int
 ) -> npt.NDArray[np.float64]: ...
+def grouped_bin_stats_at(
+    groups: npt.NDArray[np.int64] | None,
+    scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
+    num_groups: int,
+    edges: npt.NDArray[np.float64],
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]: ...

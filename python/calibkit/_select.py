@@ -22,7 +22,7 @@ import functools
 
 import numpy as np
 
-from ._groups import adaptive_positions
+from ._binstats import adaptive_positions
 
 __all__ = [
     "Selection",

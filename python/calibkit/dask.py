@@ -43,7 +43,8 @@ import math
 
 import numpy as np
 
-from ._groups import score_groups, sorted_bin_sums
+from ._binstats import grouped_bin_stats_at
+from ._groups import score_groups
 from ._select import Selection, SelectionError, add_packed, scan_groups
 from ._validate import check_gce_params, validate_inputs
 from .bins import calibration_bins, reduce_bins
@@ -120,17 +121,18 @@ def _prepare(labels, probs):
 
 
 def _count_tables(groups, edges, num_bins):
-    """Per-(group, bin) count / score / outcome sums of one chunk against fixed edges."""
+    """Per-(group, bin) count / score / outcome sums of one chunk against the selected edges."""
     g_count = len(groups)
-    tabs = {b: [np.zeros((g_count, b), np.int64), np.zeros((g_count, b)), np.zeros((g_count, b))]
-            for b in num_bins}
-    for g, (s, o) in enumerate(groups):
-        if s.size == 0:
-            continue
-        neg, pos = np.sort(s[~o]), np.sort(s[o])  # a SIMD sort beats a per-score bin search
-        for b in num_bins:
-            for arr, x in zip(tabs[b], sorted_bin_sums(neg, pos, edges[b][g])):
-                arr[g] = x
+    g = np.concatenate([np.full(len(s), i, np.int64) for i, (s, _) in enumerate(groups)])
+    s = np.concatenate([s for s, _ in groups])
+    o = np.concatenate([o for _, o in groups]).astype(np.float64)
+    tabs = {}
+    for b in num_bins:
+        # a group with no score has no edges; any placeholder does (it bins nothing)
+        upper = np.array([e if len(e) == b - 1 else np.zeros(b - 1) for e in edges[b]],
+                         dtype=np.float64).reshape(g_count, b - 1)
+        c, ss, so, _ = grouped_bin_stats_at(g, s, o, upper, num_groups=g_count)
+        tabs[b] = [np.rint(c).astype(np.int64), ss, so]
     return tabs
 
 

@@ -15,7 +15,8 @@ import numpy as np
 from . import _native
 from ._validate import check_gce_params, validate_inputs
 from .errors import InputTypeError, InvalidParameterError
-from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space
+from .multilabel import multilabel_values
+from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space, metric_space
 
 __all__ = ["Evaluation", "evaluate"]
 
@@ -252,8 +253,6 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *,
     (2, 2)
     """
     if np.ndim(labels) == 2:
-        from .multilabel import multilabel_evaluate
-
         if sample_weight is not None:
             raise InvalidParameterError(
                 "sample_weight is not supported for multilabel (N, K) label matrices yet"
@@ -285,3 +284,39 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *,
     return Evaluation(
         values, space, bins, n_samples=pr.shape[0], num_classes=pr.shape[1], multilabel=False
     )
+
+
+def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 40, 50)):
+    """Every metric of a space at every bin count for multilabel predictions.
+
+    The multilabel counterpart of :func:`evaluate` (which dispatches here when the labels are
+    2-D); the values come from :func:`calibkit.multilabel.multilabel_values`.
+
+    Parameters
+    ----------
+    label_matrix : array_like of shape (N, K)
+    probs : array_like of shape (N, K)
+    space : MetricSpace or sequence of metrics, optional
+        Default: the 16 metrics of the paper's space with ``max_prob=False``. A space holding a
+        top-label metric is refused with :class:`calibkit.multilabel.MultilabelError`.
+    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+
+    Returns
+    -------
+    Evaluation
+        With ``multilabel=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.evaluation import multilabel_evaluate
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=(100, 3)); y = (rng.uniform(size=(100, 3)) < p).astype(int)
+    >>> multilabel_evaluate(y, p, space=["SCE", "ACE"], num_bins=10).values.shape
+    (2, 1)
+    """
+    space = metric_space(max_prob=False) if space is None else _as_space(space)
+    bins = _as_num_bins(num_bins)
+    values = multilabel_values(label_matrix, probs, space, bins)
+    n, k = np.shape(label_matrix)
+    return Evaluation(values, space, bins, n_samples=n, num_classes=k, multilabel=True)

@@ -25,8 +25,8 @@ import numbers
 
 import numpy as np
 
-from ._validate import RANGE_TOL
-from .bins import reduce_bins
+from ._binstats import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
+from ._validate import RANGE_TOL, check_gce_params
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -38,7 +38,7 @@ from .errors import (
 __all__ = [
     "multilabel_gce",
     "multilabel_bins",
-    "multilabel_evaluate",
+    "multilabel_values",
     "validate_multilabel",
     "MultilabelError",
 ]
@@ -125,6 +125,7 @@ def validate_multilabel(label_matrix, probs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_params(binning, max_prob, class_conditional, threshold, num_bins, norm="l1"):
+    """The multilabel flags, then the shared GCE checks (bin-count limit included)."""
     if isinstance(max_prob, (bool, np.bool_)) and bool(max_prob):
         raise MultilabelError(
             "max_prob: top-label metrics (ECE, RMSCE, class-conditional ECE, ...) are undefined "
@@ -137,132 +138,30 @@ def _check_params(binning, max_prob, class_conditional, threshold, num_bins, nor
         raise InputTypeError(
             f"class_conditional: expected True or False, got {class_conditional!r}"
         )
-    if binning not in ("even", "adaptive"):
-        raise InvalidParameterError(
-            f"binning: expected 'even' or 'adaptive', got {binning!r}"
-        )
-    if norm not in ("l1", "l2", "max"):
-        raise InvalidParameterError(f"norm: expected 'l1', 'l2' or 'max', got {norm!r}")
-    if isinstance(num_bins, (bool, np.bool_)) or not isinstance(num_bins, numbers.Integral):
-        raise InputTypeError(f"num_bins: expected a positive int, got {num_bins!r}")
-    if num_bins < 1:
-        raise InvalidParameterError(f"num_bins: must be at least 1, got {num_bins}")
-    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
-        raise InputTypeError(f"threshold: expected a number in [0, 1), got {threshold!r}")
-    if not (np.isfinite(threshold) and 0.0 <= threshold < 1.0):
+    if isinstance(threshold, numbers.Real) and not isinstance(threshold, (bool, np.bool_)) \
+            and not np.isfinite(threshold):
         raise InvalidParameterError(
             f"threshold: expected a finite number in [0, 1), got {threshold!r}"
         )
+    return check_gce_params(binning, norm, threshold, num_bins)
 
 
-class _Groups:
-    """Kept (score, outcome) pairs of one (class_conditional, threshold) choice.
+def _stats(y: np.ndarray, p: np.ndarray, class_conditional: bool, threshold: float,
+           binning: str, num_bins: int):
+    """(counts, sum_score, sum_outcome, edges) of the kept entries, binned by the primitive.
 
-    Pairs are stored group after group (column after column when class-conditional). Even
-    binning uses them as they are; adaptive binning sorts each group once (lazily, then shared
-    by every bin count), so its edges come from position lookups.
+    One group per column (class-conditional) or one pooled group; entries are kept when
+    ``score > threshold``.
     """
-
-    def __init__(self, y: np.ndarray, p: np.ndarray, class_conditional: bool, threshold: float):
-        k = p.shape[1]
-        if class_conditional:
-            pt, yt = p.T, y.T  # views; boolean indexing below copies column after column
-            keep = pt > threshold
-            self.s, self.o = pt[keep], yt[keep]
-            sizes = keep.sum(axis=1)
-        else:
-            keep = p > threshold
-            self.s, self.o = p[keep], y[keep]
-            sizes = np.array([self.s.size])
-        del keep
-        self.sizes = sizes.astype(np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
-        self.g = np.repeat(np.arange(len(self.sizes), dtype=np.int64), self.sizes)
-        self.num_groups = len(self.sizes)
-        self.num_classes = k
-        self._sorted = None
-
-    def sorted(self):
-        """(scores, outcomes, run_start) with each group sorted ascending (cached).
-
-        ``run_start[i]`` is the first position of the run of values equal to ``scores[i]``
-        within its group: where a bin whose lower edge is ``scores[i]`` starts.
-        """
-        if self._sorted is None:
-            s = np.empty_like(self.s)
-            o = np.empty_like(self.o)
-            for a, b in zip(self.offsets[:-1], self.offsets[1:]):
-                order = np.argsort(self.s[a:b], kind="stable")
-                s[a:b] = self.s[a:b][order]
-                o[a:b] = self.o[a:b][order]
-            idx = np.arange(s.size)
-            new_run = np.ones(s.size, dtype=bool)
-            if s.size:
-                new_run[1:] = (s[1:] != s[:-1]) | (self.g[1:] != self.g[:-1])
-            run_start = np.maximum.accumulate(np.where(new_run, idx, 0)) if s.size else idx
-            self._sorted = (s, o, run_start)
-        return self._sorted
-
-    def stats(self, binning: str, num_bins: int, threshold: float):
-        """(counts, sum_score, sum_outcome, edges) in the CalibrationBins layout."""
-        G, B = self.num_groups, num_bins
-        if binning == "even":
-            upper = np.linspace(0.0, 1.0, B + 1)[1:]
-            nb = B + 1
-            s, o = self.s, self.o
-            b = np.searchsorted(upper, s, side="right")  # how many upper edges are <= s
-            edges = np.broadcast_to(np.concatenate([[0.0], upper, [1.0]]), (G, nb + 1)).copy()
-        else:
-            nb = B
-            s, o, run_start = self.sorted()
-            n = self.sizes
-            j = np.arange(B, dtype=np.float64)
-            pos = np.rint(j[None, :] * (n[:, None] / B)).astype(np.int64)  # round half to even
-            pos = np.minimum(pos, np.maximum(n[:, None] - 1, 0)) + self.offsets[:-1, None]
-            nonempty = n > 0
-            edges = np.full((G, nb + 1), np.nan)  # as the core: threshold, B-1 edges, 1.0
-            edges[:, 0] = threshold
-            edges[:, -1] = 1.0
-            # bin boundaries as absolute positions in the sorted scores: a score goes to the bin
-            # numbered by how many upper edges are <= it, so bin j (j >= 1) starts at the first
-            # occurrence of the value at pos_j (ties on an edge all move to the upper bin)
-            starts = np.empty((G, B + 1), dtype=np.int64)
-            starts[:, 0] = self.offsets[:-1]
-            starts[:, B] = self.offsets[1:]
-            if B > 1:
-                safe = np.where(nonempty[:, None], pos[:, 1:], 0)
-                if s.size:
-                    edges[:, 1:B] = np.where(nonempty[:, None], s[safe], np.nan)
-                    starts[:, 1:B] = np.where(
-                        nonempty[:, None], run_start[safe], self.offsets[:-1, None]
-                    )
-                else:
-                    starts[:, 1:B] = 0
-            counts_per_bin = np.diff(starts, axis=1).reshape(-1)
-            b = np.repeat(np.tile(np.arange(B), G), counts_per_bin)
-        flat = self.g * nb + b
-        size = G * nb
-        counts = np.bincount(flat, minlength=size).reshape(G, nb).astype(np.int64)
-        sum_score = np.bincount(flat, weights=s, minlength=size).reshape(G, nb)
-        sum_outcome = np.bincount(flat, weights=o, minlength=size).reshape(G, nb)
-        return counts, sum_score, sum_outcome, edges
-
-
-def _make_bins(counts, sum_score, sum_outcome, edges, num_classes, class_conditional, binning,
-               threshold):
-    from .bins import CalibrationBins
-
-    return CalibrationBins(
-        counts=counts,
-        sum_score=sum_score,
-        sum_outcome=sum_outcome,
-        edges=edges,
-        num_classes=num_classes,
-        binning=binning,
-        class_conditional=class_conditional,
-        max_prob=False,
-        threshold=threshold,
-    )
+    keep = p > threshold
+    scores, outcomes = p[keep], y[keep]
+    if class_conditional:
+        groups = np.nonzero(keep)[1]
+        num_groups = p.shape[1]
+    else:
+        groups, num_groups = None, 1
+    return grouped_bin_stats(groups, scores, outcomes, num_groups=num_groups, binning=binning,
+                             num_bins=num_bins)
 
 
 def multilabel_bins(
@@ -274,7 +173,7 @@ def multilabel_bins(
     class_conditional: bool = True,
     threshold: float = 0.0,
     num_bins: int = 15,
-):
+) -> CalibrationBins:
     """Per-(label column, bin) sufficient statistics of multilabel predictions.
 
     Parameters
@@ -314,12 +213,13 @@ def multilabel_bins(
     array([[1, 2, 0],
            [2, 1, 0]])
     """
-    _check_params(binning, max_prob, class_conditional, threshold, num_bins)
+    binning, _, threshold, num_bins = _check_params(binning, max_prob, class_conditional,
+                                                    threshold, num_bins)
     y, p = validate_multilabel(label_matrix, probs)
-    groups = _Groups(y, p, bool(class_conditional), float(threshold))
-    c, s, o, e = groups.stats(binning, int(num_bins), float(threshold))
-    return _make_bins(c, s, o, e, p.shape[1], bool(class_conditional), binning,
-                      float(threshold))
+    stats = _stats(y, p, bool(class_conditional), threshold, binning, num_bins)
+    return as_calibration_bins(stats, num_classes=p.shape[1], binning=binning,
+                               class_conditional=bool(class_conditional), max_prob=False,
+                               threshold=threshold)
 
 
 def multilabel_gce(
@@ -365,48 +265,44 @@ def multilabel_gce(
     >>> round(multilabel_gce(y, p, num_bins=2), 6)
     0.233333
     """
-    _check_params(binning, max_prob, class_conditional, threshold, num_bins, norm)
+    binning, norm, threshold, num_bins = _check_params(binning, max_prob, class_conditional,
+                                                       threshold, num_bins, norm)
     y, p = validate_multilabel(label_matrix, probs)
-    groups = _Groups(y, p, bool(class_conditional), float(threshold))
-    c, s, o, _ = groups.stats(binning, int(num_bins), float(threshold))
-    return float(reduce_bins(c, s, o, norm=norm, class_conditional=bool(class_conditional)))
+    c, s, o, _ = _stats(y, p, bool(class_conditional), threshold, binning, num_bins)
+    return reduce_table(c, s, o, norm, bool(class_conditional))
 
 
-def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 40, 50)):
-    """Every metric of a space at every bin count for multilabel predictions.
+def multilabel_values(label_matrix, probs, space, num_bins) -> np.ndarray:
+    """Every metric of ``space`` at every bin count for multilabel predictions.
 
-    The multilabel counterpart of :func:`calibkit.evaluate` (which dispatches here when the
-    labels are 2-D). Scores are grouped and sorted once per (class_conditional, threshold), bin
-    statistics computed once per (binning, bin count) and shared by all norms.
+    The computation behind :func:`calibkit.evaluate` (and
+    :func:`calibkit.evaluation.multilabel_evaluate`) for a label matrix: statistics are
+    computed once per (class_conditional, threshold, binning, bin count) and shared by all
+    norms.
 
     Parameters
     ----------
     label_matrix : array_like of shape (N, K)
     probs : array_like of shape (N, K)
-    space : MetricSpace or sequence of metrics, optional
-        Default: the 16 metrics of the paper's space with ``max_prob=False``. A space holding a
-        top-label metric is refused with :class:`MultilabelError`.
-    num_bins : int or sequence of int, default (10, 20, 30, 40, 50)
+    space : sequence of metric specs
+        Objects with ``name``, ``binning``, ``max_prob``, ``class_conditional``, ``threshold``
+        and ``norm`` (e.g. a :class:`calibkit.MetricSpace`). A top-label metric is refused with
+        :class:`MultilabelError`.
+    num_bins : sequence of int
 
     Returns
     -------
-    calibkit.space.Evaluation
-        With ``multilabel=True``.
+    numpy.ndarray of shape (len(space), len(num_bins)), float64
 
     Examples
     --------
     >>> import numpy as np
-    >>> from calibkit.multilabel import multilabel_evaluate
-    >>> rng = np.random.default_rng(0)
-    >>> p = rng.uniform(size=(100, 3)); y = (rng.uniform(size=(100, 3)) < p).astype(int)
-    >>> multilabel_evaluate(y, p, space=["SCE", "ACE"], num_bins=10).values.shape
-    (2, 1)
+    >>> from calibkit import MetricSpace
+    >>> y = np.array([[1, 0], [1, 1], [0, 0]])
+    >>> p = np.array([[0.9, 0.2], [0.6, 0.7], [0.1, 0.3]])
+    >>> multilabel_values(y, p, MetricSpace(["SCE"]), [2]).round(6).tolist()
+    [[0.233333]]
     """
-    from .evaluation import Evaluation, _as_num_bins
-    from .space import _as_space, metric_space
-
-    space = metric_space(max_prob=False) if space is None else _as_space(space)
-    bins = _as_num_bins(num_bins)
     top = [s.name for s in space if s.max_prob]
     if top:
         raise MultilabelError(
@@ -414,25 +310,16 @@ def multilabel_evaluate(label_matrix, probs, space=None, num_bins=(10, 20, 30, 4
             f"labels per row); use a space with max_prob=False, e.g. "
             f"metric_space(max_prob=False)"
         )
-    for spec in space:
-        for b in bins:
-            _check_params(spec.binning, False, spec.class_conditional, spec.threshold, b, spec.norm)
+    checked = [[_check_params(spec.binning, False, spec.class_conditional, spec.threshold, b,
+                              spec.norm) for b in num_bins] for spec in space]
     y, p = validate_multilabel(label_matrix, probs)
-    values = np.empty((len(space), len(bins)))
-    group_cache: dict[tuple[bool, float], _Groups] = {}
-    stats_cache: dict[tuple[bool, float, str, int], tuple] = {}
+    values = np.empty((len(space), len(num_bins)))
+    cache: dict[tuple, tuple] = {}
     for i, spec in enumerate(space):
-        gkey = (spec.class_conditional, spec.threshold)
-        if gkey not in group_cache:
-            group_cache[gkey] = _Groups(y, p, spec.class_conditional, spec.threshold)
-        for j, b in enumerate(bins):
-            skey = (*gkey, spec.binning, b)
-            if skey not in stats_cache:
-                stats_cache[skey] = group_cache[gkey].stats(spec.binning, b, spec.threshold)[:3]
-            c, s, o = stats_cache[skey]
-            values[i, j] = reduce_bins(
-                c, s, o, norm=spec.norm, class_conditional=spec.class_conditional
-            )
-    return Evaluation(
-        values, space, bins, n_samples=p.shape[0], num_classes=p.shape[1], multilabel=True
-    )
+        cc = bool(spec.class_conditional)
+        for j, (binning, norm, threshold, b) in enumerate(checked[i]):
+            key = (cc, threshold, binning, b)
+            if key not in cache:
+                cache[key] = _stats(y, p, cc, threshold, binning, b)[:3]
+            values[i, j] = reduce_table(*cache[key], norm, cc)
+    return values

@@ -68,7 +68,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from ._groups import score_groups, sorted_adaptive_bin_sums, weighted_adaptive_bin_sums
+from ._binstats import even_boundaries, grouped_bin_stats
+from ._groups import score_groups
 from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
 from ._validate import check_gce_params, validate_inputs
@@ -425,34 +426,31 @@ class Accumulator:
 
     # -- results -----------------------------------------------------------------------------------
     def _adaptive_tables(self, mp: bool, cc: bool, thresholds) -> dict:
-        """{(threshold, B): [counts, sum_score, sum_outcome, edges]} of one adaptive grouping."""
+        """{(threshold, B): [counts, sum_score, sum_outcome, edges]} of one adaptive grouping.
+
+        Exact mode bins the kept scores, sketch mode the sketches' retained items with their
+        integer weights (each stands for ``weight`` equal scores), with the binning primitive
+        (:func:`calibkit._binstats.grouped_bin_stats`).
+        """
         g_count = self.num_classes if cc else 1
-        out = {(t, b): [np.zeros((g_count, b), np.int64), np.zeros((g_count, b)),
-                        np.zeros((g_count, b)), np.full((g_count, b + 1), np.nan)]
-               for t in thresholds for b in self.num_bins}
+        out = {}
         if self.adaptive == "exact":
             state = next(st for (m, c, _), st in self._adaptive_state.items() if (m, c) == (mp, cc))
-        for g in range(g_count):
+        for t in thresholds:
             if self.adaptive == "exact":
-                neg, pos = state.sorted_group(g)  # sorted once for every threshold and B
-            for t in thresholds:
-                if self.adaptive == "exact":
-                    n_cut = np.searchsorted(neg, t, side="right")  # compared in float64
-                    p_cut = np.searchsorted(pos, t, side="right")
-                    neg_t, pos_t = neg[n_cut:], pos[p_cut:]
-                    n = neg_t.size + pos_t.size
-                    parts = {b: sorted_adaptive_bin_sums(neg_t, pos_t, b) for b in self.num_bins}
-                else:
-                    v, w, o = self._adaptive_state[(mp, cc, t)].weighted_sample(g)
-                    n = v.size
-                    parts = {b: weighted_adaptive_bin_sums(v, w, o, b) for b in self.num_bins}
-                for b, part in parts.items():
-                    tab = out[(t, b)]
-                    for arr, x in zip(tab[:3], part[:3]):
-                        arr[g] = x
-                    tab[3][g, 0], tab[3][g, -1] = t, 1.0
-                    if n:
-                        tab[3][g, 1:-1] = part[3]
+                g, s, o = state.rows(t)
+                w = None
+            else:
+                sketch = self._adaptive_state[(mp, cc, t)]
+                parts = [sketch.weighted_sample(i) for i in range(g_count)]
+                g = np.concatenate([np.full(v.size, i, np.int64) for i, (v, _, _) in enumerate(parts)])
+                s, w, o = (np.concatenate([p[j] for p in parts]) for j in range(3))
+                w = w.astype(np.float64)
+            for b in self.num_bins:
+                c, ss, so, e = grouped_bin_stats(g, s, o, w, num_groups=g_count,
+                                                 binning="adaptive", num_bins=b)
+                e[:, 0] = t
+                out[(t, b)] = [np.rint(c).astype(np.int64), ss, so, e]
         return out
 
     def _tables(self, specs) -> dict:
@@ -467,8 +465,7 @@ class Accumulator:
                 out[("adaptive", mp, cc, t, b)] = tab
         for key, (c, ss, so) in self._even.items():
             b = key[-1]
-            row = np.concatenate([[0.0], np.linspace(0.0, 1.0, b + 1)[1:], [1.0]])
-            out[("even",) + key] = [c, ss, so, np.tile(row, (c.shape[0], 1))]
+            out[("even",) + key] = [c, ss, so, np.tile(even_boundaries(b), (c.shape[0], 1))]
         return out
 
     def bins(self, metric=None, num_bins: int | None = None) -> CalibrationBins:

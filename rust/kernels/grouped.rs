@@ -165,6 +165,47 @@ pub fn grouped_bin_stats<T: Score>(
     }
 }
 
+/// Per-(group, bin) statistics against given upper edges: `upper` holds `B - 1` non-decreasing
+/// edges per group (group-major, `num_groups * (B - 1)` values, none NaN), and a score goes to
+/// the number of its group's edges `<=` it (`nb = B`). For callers that found the edges
+/// elsewhere (`calibkit.dask` selects them over all chunks, then counts each chunk here).
+/// Reported edges per group: `0, upper..., 1`.
+pub fn grouped_bin_stats_at<T: Score>(
+    rows: &GroupedRows<T>,
+    upper: &[f64],
+    num_bins: usize,
+) -> Result<BinStats, KernelError> {
+    let limits = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: 0.0 };
+    limits.check(num_bins)?;
+    limits.check_table(rows.num_groups, num_bins)?;
+    rows.check()?;
+    let (g, inner) = (rows.num_groups, num_bins - 1);
+    if upper.len() != g.saturating_mul(inner) {
+        return Err(KernelError::Shape(format!(
+            "edges has {} values; pass num_bins - 1 = {inner} upper edges for each of the {g} groups",
+            upper.len()
+        )));
+    }
+    for (gi, e) in upper.chunks(inner.max(1)).enumerate().take(if inner == 0 { 0 } else { g }) {
+        if let Some(j) = (0..e.len()).find(|&j| e[j].is_nan() || (j > 0 && e[j] < e[j - 1])) {
+            return Err(KernelError::Parameter(format!(
+                "edges[{gi}, {j}] is {}: each group's upper edges must be non-decreasing numbers",
+                e[j]
+            )));
+        }
+    }
+    let edges_of = |gi: usize| &upper[gi * inner..(gi + 1) * inner];
+    let cells: Vec<u32> = map_rows(rows.scores.len(), |i| {
+        let gi = rows.group(i);
+        (gi * num_bins + bin_by_edges(edges_of(gi), rows.scores[i].to_f64())) as u32
+    });
+    let mut st = accumulate(rows, &cells, g, num_bins);
+    st.edges = (0..g)
+        .flat_map(|gi| std::iter::once(0.0).chain(edges_of(gi).iter().copied()).chain(std::iter::once(1.0)))
+        .collect();
+    Ok(st)
+}
+
 /// `f(i)` for every row, in parallel for large inputs (order-preserving).
 fn map_rows<F: Fn(usize) -> u32 + Sync + Send>(m: usize, f: F) -> Vec<u32> {
     if m >= PARALLEL_ROWS {
@@ -445,6 +486,31 @@ mod tests {
         let nan = [f64::NAN, 0.5];
         let r = GroupedRows { groups: None, scores: &nan[..], outcomes: &o[..], weights: None, num_groups: 1 };
         assert!(matches!(grouped_bin_stats(&r, even, 2), Err(KernelError::Parameter(_))));
+    }
+
+    #[test]
+    fn given_edges_bin_like_the_adaptive_rule() {
+        let mut rng = Rng(5);
+        for _ in 0..100 {
+            let (m, g, b) = (1 + rng.below(50) as usize, 1 + rng.below(3) as usize, 1 + rng.below(8) as usize);
+            let levels = 1 + rng.below(10);
+            let (groups, scores, outcomes, weights) = case(&mut rng, m, g, levels);
+            let rows = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&weights), num_groups: g };
+            let a = grouped_bin_stats(&rows, Binning::Adaptive, b).unwrap();
+            let upper: Vec<f64> = (0..g)
+                .flat_map(|gi| a.edges[gi * (b + 1) + 1..gi * (b + 1) + b].iter().map(|&e| if e.is_nan() { 0.0 } else { e }))
+                .collect();
+            let c = grouped_bin_stats_at(&rows, &upper, b).unwrap();
+            assert_eq!(a.count, c.count);
+            assert_eq!(a.sum_score, c.sum_score);
+            assert_eq!(a.sum_outcome, c.sum_outcome);
+        }
+        let s = [0.5];
+        let r = GroupedRows { groups: None, scores: &s[..], outcomes: &s[..], weights: None, num_groups: 1 };
+        assert!(matches!(grouped_bin_stats_at(&r, &[0.6, 0.2], 3), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats_at(&r, &[f64::NAN, 0.2], 3), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats_at(&r, &[0.2], 3), Err(KernelError::Shape(_))));
+        assert_eq!(grouped_bin_stats_at(&r, &[], 1).unwrap().count, vec![1.0]);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use pyo3::types::PyTuple;
 
 use super::errors::to_py;
 use super::DETACH_ENTRIES;
-use crate::kernels::grouped::{grouped_bin_stats as kernel, GroupedRows};
+use crate::kernels::grouped::{grouped_bin_stats as kernel, grouped_bin_stats_at as kernel_at, GroupedRows};
 use crate::kernels::{BinStats, Binning, KernelError, Score};
 
 fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
@@ -17,6 +17,13 @@ fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str)
     })
 }
 
+/// How the bins of a call are found: by the primitive's rules, or given upper edges.
+#[derive(Clone, Copy)]
+enum Bins<'a> {
+    Rule(Binning, usize),
+    At(&'a [f64], usize),
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run<T: Score + numpy::Element>(
     py: Python<'_>,
@@ -25,13 +32,47 @@ fn run<T: Score + numpy::Element>(
     outcomes: &[f64],
     weights: Option<&[f64]>,
     num_groups: usize,
-    binning: Binning,
-    num_bins: usize,
+    bins: Bins<'_>,
 ) -> PyResult<BinStats> {
     let s = contiguous(scores, "scores")?;
     let rows = GroupedRows { groups, scores: s, outcomes, weights, num_groups };
-    let res = if s.len() >= DETACH_ENTRIES { py.detach(|| kernel(&rows, binning, num_bins)) } else { kernel(&rows, binning, num_bins) };
+    let work = || match bins {
+        Bins::Rule(binning, num_bins) => kernel(&rows, binning, num_bins),
+        Bins::At(upper, num_bins) => kernel_at(&rows, upper, num_bins),
+    };
+    let res = if s.len() >= DETACH_ENTRIES { py.detach(work) } else { work() };
     res.map_err(|e| to_py(py, e))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dispatch<'py>(
+    py: Python<'py>,
+    groups: Option<PyReadonlyArray1<'py, i64>>,
+    scores: &Bound<'py, PyAny>,
+    outcomes: PyReadonlyArray1<'py, f64>,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
+    num_groups: usize,
+    bins: Bins<'_>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let g = groups.as_ref().map(|a| contiguous(a, "groups")).transpose()?;
+    let w = weights.as_ref().map(|a| contiguous(a, "weights")).transpose()?;
+    let o = contiguous(&outcomes, "outcomes")?;
+    let st = if let Ok(s) = scores.extract::<PyReadonlyArray1<f64>>() {
+        run(py, g, &s, o, w, num_groups, bins)?
+    } else if let Ok(s) = scores.extract::<PyReadonlyArray1<f32>>() {
+        run(py, g, &s, o, w, num_groups, bins)?
+    } else {
+        return Err(to_py(
+            py,
+            KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into()),
+        ));
+    };
+    let shape = [st.groups, st.nb];
+    let count = st.count.into_pyarray(py).reshape(shape)?;
+    let ss = st.sum_score.into_pyarray(py).reshape(shape)?;
+    let so = st.sum_outcome.into_pyarray(py).reshape(shape)?;
+    let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
+    PyTuple::new(py, [count.into_any(), ss.into_any(), so.into_any(), edges.into_any()])
 }
 
 /// grouped_bin_stats(groups, scores, outcomes, weights, num_groups, binning, num_bins)
@@ -50,25 +91,26 @@ pub fn grouped_bin_stats<'py>(
     num_bins: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
-    let g = groups.as_ref().map(|a| contiguous(a, "groups")).transpose()?;
-    let w = weights.as_ref().map(|a| contiguous(a, "weights")).transpose()?;
-    let o = contiguous(&outcomes, "outcomes")?;
-    let st = if let Ok(s) = scores.extract::<PyReadonlyArray1<f64>>() {
-        run(py, g, &s, o, w, num_groups, binning, num_bins)?
-    } else if let Ok(s) = scores.extract::<PyReadonlyArray1<f32>>() {
-        run(py, g, &s, o, w, num_groups, binning, num_bins)?
-    } else {
-        return Err(to_py(
-            py,
-            KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into()),
-        ));
-    };
-    let shape = [st.groups, st.nb];
-    let count = st.count.into_pyarray(py).reshape(shape)?;
-    let ss = st.sum_score.into_pyarray(py).reshape(shape)?;
-    let so = st.sum_outcome.into_pyarray(py).reshape(shape)?;
-    let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
-    PyTuple::new(py, [count.into_any(), ss.into_any(), so.into_any(), edges.into_any()])
+    dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::Rule(binning, num_bins))
+}
+
+/// grouped_bin_stats_at(groups, scores, outcomes, weights, num_groups, edges)
+/// -> as grouped_bin_stats, binned against given upper edges (G, B - 1): nb = B.
+#[pyfunction]
+#[pyo3(signature = (groups, scores, outcomes, weights, num_groups, edges))]
+pub fn grouped_bin_stats_at<'py>(
+    py: Python<'py>,
+    groups: Option<PyReadonlyArray1<'py, i64>>,
+    scores: &Bound<'py, PyAny>,
+    outcomes: PyReadonlyArray1<'py, f64>,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
+    num_groups: usize,
+    edges: numpy::PyReadonlyArray2<'py, f64>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use numpy::PyUntypedArrayMethods;
+    let num_bins = edges.shape()[1] + 1;
+    let upper = edges.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("edges must be C-contiguous"))?;
+    dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::At(upper, num_bins))
 }
 
 /// adaptive_positions(n, num_bins) -> int64 (num_bins - 1,): SPEC's 0-based ranks of the

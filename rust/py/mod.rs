@@ -138,6 +138,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats_at, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::adaptive_positions, m)?)?;
     trust::register(m)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;

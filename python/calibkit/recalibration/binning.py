@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._binstats import grouped_bin_stats
 from ..errors import InvalidParameterError
 from ._base import (
     RecalibratorBase,
@@ -36,19 +37,47 @@ BINNINGS = ("even", "adaptive")
 MULTICLASS = ("one_vs_rest", "top_label")
 
 
+def _histograms(scores, targets, n_bins, binning, groups=None, num_groups=1):
+    """Edges (G, B+1), counts (G, B) and target sums (G, B) of G histograms at once.
+
+    The bins are those of calibkit's metrics (the binning primitive,
+    :func:`calibkit._binstats.grouped_bin_stats`) with two adjustments for a map on [0, 1]:
+    even binning's extra bin of scores equal to 1 joins the last bin (closed at 1), and
+    adaptive inner edges are clipped to [0, 1] (0 for a group with no score).
+    """
+    c, _, pos, e = grouped_bin_stats(groups, scores, targets, num_groups=num_groups,
+                                     binning=binning, num_bins=n_bins)
+    if binning == "even":
+        c[:, -2] += c[:, -1]
+        pos[:, -2] += pos[:, -1]
+        return (np.ascontiguousarray(e[:, :-1]), np.ascontiguousarray(c[:, :-1]),
+                np.ascontiguousarray(pos[:, :-1]))
+    inner = np.clip(np.nan_to_num(e[:, 1:-1], nan=0.0), 0.0, 1.0)
+    g = e.shape[0]
+    return np.concatenate([np.zeros((g, 1)), inner, np.ones((g, 1))], axis=1), c, pos
+
+
+def _values(edges, counts, positives):
+    """Positive frequency per bin; an empty bin maps to its midpoint."""
+    mid = 0.5 * (edges[..., :-1] + edges[..., 1:])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, positives / np.maximum(counts, 1.0), mid)
+
+
 def bin_edges(scores: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
     """Edges ``e_0 = 0 < ... < e_B = 1`` (non-decreasing for ties) of one histogram, shape (B+1,).
 
-    ``"even"``: ``np.linspace(0, 1, B + 1)``. ``"adaptive"``: inner edges are the sorted
-    scores at positions ``round_half_even(j * n / B)``, ``j = 1..B-1`` (clipped to ``n - 1``),
-    as in calibkit's adaptive metrics, so each bin holds about ``n / B`` scores.
+    ``"even"``: ``np.linspace(0, 1, B + 1)``. ``"adaptive"``: the inner edges are calibkit's
+    adaptive upper edges of ``scores`` (SPEC's equal-mass positions, ``docs/weighted-bins.md``)
+    clipped to [0, 1], so each bin holds about ``n / B`` scores.
+
+    Examples
+    --------
+    >>> bin_edges(np.array([0.1, 0.2, 0.3, 0.4]), 2, "adaptive").tolist()
+    [0.0, 0.3, 1.0]
     """
-    if binning == "even":
-        return np.linspace(0.0, 1.0, n_bins + 1)
-    n = scores.size
-    pos = np.minimum(np.round(np.arange(1, n_bins) * (n / n_bins)).astype(np.int64), n - 1)
-    inner = np.partition(scores, pos)[pos] if n else np.zeros(n_bins - 1)
-    return np.concatenate([[0.0], np.clip(inner, 0.0, 1.0), [1.0]])
+    scores = np.asarray(scores, dtype=np.float64)
+    return _histograms(scores, np.zeros(scores.size), n_bins, binning)[0][0]
 
 
 def _assign(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -80,34 +109,12 @@ def apply_histogram(x: np.ndarray, edges: np.ndarray, values: np.ndarray) -> np.
 def _fit_one_vs_rest(P, y, n_bins, binning):
     """(edges (K, B+1), values (K, B), counts (K, B)) of per-class one-vs-rest histograms."""
     n, k = P.shape
-    if binning == "even":
-        edges = np.broadcast_to(np.linspace(0.0, 1.0, n_bins + 1), (k, n_bins + 1)).copy()
-        idx = _assign(P.ravel(), edges[0]).reshape(n, k)
-        flat = idx + (np.arange(k) * n_bins)[None, :]
-        counts = np.bincount(flat.ravel(), minlength=k * n_bins).reshape(k, n_bins)
-        pos = np.bincount(flat[np.arange(n), y], minlength=k * n_bins).reshape(k, n_bins)
-        mid = 0.5 * (edges[:, :-1] + edges[:, 1:])
-        values = np.where(counts > 0, pos / np.maximum(counts, 1), mid)
-        return edges, values, counts.astype(np.float64)
-    # equal mass: one vectorised sort gives every class's order statistics and bin counts;
-    # only the (few) positive rows of each class are then searched
-    S = np.sort(np.ascontiguousarray(P.T), axis=1)
-    pos = np.minimum(np.round(np.arange(1, n_bins) * (n / n_bins)).astype(np.int64), n - 1)
-    inner = np.clip(S[:, pos], 0.0, 1.0)
-    edges = np.concatenate([np.zeros((k, 1)), inner, np.ones((k, 1))], axis=1)
-    x_true = P[np.arange(n), y]
-    by_class = np.argsort(y, kind="stable")
-    bounds = np.searchsorted(y[by_class], np.arange(k + 1))
-    counts = np.empty((k, n_bins))
-    positives = np.empty((k, n_bins))
-    for c in range(k):
-        below = np.searchsorted(S[c], inner[c], side="left")  # scores < each inner edge
-        counts[c] = np.diff(np.concatenate([[0], below, [n]]))
-        xc = x_true[by_class[bounds[c] : bounds[c + 1]]]
-        positives[c] = np.bincount(_assign(xc, edges[c]), minlength=n_bins)
-    mid = 0.5 * (edges[:, :-1] + edges[:, 1:])
-    values = np.where(counts > 0, positives / np.maximum(counts, 1.0), mid)
-    return edges, values, counts
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), y] = 1.0
+    groups = np.broadcast_to(np.arange(k, dtype=np.int64), (n, k)).ravel()
+    edges, counts, positives = _histograms(P.ravel(), onehot.ravel(), n_bins, binning,
+                                           groups=groups, num_groups=k)
+    return edges, _values(edges, counts, positives), counts
 
 
 def _apply_one_vs_rest(P, edges, values):
@@ -225,9 +232,8 @@ class HistogramBinning(RecalibratorBase):
             e, v, c = _fit_one_vs_rest(P, y, n_bins, binning)
         else:
             pred, conf = _top_label(P)
-            e = bin_edges(conf, n_bins, binning)
-            v, c = fit_histogram(conf, (pred == y).astype(np.float64), e)
-            e, v, c = e[None], v[None], c[None]
+            e, c, pos = _histograms(conf, (pred == y).astype(np.float64), n_bins, binning)
+            v = _values(e, c, pos)
         self.bin_edges_, self.bin_values_, self.bin_counts_ = e, v, c
         self.multiclass_ = multiclass
 
@@ -311,11 +317,11 @@ class ClassConditionalHistogramBinning(RecalibratorBase):
         k = P.shape[1]
         pred, conf = _top_label(P)
         correct = (pred == y).astype(np.float64)
-        pooled_e = bin_edges(conf, n_bins, binning)
-        pooled_v, _ = fit_histogram(conf, correct, pooled_e)
-        edges = np.empty((k, n_bins + 1))
-        values = np.empty((k, n_bins))
-        counts = np.zeros((k, n_bins))
+        pooled_e, pooled_c, pooled_p = _histograms(conf, correct, n_bins, binning)
+        pooled_e, pooled_v = pooled_e[0], _values(pooled_e, pooled_c, pooled_p)[0]
+        edges, counts, positives = _histograms(conf, correct, n_bins, binning, groups=pred,
+                                               num_groups=k)
+        values = _values(edges, counts, positives)
         fallback = []
         order = np.argsort(pred, kind="stable")
         bounds = np.searchsorted(pred[order], np.arange(k + 1))
@@ -325,9 +331,6 @@ class ClassConditionalHistogramBinning(RecalibratorBase):
                 edges[c], values[c] = pooled_e, pooled_v
                 counts[c] = np.bincount(_assign(conf[rows], pooled_e), minlength=n_bins)
                 fallback.append(c)
-                continue
-            edges[c] = bin_edges(conf[rows], n_bins, binning)
-            values[c], counts[c] = fit_histogram(conf[rows], correct[rows], edges[c])
         self.bin_edges_, self.bin_values_, self.bin_counts_ = edges, values, counts
         self.fallback_classes_ = np.asarray(fallback, dtype=np.int64)
 
