@@ -109,16 +109,18 @@ def test_interval_fields_and_determinism():
 
 
 def test_same_numbers_for_any_thread_count():
-    threadpoolctl = pytest.importorskip("threadpoolctl")  # noqa: F841  (rayon: use a subprocess)
+    """rayon's global pool reads RAYON_NUM_THREADS at start: one subprocess per count."""
+    import os
     import subprocess
     import sys
 
     code = ("import numpy as np, calibkit; rng = np.random.default_rng(2); "
             "p = rng.dirichlet(np.ones(5), 4000); y = rng.integers(0, 5, 4000); "
-            "print(repr(calibkit.confidence_interval(y, p, 'ECE', n_resamples=200, seed=3, "
-            "return_resamples=True).resamples.tolist()))")
+            "print([calibkit.confidence_interval(y, p, m, n_resamples=200, seed=3, "
+            "return_resamples=True).resamples.tolist() for m in ('ECE', 'SCE', 'ACE')], "
+            "calibkit.calibration_test(y, p, 'SCE', n_resamples=100, seed=3).resamples.tolist())")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**__import__("os").environ, "RAYON_NUM_THREADS": t}).stdout
+                           env={**os.environ, "RAYON_NUM_THREADS": t}).stdout
             for t in ("1", "2", "3")}
     assert len(outs) == 1
 

@@ -93,7 +93,8 @@ def calibration_test(labels, probs, metric="ECE", *, num_bins=15, n_resamples: i
     spec = MetricSpec.coerce(metric)
     r = as_resamples(n_resamples)
     s = as_seed(seed)
-    num_bins = resolve_num_bins(num_bins, labels, probs)
+    num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=spec.max_prob,
+                                class_conditional=spec.class_conditional)
     rc = row_cells(labels, probs, spec, num_bins)
     t = rc.bins.error(spec.norm)
     star = _native.resample_consistency(rc.cell, rc.score, rc.hit, None, rc.groups, rc.nb,

@@ -11,12 +11,7 @@ from ..errors import InvalidParameterError
 from .auto_bins import resolve_num_bins, warn_if_few
 from .debias import check_debias
 
-__all__ = ["bins_with_options", "gce_with_options", "uses_options"]
-
-
-def uses_options(num_bins, sample_weight, debias=False) -> bool:
-    """True when a call needs this module (else the fast unweighted kernels run unchanged)."""
-    return sample_weight is not None or debias is not False or isinstance(num_bins, str)
+__all__ = ["bins_with_options", "gce_with_options"]
 
 
 def bins_with_options(labels, probs, *, binning, max_prob, class_conditional, threshold,

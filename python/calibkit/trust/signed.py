@@ -14,8 +14,6 @@ the signed ECE is the mean confidence minus the accuracy of the kept predictions
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..bins import calibration_bins
 
 __all__ = ["signed_ece"]
