@@ -83,6 +83,22 @@ def resample_consistency(
     seed: int,
     n_resamples: int,
 ) -> npt.NDArray[np.float64]: ...
+def resample_bootstrap_grouped(
+    groups: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.int64],
+    base: npt.NDArray[np.float64] | None,
+    n_rows: int,
+    num_groups: int,
+    binning: str,
+    num_bins: int,
+    norm: str,
+    class_conditional: bool,
+    weights: str,
+    seed: int,
+    n_resamples: int,
+) -> npt.NDArray[np.float64]: ...
 def bootstrap_weights(
     weights: str, seed: int, r0: int, count: int, n: int
 ) -> npt.NDArray[np.float64]: ...

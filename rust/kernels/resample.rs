@@ -14,8 +14,9 @@
 
 use rayon::prelude::*;
 
+use crate::kernels::grouped::{grouped_bin_stats, GroupedRows};
 use crate::kernels::reduce::reduce;
-use crate::kernels::{BinStats, KernelError, Norm};
+use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 /// Cell value of an entry that is not kept (below the threshold, or no outcome).
 pub const DROPPED: u32 = u32::MAX;
@@ -460,6 +461,68 @@ pub fn consistency(
     }))
 }
 
+/// Already-grouped kept scores with the row each came from (for [`bootstrap_grouped`]).
+pub struct Triples<'a> {
+    pub groups: &'a [i64],
+    pub scores: &'a [f64],
+    pub outcomes: &'a [f64],
+    /// Row of each triple, in `0..n_rows`.
+    pub rows: &'a [i64],
+    /// Optional per-row base weights (sample weights), `n_rows` entries.
+    pub base: Option<&'a [f64]>,
+    pub n_rows: usize,
+    pub num_groups: usize,
+}
+
+/// The metric on `n_resamples` bootstrap resamples with bins that move with the weights
+/// (adaptive binning): per resample, the weighted primitive ([`grouped_bin_stats`]) recomputes
+/// the weighted equal-mass bins of the shared triples, each weighted by its row's multiplicity
+/// (times its base weight). Same weights as [`bootstrap`] and [`weights_matrix`].
+#[allow(clippy::too_many_arguments)]
+pub fn bootstrap_grouped(
+    t: &Triples<'_>,
+    binning: Binning,
+    num_bins: usize,
+    norm: Norm,
+    class_conditional: bool,
+    scheme: Scheme,
+    seed: u64,
+    n_resamples: usize,
+) -> Result<Vec<f64>, KernelError> {
+    let m = t.scores.len();
+    if t.groups.len() != m || t.outcomes.len() != m || t.rows.len() != m {
+        return Err(KernelError::Shape(format!(
+            "groups, scores, outcomes and rows must have one length, got {}, {m}, {}, {}",
+            t.groups.len(),
+            t.outcomes.len(),
+            t.rows.len()
+        )));
+    }
+    if let Some(i) = t.rows.iter().position(|&r| r < 0 || r as usize >= t.n_rows) {
+        return Err(KernelError::Shape(format!("rows[{i}] = {} is outside [0, {})", t.rows[i], t.n_rows)));
+    }
+    if let Some(b) = t.base {
+        if b.len() != t.n_rows {
+            return Err(KernelError::Shape(format!("base weights must have {} entries, got {}", t.n_rows, b.len())));
+        }
+    }
+    let values: Result<Vec<f64>, KernelError> = (0..n_resamples)
+        .into_par_iter()
+        .map(|r| {
+            let mut w = vec![0.0; t.n_rows];
+            bootstrap_weights(scheme, seed, r as u64, &mut w);
+            if let Some(b) = t.base {
+                w.iter_mut().zip(b).for_each(|(x, y)| *x *= y);
+            }
+            let tw: Vec<f64> = t.rows.iter().map(|&i| w[i as usize]).collect();
+            let rows = GroupedRows { groups: Some(t.groups), scores: t.scores, outcomes: t.outcomes, weights: Some(&tw), num_groups: t.num_groups };
+            let st = grouped_bin_stats(&rows, binning, num_bins)?;
+            Ok(reduce(&st, norm, class_conditional))
+        })
+        .collect();
+    values
+}
+
 /// Per-row bootstrap multiplicities of resamples `r0..r0 + count`, row-major (count, n): the
 /// same numbers [`bootstrap`] uses, for resampling through other kernels (adaptive bins,
 /// binning-free estimators).
@@ -528,6 +591,23 @@ mod tests {
             let hit: Vec<u32> = (0..6).map(|i| if unit(draw(key, i as u64)) < s[i] { 0 } else { DROPPED }).collect();
             let one = Cells { cell: &c, score: &s, hit: &hit, base: None, width: 1, groups: 1, nb: 3 };
             assert_eq!(reduce(&one.stats(), Norm::L1, false), *v, "resample {r}");
+        }
+    }
+
+    #[test]
+    fn grouped_bootstrap_equals_the_primitive_with_the_weights() {
+        let groups = [0i64, 0, 1, 1, 1, 0];
+        let scores = [0.2, 0.6, 0.3, 0.9, 0.5, 0.7];
+        let outcomes = [0.0, 1.0, 1.0, 1.0, 0.0, 1.0];
+        let rows = [0i64, 1, 2, 3, 4, 5];
+        let base = [1.0, 2.0, 0.5, 1.0, 3.0, 1.0];
+        let t = Triples { groups: &groups, scores: &scores, outcomes: &outcomes, rows: &rows, base: Some(&base), n_rows: 6, num_groups: 2 };
+        let v = bootstrap_grouped(&t, Binning::Adaptive, 2, Norm::L1, true, Scheme::Poisson, 3, 9).unwrap();
+        for (r, x) in v.iter().enumerate() {
+            let w = weights_matrix(Scheme::Poisson, 3, r, 1, 6);
+            let tw: Vec<f64> = (0..6).map(|i| w[i] * base[i]).collect();
+            let g = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&tw), num_groups: 2 };
+            assert_eq!(reduce(&grouped_bin_stats(&g, Binning::Adaptive, 2).unwrap(), Norm::L1, true), *x);
         }
     }
 

@@ -5,8 +5,8 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, P
 use pyo3::prelude::*;
 
 use super::errors::to_py;
-use crate::kernels::resample::{self, Cells, Scheme};
-use crate::kernels::{KernelError, Norm};
+use crate::kernels::resample::{self, Cells, Scheme, Triples};
+use crate::kernels::{Binning, KernelError, Norm};
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous")))
@@ -87,6 +87,48 @@ fn resample_consistency<'py>(
     Ok(v.into_pyarray(py))
 }
 
+/// resample_bootstrap_grouped(groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples) -> (R,)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn resample_bootstrap_grouped<'py>(
+    py: Python<'py>,
+    groups: PyReadonlyArray1<'py, i64>,
+    scores: PyReadonlyArray1<'py, f64>,
+    outcomes: PyReadonlyArray1<'py, f64>,
+    rows: PyReadonlyArray1<'py, i64>,
+    base: Option<PyReadonlyArray1<'py, f64>>,
+    n_rows: usize,
+    num_groups: usize,
+    binning: &str,
+    num_bins: usize,
+    norm: &str,
+    class_conditional: bool,
+    weights: &str,
+    seed: u64,
+    n_resamples: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+    let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
+    let b = match &base {
+        Some(b) => Some(slice(b, "base")?),
+        None => None,
+    };
+    let t = Triples {
+        groups: slice(&groups, "groups")?,
+        scores: slice(&scores, "scores")?,
+        outcomes: slice(&outcomes, "outcomes")?,
+        rows: slice(&rows, "rows")?,
+        base: b,
+        n_rows,
+        num_groups,
+    };
+    let v = py
+        .detach(|| resample::bootstrap_grouped(&t, binning, num_bins, norm, class_conditional, scheme, seed, n_resamples))
+        .map_err(|e| to_py(py, e))?;
+    Ok(v.into_pyarray(py))
+}
+
 /// bootstrap_weights(weights, seed, r0, count, n) -> (count, n) per-row multiplicities
 #[pyfunction]
 fn bootstrap_weights<'py>(
@@ -105,6 +147,7 @@ fn bootstrap_weights<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resample_bootstrap, m)?)?;
     m.add_function(wrap_pyfunction!(resample_consistency, m)?)?;
+    m.add_function(wrap_pyfunction!(resample_bootstrap_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(bootstrap_weights, m)?)?;
     Ok(())
 }

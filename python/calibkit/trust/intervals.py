@@ -13,8 +13,8 @@ How the metric is recomputed per resample:
   resample is then a weighted bincount over the rows, and 1000 resamples run in Rust across
   threads with the GIL released;
 * adaptive binning: the edges move with the weights, so each resample recomputes the weighted
-  equal-mass bins of the shared (group, score, outcome) triples through the weighted kernel
-  primitive;
+  equal-mass bins of the shared (group, score, outcome) triples with the weighted kernel
+  primitive, resamples spread over threads in Rust with the GIL released;
 * any callable ``metric(labels, probs, sample_weight=w)``: called once per resample with the
   resample's weights.
 
@@ -200,13 +200,11 @@ def _space_resamples(spec, labels, probs, num_bins, sample_weight, weights, seed
     from .weights import triples
 
     tr = triples(rc)
-    base = tr.weight_of(sw)
-    t = tr.error(base, spec.norm)
-    star = np.empty(r)
-    for r0 in range(0, r, _BLOCK):
-        w = _native.bootstrap_weights(weights, seed, r0, min(_BLOCK, r - r0), n)
-        for j in range(w.shape[0]):
-            star[r0 + j] = tr.error(tr.weight_of(w[j] if sw is None else w[j] * sw), spec.norm)
+    t = tr.error(tr.weight_of(sw), spec.norm)
+    star = _native.resample_bootstrap_grouped(
+        tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row, sw, n,
+        tr.num_groups, spec.binning, tr.num_bins, spec.norm, spec.class_conditional, weights,
+        seed, r)
     return t, star
 
 
