@@ -103,3 +103,40 @@ def test_weighted_path_still_validates_probabilities():
     p[3, 0] = 1.5
     with pytest.raises(calibkit.InvalidProbabilitiesError):
         calibkit.ece(y, p, sample_weight=w)
+
+
+def test_accumulator_integer_weights_equal_weighted_gce():
+    from calibkit.streaming import Accumulator
+
+    y, p, w = _data(7)
+    names = ["ECE", "ACE", "SCE", "RMSCE", "TACE"]
+    a = Accumulator(names, num_bins=(4, 9))
+    a.update(y[:100], p[:100], sample_weight=w[:100])
+    a.update(y[100:], p[100:], sample_weight=w[100:])
+    a.update(y[:7], p[:7], sample_weight=np.zeros(7))  # a batch of zero weights adds nothing
+    ref = calibkit.evaluate(y, p, space=names, num_bins=(4, 9), sample_weight=w)
+    np.testing.assert_allclose(a.compute().values, ref.values, atol=1e-12)
+    assert a.n_samples == int(w.sum())
+    with pytest.raises(InvalidParameterError, match="integer"):
+        a.update(y[:5], p[:5], sample_weight=np.full(5, 0.5))
+    with pytest.raises(ShapeMismatchError):
+        a.update(y[:5], p[:5], sample_weight=np.ones(4))
+
+
+def test_dask_integer_weights_equal_weighted_gce():
+    da = pytest.importorskip("dask.array")
+    import calibkit.dask as cdask
+
+    y, p, w = _data(8)
+    names = ["ECE", "ACE", "SCE", "RMSCE"]
+    ev = cdask.evaluate(da.from_array(y, chunks=70), da.from_array(p, chunks=(64, 4)),
+                        space=names, num_bins=(5, 10), scheduler="synchronous",
+                        sample_weight=da.from_array(w, chunks=50))
+    ref = calibkit.evaluate(y, p, space=names, num_bins=(5, 10), sample_weight=w)
+    np.testing.assert_allclose(ev.values, ref.values, atol=1e-12)
+    assert cdask.gce(y, p, sample_weight=w, scheduler="synchronous") == pytest.approx(
+        calibkit.gce(y, p, sample_weight=w), abs=1e-12)
+    with pytest.raises(InvalidParameterError, match="integer"):
+        cdask.gce(y, p, sample_weight=w * 0.5, scheduler="synchronous")
+    with pytest.raises(ShapeMismatchError):
+        cdask.gce(y, p, sample_weight=w[:10], scheduler="synchronous")

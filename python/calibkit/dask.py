@@ -257,7 +257,7 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
 
 def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
         class_conditional: bool = False, threshold: float = 0.0, norm: str = "l1",
-        num_bins: int = 15, scheduler=None, split_every: int = 8) -> float:
+        num_bins: int = 15, scheduler=None, split_every: int = 8, sample_weight=None) -> float:
     """General Calibration Error of dask arrays; same semantics and result as :func:`calibkit.gce`.
 
     Parameters
@@ -273,6 +273,9 @@ def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
         uses dask's default, i.e. the active ``dask.distributed.Client`` if there is one.
     split_every : int, default 8
         Fan-in of the tree that combines partial results.
+    sample_weight : dask.array.Array (or array_like) of shape (N,), optional
+        Integer weights >= 0 (repeat counts; 0 drops a row): the result equals
+        :func:`calibkit.gce` with the same weights. Fractional weights are refused here.
 
     Returns
     -------
@@ -293,13 +296,17 @@ def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
     0.4
     """
     spec = MetricSpec(binning, max_prob, class_conditional, threshold, norm)
+    if sample_weight is not None:
+        from .trust.weights import dask_repeat_rows
+
+        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
     values, _, _ = _values(labels, probs, MetricSpace([spec]), (num_bins,), scheduler,
                            split_every)
     return float(values[0, 0])
 
 
 def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=None,
-             split_every: int = 8) -> Evaluation:
+             split_every: int = 8, sample_weight=None) -> Evaluation:
     """Every metric of a space at every bin count, over dask arrays, sharing passes.
 
     Same arguments and result as :func:`calibkit.space.evaluate`; all even-binning metrics come
@@ -315,6 +322,8 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
     scheduler : str or None, default None
         See :func:`gce`.
     split_every : int, default 8
+    sample_weight : dask.array.Array (or array_like) of shape (N,), optional
+        Integer weights >= 0, as in :func:`gce`.
 
     Returns
     -------
@@ -348,5 +357,9 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
         if not bins or len(set(bins)) != len(bins):
             raise InvalidParameterError(
                 f"num_bins: give at least one bin count and no repeats, got {bins}")
+    if sample_weight is not None:
+        from .trust.weights import dask_repeat_rows
+
+        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
     values, n, k = _values(labels, probs, space, bins, scheduler, split_every)
     return Evaluation(values, space, bins, n_samples=n, num_classes=k)

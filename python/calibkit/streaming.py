@@ -285,7 +285,7 @@ class Accumulator:
             )
 
     # -- updates -----------------------------------------------------------------------------------
-    def update(self, labels, probs) -> Accumulator:
+    def update(self, labels, probs, sample_weight=None) -> Accumulator:
         """Add one batch of predictions.
 
         Parameters
@@ -296,6 +296,11 @@ class Accumulator:
             Probabilities (float32 or float64), validated as by :func:`calibkit.gce`. An empty
             batch (n = 0) is allowed and changes nothing but fixes K and the dtype if it is the
             first.
+        sample_weight : array_like of shape (n,), optional
+            Integer weights (>= 0): row i counts ``sample_weight[i]`` times (0 drops it), so the
+            result equals :func:`calibkit.gce` with the same weights; fractional weights are
+            refused here (:class:`calibkit.errors.InvalidParameterError`). ``n_samples``
+            counts the weighted rows.
 
         Returns
         -------
@@ -311,6 +316,10 @@ class Accumulator:
         ValueError, TypeError
             Anything :func:`calibkit.gce` rejects. The accumulator is unchanged on any error.
         """
+        if sample_weight is not None:
+            from .trust.weights import repeat_rows
+
+            labels, probs = repeat_rows(labels, probs, sample_weight, "Accumulator.update")
         y, p, k, dtype = _check_batch(labels, probs)
         if self.num_classes is not None and k != self.num_classes:
             raise ShapeMismatchError(
