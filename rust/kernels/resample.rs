@@ -199,17 +199,19 @@ impl Cells<'_> {
     fn push_row(&self, st: &mut BinStats, i: usize, w: f64, hit: u32) {
         let row = &self.cell[i * self.width..(i + 1) * self.width];
         let sc = &self.score[i * self.width..(i + 1) * self.width];
+        // `check` validated every cell and hit; the `get`s keep an array changed by another
+        // thread during the call (the GIL is released) from indexing out of bounds.
+        let nc = st.count.len();
         for (&c, &s) in row.iter().zip(sc) {
-            if c != DROPPED {
-                let c = c as usize;
+            let c = c as usize;
+            if c < nc {
                 st.count[c] += w;
                 st.sum_score[c] += w * s;
             }
         }
-        if hit != DROPPED {
-            let c = row[hit as usize];
-            if c != DROPPED {
-                st.sum_outcome[c as usize] += w;
+        if let Some(&c) = row.get(hit as usize) {
+            if let Some(x) = st.sum_outcome.get_mut(c as usize) {
+                *x += w;
             }
         }
     }
@@ -319,7 +321,8 @@ const LANES: usize = 8;
 fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
     let n = cells.rows();
     let nc = cells.groups * cells.nb;
-    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c == DROPPED { nc as u32 } else { c }).collect();
+    // DROPPED (and anything out of range) goes to the spare cell `nc`.
+    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c as usize >= nc { nc as u32 } else { c }).collect();
     let out: Vec<f64> = cells.hit.iter().map(|&h| if h == 0 { 1.0 } else { 0.0 }).collect();
     let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(LANES))
         .into_par_iter()
@@ -366,7 +369,8 @@ fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u
 fn consistency_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
     let n = cells.rows();
     let nc = cells.groups * cells.nb;
-    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c == DROPPED { nc as u32 } else { c }).collect();
+    // DROPPED (and anything out of range) goes to the spare cell `nc`.
+    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c as usize >= nc { nc as u32 } else { c }).collect();
     let base = cells.stats();
     let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(LANES))
         .into_par_iter()
@@ -450,10 +454,10 @@ pub fn consistency(
                 }
                 pick as u32
             };
-            if hit != DROPPED {
-                let c = cells.cell[i * k + hit as usize];
-                if c != DROPPED {
-                    st.sum_outcome[c as usize] += cells.base(i);
+            if (hit as usize) < k {
+                let c = cells.cell[i * k + hit as usize] as usize;
+                if let Some(x) = st.sum_outcome.get_mut(c) {
+                    *x += cells.base(i);
                 }
             }
         }
@@ -514,7 +518,8 @@ pub fn bootstrap_grouped(
             if let Some(b) = t.base {
                 w.iter_mut().zip(b).for_each(|(x, y)| *x *= y);
             }
-            let tw: Vec<f64> = t.rows.iter().map(|&i| w[i as usize]).collect();
+            // rows were checked; `get` keeps a row array changed during the call in bounds
+            let tw: Vec<f64> = t.rows.iter().map(|&i| w.get(i as usize).copied().unwrap_or(0.0)).collect();
             let rows = GroupedRows { groups: Some(t.groups), scores: t.scores, outcomes: t.outcomes, weights: Some(&tw), num_groups: t.num_groups };
             let st = grouped_bin_stats(&rows, binning, num_bins)?;
             Ok(reduce(&st, norm, class_conditional))
