@@ -236,3 +236,32 @@ def test_basic_covers_better_than_percentile_for_a_calibrated_model():
             cover[m] += ci.low <= 0.0
     assert cover["percentile"] == 0
     assert cover["basic"] >= 20, cover
+
+
+def test_reliability_diagram_error_bars():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.collections import LineCollection
+
+    from calibkit.plots import reliability_diagram
+
+    rng = np.random.default_rng(10)
+    y, p = _overconfident(rng, 800)
+
+    def bars(fig):
+        return [c for c in fig.axes[0].collections if isinstance(c, LineCollection)]
+
+    t = calibkit.calibration_bins(y, p, num_bins=8)
+    fig = reliability_diagram(y, p, num_bins=8)
+    (lines,) = bars(fig)
+    lo, hi = t.accuracy_interval()
+    filled = t.counts[0] > 0
+    segs = np.array([s[:, 1] for s in lines.get_segments()])
+    np.testing.assert_allclose(np.sort(segs, axis=1), np.c_[lo[0, filled], hi[0, filled]],
+                               atol=1e-12)
+    assert not bars(reliability_diagram(y, p, num_bins=8, error_bars=False))
+    assert reliability_diagram(y, p, num_bins="auto").axes[0].get_ylabel() == "accuracy"
+    with pytest.raises(InvalidParameterError):
+        reliability_diagram(y, p, num_bins=8, interval="exact")

@@ -296,6 +296,11 @@ def gce(labels, probs, *, binning: str = "even", max_prob: bool = True,
     0.4
     """
     spec = MetricSpec(binning, max_prob, class_conditional, threshold, norm)
+    if isinstance(num_bins, str) and num_bins == "auto":
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=spec.max_prob,
+                                    class_conditional=spec.class_conditional)
     if sample_weight is not None:
         from .trust.weights import dask_repeat_rows
 
@@ -347,6 +352,10 @@ def evaluate(labels, probs, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=
     elif not isinstance(space, MetricSpace):
         single = isinstance(space, (str, MetricSpec, dict, int)) and not isinstance(space, bool)
         space = MetricSpace([space] if single else space)
+    if isinstance(num_bins, str) and num_bins == "auto":
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs)
     if isinstance(num_bins, (int, np.integer)) and not isinstance(num_bins, bool):
         bins = (int(num_bins),)
     else:

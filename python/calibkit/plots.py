@@ -115,7 +115,7 @@ def reliability_diagram(
         Class indices, or an (N, K) 0/1 multilabel matrix (then ``max_prob`` must be False).
     probs : array_like of shape (N, K), (N,) or (N, 1)
     binning : {"even", "adaptive"}, default "even"
-    num_bins : int, default 15
+    num_bins : int or "auto", default 15
     max_prob : bool, default True
         True: the top-label probability of each row (classic ECE diagram). False: every
         probability (pooled), or column ``class_index`` one-vs-rest.
@@ -153,6 +153,13 @@ def reliability_diagram(
     """
     figsize = _check_figsize(figsize)
     cc = class_index is not None
+    if isinstance(num_bins, str):
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=bool(max_prob),
+                                    class_conditional=cc)
+        if isinstance(num_bins, str):
+            raise InvalidParameterError(f"num_bins: expected a positive int or 'auto', got {num_bins!r}")
     if np.ndim(labels) == 2:
         from .multilabel import multilabel_bins as bins_fn
     else:
