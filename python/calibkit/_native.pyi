@@ -99,6 +99,19 @@ def resample_bootstrap_grouped(
     seed: int,
     n_resamples: int,
 ) -> npt.NDArray[np.float64]: ...
+def score_rows(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: float,
+    check_row_sums: bool = True,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+]: ...
 def bootstrap_weights(
     weights: str, seed: int, r0: int, count: int, n: int
 ) -> npt.NDArray[np.float64]: ...

@@ -18,6 +18,7 @@ pub mod grouped;
 pub mod error;
 pub mod reduce;
 pub mod resample;
+pub mod rows;
 pub mod score;
 pub mod share;
 pub mod space;

@@ -5,6 +5,9 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, P
 use pyo3::prelude::*;
 
 use super::errors::to_py;
+use super::{checks, grouping, run};
+use crate::kernels::rows::{score_rows as rows_of, ScoreRows};
+use crate::kernels::Inputs;
 use crate::kernels::resample::{self, Cells, Scheme, Triples};
 use crate::kernels::{Binning, KernelError, Norm};
 
@@ -129,6 +132,34 @@ fn resample_bootstrap_grouped<'py>(
     Ok(v.into_pyarray(py))
 }
 
+type RowsOut<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>);
+
+/// score_rows(labels, probs, max_prob, class_conditional, threshold, check_row_sums=True) -> (group, score, outcome, row)
+#[pyfunction]
+#[pyo3(signature = (labels, probs, max_prob, class_conditional, threshold, check_row_sums=true))]
+fn score_rows<'py>(
+    py: Python<'py>,
+    labels: PyReadonlyArray1<'py, i64>,
+    probs: &Bound<'py, PyAny>,
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: f64,
+    check_row_sums: bool,
+) -> PyResult<RowsOut<'py>> {
+    let g = grouping("even", max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+    let c = checks(check_row_sums);
+    let r: ScoreRows = if let Ok(p) = probs.extract::<PyReadonlyArray2<f64>>() {
+        run(py, &labels, &p, |x: &Inputs<f64>| rows_of(x, &g, &c))?
+    } else if let Ok(p) = probs.extract::<PyReadonlyArray2<f32>>() {
+        run(py, &labels, &p, |x: &Inputs<f32>| rows_of(x, &g, &c))?
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
+        ));
+    };
+    Ok((r.group.into_pyarray(py), r.score.into_pyarray(py), r.outcome.into_pyarray(py), r.row.into_pyarray(py)))
+}
+
 /// bootstrap_weights(weights, seed, r0, count, n) -> (count, n) per-row multiplicities
 #[pyfunction]
 fn bootstrap_weights<'py>(
@@ -148,6 +179,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resample_bootstrap, m)?)?;
     m.add_function(wrap_pyfunction!(resample_consistency, m)?)?;
     m.add_function(wrap_pyfunction!(resample_bootstrap_grouped, m)?)?;
+    m.add_function(wrap_pyfunction!(score_rows, m)?)?;
     m.add_function(wrap_pyfunction!(bootstrap_weights, m)?)?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 """Sample weights: per-row weights on any metric of the space, through the weighted primitive.
 
 A metric's score groups are formed once from ``(labels, probs)`` as triples (group, score,
-outcome) with the row each came from; the weighted primitive
+outcome) with the row each came from, by one validating Rust pass (``rust/kernels/rows.rs``);
+the weighted primitive
 (:func:`calibkit._binstats.grouped_bin_stats`, ``rust/kernels/grouped.rs``) bins them with each
 triple weighted by its row's weight, and :func:`calibkit._binstats.reduce_table` reduces the
 table. Integer weights give exactly the statistics of repeating each row ``weight`` times (the
@@ -100,27 +101,12 @@ def form_triples(labels, probs, *, binning: str, max_prob: bool, class_condition
                  threshold: float, num_bins: int) -> Triples:
     """Validate ``(labels, probs)`` and form the triples of one metric (see the module doc)."""
     y, p = validate_inputs(labels, probs)
-    # The value checks (finite, in range, rows summing to 1, labels in range) run in Rust:
-    # one cheap pass of the top-label kernel.
-    _native.gce(y, p, "even", True, False, 0.0, "l1", 1)
-    n, k = p.shape
-    thr = np.float64(threshold)
-    if max_prob:
-        pred = np.argmax(p, axis=1)
-        score = np.take_along_axis(p, pred[:, None], axis=1)[:, 0]
-        outcome = (pred == y).astype(np.float64)
-        group = pred if class_conditional else np.zeros(n, dtype=np.int64)
-        row = np.arange(n, dtype=np.int64)
-    else:
-        score = p.reshape(-1)
-        outcome = np.zeros(n * k)
-        outcome[np.arange(n) * k + y] = 1.0
-        group = np.tile(np.arange(k, dtype=np.int64), n) if class_conditional else np.zeros(n * k, dtype=np.int64)
-        row = np.repeat(np.arange(n, dtype=np.int64), k)
-    keep = score > thr
-    return Triples(np.ascontiguousarray(group[keep], dtype=np.int64), np.ascontiguousarray(score[keep]),
-                   outcome[keep], row[keep], k if class_conditional else 1, k, binning, num_bins,
-                   bool(max_prob), bool(class_conditional), float(threshold))
+    # One Rust pass validates the values (as every entry point does) and forms the groups.
+    group, score, outcome, row = _native.score_rows(y, p, bool(max_prob),
+                                                    bool(class_conditional), float(threshold))
+    k = p.shape[1]
+    return Triples(group, score, outcome, row, k if class_conditional else 1, k, binning,
+                   num_bins, bool(max_prob), bool(class_conditional), float(threshold))
 
 
 def triples(rc) -> Triples:
