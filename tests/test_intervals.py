@@ -265,3 +265,28 @@ def test_reliability_diagram_error_bars():
     assert reliability_diagram(y, p, num_bins="auto").axes[0].get_ylabel() == "accuracy"
     with pytest.raises(InvalidParameterError):
         reliability_diagram(y, p, num_bins=8, interval="exact")
+
+
+def test_callable_without_sample_weight_is_refused_clearly():
+    y, p = _overconfident(np.random.default_rng(11), 100)
+    with pytest.raises(calibkit.InputTypeError, match="sample_weight"):
+        calibkit.confidence_interval(y, p, lambda a, b: 0.1, n_resamples=5)
+
+
+def test_basic_interval_stays_in_unit_range():
+    ci = calibkit.confidence_interval([0, 1], [[0.3, 0.7], [0.2, 0.8]], "MCE", n_resamples=50,
+                                      seed=1)
+    assert 0.0 <= ci.low <= ci.high <= 1.0
+
+
+def test_few_samples_warning_points_at_the_caller():
+    import warnings as w
+
+    from calibkit.errors import FewSamplesWarning
+
+    with w.catch_warnings(record=True) as rec:
+        w.simplefilter("always")
+        calibkit.ece([0, 1, 1], [0.3, 0.8, 0.6], num_bins="auto")
+        calibkit.signed_ece([0, 1, 1], [0.3, 0.8, 0.6], num_bins="auto")
+    assert [r.category for r in rec] == [FewSamplesWarning] * 2
+    assert all(r.filename == __file__ for r in rec)

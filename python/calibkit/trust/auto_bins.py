@@ -16,6 +16,7 @@ number is then mostly noise (see :func:`calibkit.confidence_interval` and
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -61,11 +62,27 @@ def resolve_num_bins(num_bins, labels, probs, *, max_prob: bool = True,
     return num_bins
 
 
-def warn_if_few(counts, *, stacklevel: int = 3) -> None:
-    """Warn (FewSamplesWarning) when non-empty bins average fewer than MIN_PER_BIN predictions."""
+def _caller_level() -> int:
+    """``stacklevel`` of the first frame outside calibkit (the user's call)."""
+    f = sys._getframe(2)  # the caller of warn_if_few, i.e. warnings.warn's stacklevel 2
+    level = 2
+    while f is not None and f.f_globals.get("__name__", "").startswith("calibkit"):
+        f = f.f_back
+        level += 1
+    return level
+
+
+def warn_if_few(counts, *, stacklevel: int | None = None) -> None:
+    """Warn (FewSamplesWarning) when non-empty bins average fewer than MIN_PER_BIN predictions.
+
+    The warning points at the user's line (the first caller outside calibkit) unless
+    ``stacklevel`` is given.
+    """
     c = np.asarray(counts, dtype=np.float64)
     filled = c[c > 0]
     if filled.size and filled.mean() < MIN_PER_BIN:
+        if stacklevel is None:
+            stacklevel = _caller_level()
         warnings.warn(
             f"the bins hold {filled.mean():.1f} predictions on average (fewer than "
             f"{MIN_PER_BIN}): the calibration error is then mostly sampling noise; use fewer "

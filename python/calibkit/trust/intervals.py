@@ -23,7 +23,7 @@ estimate on the data):
 
 * ``"percentile"``: ``[q(alpha/2), q(1 - alpha/2)]``.
 * ``"basic"`` (reverse percentile, Davison & Hinkley 1997, eq. 5.6):
-  ``[2T - q(1 - alpha/2), 2T - q(alpha/2)]``, clipped at 0.
+  ``[2T - q(1 - alpha/2), 2T - q(alpha/2)]``, clipped to [0, 1].
 
 The default is ``"basic"``. Binned calibration errors are biased upward (a calibrated model
 scores > 0 on a finite sample; the noise in each bin's gap only adds), and the bootstrap
@@ -94,6 +94,19 @@ class ConfidenceInterval:
 def _metric_of(metric):
     """(spec, None) for a metric of the space, (None, callable) for a callable."""
     if callable(metric) and not isinstance(metric, MetricSpec):
+        import inspect
+
+        try:
+            params = inspect.signature(metric).parameters
+        except (TypeError, ValueError):  # builtins without a signature: trust the call
+            return None, metric
+        if "sample_weight" not in params and not any(
+                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            raise InputTypeError(
+                f"metric: the callable {getattr(metric, '__name__', metric)!r} must accept a "
+                f"sample_weight= keyword (each bootstrap resample passes its row weights); "
+                f"wrap it, e.g. lambda y, p, sample_weight=None: f(y, p, sample_weight=sample_weight)"
+            )
         return None, metric
     return MetricSpec.coerce(metric), None
 
@@ -114,7 +127,8 @@ def _interval(t: float, star: np.ndarray, confidence: float, method: str) -> tup
     lo_q, hi_q = np.quantile(ok, [alpha / 2.0, 1.0 - alpha / 2.0])
     if method == "percentile":
         return float(lo_q), float(hi_q)
-    return float(max(2.0 * t - hi_q, 0.0)), float(max(2.0 * t - lo_q, 0.0))
+    # every metric of the space lies in [0, 1]; the reflection may leave it
+    return float(min(max(2.0 * t - hi_q, 0.0), 1.0)), float(min(max(2.0 * t - lo_q, 0.0), 1.0))
 
 
 def confidence_interval(labels, probs, metric="ECE", *, num_bins=15, confidence: float = 0.90,

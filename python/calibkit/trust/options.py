@@ -41,7 +41,7 @@ def bins_with_options(labels, probs, *, binning, max_prob, class_conditional, th
                              class_conditional=class_conditional, threshold=threshold,
                              num_bins=num_bins)
     if auto:
-        warn_if_few(t.counts, stacklevel=4)
+        warn_if_few(t.counts)
     return t
 
 
