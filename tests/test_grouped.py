@@ -203,6 +203,7 @@ def test_adaptive_positions_are_specs():
         (dict(weights=[1.0, np.nan, 1.0]), InvalidParameterError, r"weights\[1\].*finite"),
         (dict(weights=[1.0, np.inf, 1.0]), InvalidParameterError, r"weights\[1\]"),
         (dict(weights=[1.0, 1.0]), ShapeMismatchError, "weights has 2"),
+        (dict(weights=[1e308, 1e308, 1.0]), InvalidParameterError, "scale them down"),
         (dict(weights=[[1.0, 1.0, 1.0]]), ShapeMismatchError, "1-D"),
         (dict(weights=["a", "b", "c"]), InputTypeError, "real numbers"),
         (dict(groups=[0, 3, 1], num_groups=3), InvalidParameterError, r"groups\[1\] is 3"),
@@ -238,3 +239,46 @@ def test_native_binding_refuses_without_panicking():
         _native.grouped_bin_stats(None, s, o[:1], None, 1, "even", 3)
     with pytest.raises(InvalidParameterError, match="table"):
         _native.grouped_bin_stats(None, s, o, None, 10**6, "adaptive", 10**6)
+    with pytest.raises(InvalidParameterError, match="scale them down"):
+        _native.grouped_bin_stats(None, s, o, np.array([1e308, 1e308]), 1, "adaptive", 3)
+
+
+@given(seed=st.integers(0, 2**31), m=st.integers(0, 60), num_bins=st.integers(1, 10))
+def test_given_edges_reproduce_the_adaptive_table(seed, m, num_bins):
+    from calibkit._binstats import grouped_bin_stats_at
+
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 3, size=m)
+    s = np.round(rng.uniform(size=m), 1)
+    o = rng.integers(0, 2, size=m).astype(float)
+    c, ss, so, e = grouped_bin_stats(g, s, o, num_groups=3, binning="adaptive",
+                                     num_bins=num_bins)
+    upper = np.nan_to_num(e[:, 1:-1], nan=0.0)
+    c2, ss2, so2, e2 = grouped_bin_stats_at(g, s, o, upper, num_groups=3)
+    assert np.array_equal(c, c2) and np.array_equal(ss, ss2) and np.array_equal(so, so2)
+    # and each score's bin is reference.bin_index against its group's edges
+    for i in range(3):
+        mine = g == i
+        idx = reference.bin_index(s[mine], upper[i])
+        assert np.array_equal(c2[i], np.bincount(idx, minlength=num_bins))
+
+
+def test_given_edges_errors():
+    from calibkit._binstats import grouped_bin_stats_at
+
+    with pytest.raises(InvalidParameterError, match="non-decreasing"):
+        grouped_bin_stats_at(None, [0.1, 0.5], [0, 1], [[0.6, 0.2]])
+    with pytest.raises(InvalidParameterError, match="non-decreasing"):
+        grouped_bin_stats_at(None, [0.1, 0.5], [0, 1], [[np.nan, 0.2]])
+    with pytest.raises(ShapeMismatchError, match="one row per group"):
+        grouped_bin_stats_at([0, 1], [0.1, 0.5], [0, 1], [[0.5]])
+    with pytest.raises(InvalidParameterError, match="num_bins"):
+        grouped_bin_stats_at(None, [0.1], [0], np.zeros((1, 10**6)))
+
+
+def test_even_boundaries_are_specs():
+    from calibkit._binstats import even_boundaries
+
+    for b in (1, 2, 3, 10, 15, 97):
+        want = np.concatenate([[0.0], reference.upper_edges([], "even", b), [1.0]])
+        assert np.array_equal(even_boundaries(b), want)

@@ -395,6 +395,11 @@ def _rows(groups, scores, outcomes, weights, num_groups):
             raise InvalidParameterError(
                 f"weights[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
             )
+        with np.errstate(over="ignore"):
+            if not np.isfinite(w.sum()):
+                raise InvalidParameterError(
+                    "weights sum to more than the largest float64; scale them down"
+                )
     return g, s, o, w, int(num_groups)
 
 

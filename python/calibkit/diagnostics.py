@@ -119,9 +119,9 @@ def adaptive_bin_edges(labels, probs, *, num_bins: int = 15, threshold: float = 
                        include_ends: bool = True) -> np.ndarray:
     """The adaptive bin edges chosen for each class (all-probability, one-vs-rest groups).
 
-    For class k the kept scores ``probs[:, k] > threshold`` are sorted and the values at
-    positions ``round_half_even(j * n_k / num_bins)``, j = 1..num_bins-1, become the upper edges
-    (SPEC.md); these are the edges ACE (``threshold=0``) and TACE (``threshold=0.01``) use.
+    For class k the kept scores ``probs[:, k] > threshold`` are binned by SPEC's adaptive rule
+    (equal mass, see ``docs/weighted-bins.md``), computed by the same kernel as the metrics:
+    these are the edges ACE (``threshold=0``) and TACE (``threshold=0.01``) use.
     Tracking them over training epochs gives the paper's "ranges over training" figure.
 
     Parameters

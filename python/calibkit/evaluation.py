@@ -18,7 +18,7 @@ from .errors import InputTypeError, InvalidParameterError
 from .multilabel import multilabel_values
 from .space import DEFAULT_NUM_BINS, MetricSpace, _as_space, metric_space
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = ["Evaluation", "evaluate", "multilabel_evaluate"]
 
 
 def _as_num_bins(num_bins) -> tuple[int, ...]:

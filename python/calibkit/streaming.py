@@ -452,7 +452,8 @@ class Accumulator:
             else:
                 sketch = self._adaptive_state[(mp, cc, t)]
                 parts = [sketch.weighted_sample(i) for i in range(g_count)]
-                g = np.concatenate([np.full(v.size, i, np.int64) for i, (v, _, _) in enumerate(parts)])
+                g = np.concatenate([np.full(v.size, i, np.int64)
+                                    for i, (v, _, _) in enumerate(parts)])
                 s, w, o = (np.concatenate([p[j] for p in parts]) for j in range(3))
                 w = w.astype(np.float64)
             for b in self.num_bins:

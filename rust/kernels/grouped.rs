@@ -42,7 +42,6 @@
 //! number of threads. Rayon is used only for inputs of at least [`PARALLEL_ROWS`] rows.
 
 use rayon::prelude::*;
-use std::cmp::Ordering;
 
 use crate::kernels::chunks;
 use crate::kernels::edges::{adaptive_boundaries, bin_by_edges, EvenEdges};
@@ -99,6 +98,11 @@ impl<'a, T: Score> GroupedRows<'a, T> {
                     "weights[{i}] is {}: weights must be finite and >= 0",
                     w[i]
                 )));
+            }
+            if !w.iter().sum::<f64>().is_finite() {
+                return Err(KernelError::Parameter(
+                    "weights sum to more than the largest float64; scale them down".into(),
+                ));
             }
         }
         if let Some(i) = self.scores.iter().position(|s| !s.to_f64().is_finite()) {
@@ -215,46 +219,62 @@ fn map_rows<F: Fn(usize) -> u32 + Sync + Send>(m: usize, f: F) -> Vec<u32> {
     }
 }
 
-/// The weighted adaptive upper edges of every group (empty for a group of total weight 0).
-pub fn adaptive_edges_weighted<T: Score>(rows: &GroupedRows<T>, num_bins: usize) -> Vec<Vec<f64>> {
-    let m = rows.scores.len();
-    // Rows of positive weight, sorted by the total order (group, score, row).
-    let mut order: Vec<u32> = Vec::new();
-    let mut order64: Vec<usize> = Vec::new();
-    let key = |i: usize| (rows.group(i), rows.scores[i].to_f64());
-    let cmp = |a: usize, b: usize| {
-        let (ga, sa) = key(a);
-        let (gb, sb) = key(b);
-        ga.cmp(&gb)
-            .then(sa.partial_cmp(&sb).unwrap_or(Ordering::Equal))
-            .then(a.cmp(&b))
-    };
-    let positive = |i: &usize| rows.weight(*i) > 0.0;
-    if m <= u32::MAX as usize {
-        order.extend((0..m).filter(positive).map(|i| i as u32));
-        if m >= PARALLEL_ROWS {
-            order.par_sort_unstable_by(|&a, &b| cmp(a as usize, b as usize));
-        } else {
-            order.sort_unstable_by(|&a, &b| cmp(a as usize, b as usize));
-        }
+/// A key that orders finite scores as f64 comparison does (-0.0 and 0.0 alike).
+#[inline(always)]
+fn order_key(s: f64) -> u64 {
+    let b = (s + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
+    if b >> 63 == 1 {
+        !b
     } else {
-        order64.extend((0..m).filter(positive));
-        order64.par_sort_unstable_by(|&a, &b| cmp(a, b));
+        b | (1 << 63)
     }
-    let at = |p: usize| if order64.is_empty() { order[p] as usize } else { order64[p] };
-    let len = order.len().max(order64.len());
-    let mut out = vec![Vec::new(); rows.num_groups];
-    let mut start = 0;
-    while start < len {
-        let gi = rows.group(at(start));
-        let mut end = start;
-        while end < len && rows.group(at(end)) == gi {
-            end += 1;
+}
+
+/// The weighted adaptive upper edges of every group (empty for a group of total weight 0).
+///
+/// Rows of positive weight are placed group after group (a counting pass) as `(score key,
+/// row)` pairs packed in a `u128`, and each group's pairs are sorted: the total order
+/// (score, row) makes the result independent of the sort algorithm and thread count.
+pub fn adaptive_edges_weighted<T: Score>(rows: &GroupedRows<T>, num_bins: usize) -> Vec<Vec<f64>> {
+    let (m, ng) = (rows.scores.len(), rows.num_groups);
+    let positive = |i: usize| rows.weight(i) > 0.0;
+    let mut start = vec![0usize; ng + 1];
+    for i in (0..m).filter(|&i| positive(i)) {
+        start[rows.group(i) + 1] += 1;
+    }
+    for gi in 0..ng {
+        start[gi + 1] += start[gi];
+    }
+    let mut fill = start.clone();
+    let mut pairs = vec![0u128; start[ng]];
+    for i in (0..m).filter(|&i| positive(i)) {
+        let gi = rows.group(i);
+        pairs[fill[gi]] = ((order_key(rows.scores[i].to_f64()) as u128) << 64) | i as u128;
+        fill[gi] += 1;
+    }
+    let mut slices: Vec<&mut [u128]> = Vec::with_capacity(ng);
+    let mut rest = &mut pairs[..];
+    for gi in 0..ng {
+        let (head, tail) = rest.split_at_mut(start[gi + 1] - start[gi]);
+        slices.push(head);
+        rest = tail;
+    }
+    let sort = |s: &mut [u128]| {
+        if s.len() >= PARALLEL_ROWS {
+            s.par_sort_unstable();
+        } else {
+            s.sort_unstable();
         }
-        out[gi] = group_edges(rows, (start..end).map(at), num_bins);
-        start = end;
+    };
+    if m >= PARALLEL_ROWS {
+        slices.par_iter_mut().with_max_len(1).for_each(|s| sort(s));
+    } else {
+        slices.iter_mut().for_each(|s| sort(s));
     }
-    out
+    slices
+        .iter()
+        .map(|s| if s.is_empty() { Vec::new() } else { group_edges(rows, s.iter().map(|&p| p as u64 as usize), num_bins) })
+        .collect()
 }
 
 /// The B-1 upper edges of one group given its rows in ascending score order (all of positive
@@ -269,7 +289,7 @@ fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usi
     for j in 1..b {
         let t = (j as f64 * step).round_ties_even();
         // Advance to the first row with C_i > t (rows are visited once over all j).
-        while !(cum > t) {
+        while cum <= t {
             match it.next() {
                 Some(i) => {
                     cum += rows.weight(i);
