@@ -301,8 +301,8 @@ pub fn bootstrap(
         reset(st, cells.groups, cells.nb);
         w.resize(n, 0.0);
         bootstrap_weights(scheme, seed, r as u64, w);
-        for i in 0..n {
-            let m = w[i] * cells.base(i);
+        for (i, &wi) in w.iter().enumerate() {
+            let m = wi * cells.base(i);
             if m != 0.0 {
                 cells.push_row(st, i, m, cells.hit[i]);
             }
@@ -367,7 +367,6 @@ fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u
 /// row; counts and score sums are the data's, only the outcome sums are redrawn. Same numbers
 /// as the general loop (each resample's outcome sums are taken in row order).
 fn consistency_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
-    let n = cells.rows();
     let nc = cells.groups * cells.nb;
     // DROPPED (and anything out of range) goes to the spare cell `nc`.
     let cell: Vec<u32> = cells.cell.iter().map(|&c| if c as usize >= nc { nc as u32 } else { c }).collect();
@@ -382,8 +381,8 @@ fn consistency_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed:
                 *k = stream_key(seed, (r0 + j) as u64);
             }
             let mut acc = vec![0.0f64; (nc + 1) * LANES];
-            for i in 0..n {
-                let c = cell[i] as usize;
+            for (i, &ci) in cell.iter().enumerate() {
+                let c = ci as usize;
                 let (s, w) = (cells.score[i], cells.base(i));
                 let a = &mut acc[c * LANES..(c + 1) * LANES];
                 for j in 0..LANES {
