@@ -128,3 +128,5 @@ pub fn gce<T: Score>(x: &Inputs<T>, spec: &GceSpec, check: &validate::Checks) ->
 mod tests;
 #[cfg(test)]
 mod tests_scan;
+#[cfg(test)]
+mod tests_fuzz;

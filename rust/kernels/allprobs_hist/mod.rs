@@ -143,11 +143,14 @@ pub fn stats<T: Score>(
     if !compact {
         crate::kernels::validate::scan(x, check)?;
     }
+    // Compaction validates as it reads: run it before anything indexes by label
+    // (`positives`), so that an out-of-range label is an error, not an index panic (found by
+    // the `validation` fuzz target; regression test in `tests_fuzz.rs`).
+    let compacted = if compact { Some(compact_kept(x, thr, kept as f64 / sampled as f64, check)?) } else { None };
     let pos = positives(x, thr);
-    let per_group: Vec<GroupResult> = if compact {
+    let per_group: Vec<GroupResult> = if let Some((values, offsets)) = compacted {
         // Thresholds drop most entries of a many-class softmax: filter first, then work on
         // the compact per-class lists of kept scores (no transposition of the whole matrix).
-        let (values, offsets) = compact_kept(x, thr, kept as f64 / sampled as f64, check)?;
         if class_conditional {
             let req = Request::new(Keys::CLASS, even, adaptive);
             (0..x.k)
