@@ -473,3 +473,40 @@ def test_docs_and_readme_describe_the_equality():
     for phrase in ("lowest", "1.0", "threshold", "max(p, 1 - p)", "TopLabelInputError"):
         assert phrase in doc
     assert "binary_calibration_error" in (root / "README.md").read_text()
+
+
+# --- sample weights with top-label input (the weighted primitive behind gce/calibration_bins) ---
+
+
+@pytest.mark.parametrize("binning", ["even", "adaptive"])
+@pytest.mark.parametrize("class_conditional", [False, True])
+def test_pair_weights_equal_repeated_pairs(binning, class_conditional):
+    rng = np.random.default_rng(11)
+    n, k = 400, 4
+    conf = np.round(rng.uniform(0.25, 1.0, n), 2)  # ties and exact 1.0
+    ok = rng.uniform(size=n) < conf
+    pred = rng.integers(0, k, n)
+    w = rng.integers(0, 4, n)
+    kw = dict(binning=binning, class_conditional=class_conditional, num_bins=7, threshold=0.3)
+    cc = dict(predicted=pred, num_classes=k) if class_conditional else {}
+    ccr = dict(predicted=np.repeat(pred, w), num_classes=k) if class_conditional else {}
+    for norm in ("l1", "l2", "max"):
+        got = calibkit.gce(confidence=conf, correct=ok, sample_weight=w, norm=norm, **cc, **kw)
+        want = calibkit.gce(confidence=np.repeat(conf, w), correct=np.repeat(ok, w), norm=norm,
+                            **ccr, **kw)
+        assert abs(got - want) < 1e-12, (norm, got, want)
+    t = calibkit.calibration_bins(confidence=conf, correct=ok, sample_weight=w, **cc, **kw)
+    r = calibkit.calibration_bins(confidence=np.repeat(conf, w), correct=np.repeat(ok, w),
+                                  **ccr, **kw)
+    np.testing.assert_allclose(t.counts, r.counts, atol=1e-9)
+    np.testing.assert_allclose(t.sum_outcome, r.sum_outcome, atol=1e-9)
+
+
+def test_pair_weights_refused_where_no_weighted_path():
+    conf, ok = np.array([0.9, 0.6, 0.7]), np.array([1, 0, 1])
+    with pytest.raises(InvalidParameterError, match="sample_weight with top-label input"):
+        calibkit.evaluate(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
+    with pytest.raises(InvalidParameterError, match="sample_weight with top-label input"):
+        calibkit.Accumulator("ECE").update(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
+    with pytest.raises(TopLabelInputError):
+        calibkit.sce(confidence=conf, correct=ok, sample_weight=[1, 1, 1])

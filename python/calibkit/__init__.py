@@ -29,6 +29,11 @@ from .smooth import smece
 from .ks import ksce
 from .decompose import Decomposition, decompose
 from .binning_free import BinningFree, binning_free
+from .errors import FewSamplesWarning  # isort: skip
+from .trust.calibration_test import CalibrationTestResult, calibration_test  # isort: skip
+from .trust.intervals import ConfidenceInterval, confidence_interval  # isort: skip
+from .trust.signed import signed_ece  # isort: skip
+from .trust.sweep import SweepResult, ece_sweep  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -71,4 +76,12 @@ __all__ = [
     "InvalidScoresError",
     "NumericalError",
     "TopLabelInputError",
+    "FewSamplesWarning",
+    "confidence_interval",
+    "ConfidenceInterval",
+    "calibration_test",
+    "CalibrationTestResult",
+    "signed_ece",
+    "ece_sweep",
+    "SweepResult",
 ]

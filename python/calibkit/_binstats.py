@@ -105,7 +105,8 @@ class CalibrationBins:
 
     def _mean(self, s: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.counts > 0, s / np.maximum(self.counts, 1), np.nan)
+            # weighted counts may be below 1: divide by the count itself wherever it is > 0
+            return np.where(self.counts > 0, s / np.where(self.counts > 0, self.counts, 1), np.nan)
 
     @property
     def mean_confidence(self) -> np.ndarray:
@@ -126,14 +127,64 @@ class CalibrationBins:
     def weights(self) -> np.ndarray:
         """Each bin's share of its group (0 in empty groups), shape (G, nb)."""
         n = self.group_sizes[:, None]
-        return np.where(n > 0, self.counts / np.maximum(n, 1), 0.0)
+        return np.where(n > 0, self.counts / np.where(n > 0, n, 1), 0.0)
 
-    def error(self, norm: str = "l1") -> float:
-        """The GCE of this table under ``norm`` ("l1", "l2" or "max")."""
+    def error(self, norm: str = "l1", *, debias: bool = False) -> float:
+        """The GCE of this table under ``norm`` ("l1", "l2" or "max").
+
+        ``debias=True`` (l2 only; refused for l1 and max): Kumar et al.'s (2019) debiased
+        estimate, see :mod:`calibkit.trust.debias`.
+        """
         if norm not in ("l1", "l2", "max"):
             raise InvalidParameterError(f"norm must be one of ('l1', 'l2', 'max'), got {norm!r}")
+        if debias is not False:
+            from .trust.debias import check_debias, debiased_l2
+
+            if check_debias(debias, norm):
+                return debiased_l2(self.counts, self.sum_score, self.sum_outcome,
+                                   self.class_conditional)
         return reduce_table(self.counts, self.sum_score, self.sum_outcome, norm,
                             self.class_conditional)
+
+    def accuracy_interval(self, method: str = "clopper-pearson", confidence: float = 0.90):
+        """Confidence interval of each bin's accuracy: ``(low, high)``, each shaped like accuracy.
+
+        ``method``: "clopper-pearson" (exact; 0 and 1 at the ends), "wilson" (score interval,
+        no continuity correction) or "jeffreys"; NaN for empty bins. Weighted bins use the
+        bin's total weight as the effective count (see :mod:`calibkit.trust.bin_intervals`).
+
+        Examples
+        --------
+        >>> import calibkit
+        >>> t = calibkit.calibration_bins([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.6], num_bins=2)
+        >>> t.counts.tolist(), t.sum_outcome.tolist()
+        ([[0, 4, 0]], [[0.0, 3.0, 0.0]])
+        >>> lo, hi = t.accuracy_interval(confidence=0.9)
+        >>> round(float(lo[0, 1]), 4), round(float(hi[0, 1]), 4)
+        (0.2486, 0.9873)
+        """
+        from .trust.bin_intervals import binomial_interval
+
+        return binomial_interval(self.sum_outcome, self.counts, method=method,
+                                 confidence=confidence)
+
+    def overconfidence(self) -> float:
+        """Over-confident mass ``sum_b w_b max(conf_b - acc_b, 0)`` (class mean if class-conditional).
+
+        ``overconfidence() + underconfidence()`` is the l1 error; their difference is the
+        signed error (:func:`calibkit.signed_ece`).
+        """
+        from .trust.masses import confidence_masses
+
+        return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
+                                 self.class_conditional)[0]
+
+    def underconfidence(self) -> float:
+        """Under-confident mass ``sum_b w_b max(acc_b - conf_b, 0)`` (class mean if class-conditional)."""
+        from .trust.masses import confidence_masses
+
+        return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
+                                 self.class_conditional)[1]
 
     def to_dict(self) -> dict:
         """Plain-Python form (lists), e.g. for JSON."""
@@ -187,9 +238,9 @@ def reduce_table(counts, sum_score, sum_outcome, norm: str, class_conditional: b
     ss = np.asarray(sum_score, dtype=np.float64)
     so = np.asarray(sum_outcome, dtype=np.float64)
     n = c.sum(axis=1, keepdims=True)
-    safe = np.maximum(c, 1.0)
+    safe = np.where(c > 0, c, 1.0)  # weighted counts may be below 1
     gap = np.where(c > 0, so / safe - ss / safe, 0.0)
-    w = np.where(n > 0, c / np.maximum(n, 1.0), 0.0)
+    w = np.where(n > 0, c / np.where(n > 0, n, 1.0), 0.0)
     if norm == "l1":
         per_group = (w * np.abs(gap)).sum(axis=1)
     elif norm == "l2":

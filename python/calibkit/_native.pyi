@@ -132,6 +132,63 @@ def grouped_bin_stats(
     npt.NDArray[np.float64],
 ]: ...
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
+def resample_bootstrap(
+    cell: npt.NDArray[np.uint32],
+    score: npt.NDArray[np.float64],
+    hit: npt.NDArray[np.uint32],
+    base: npt.NDArray[np.float64] | None,
+    groups: int,
+    nb: int,
+    norm: str,
+    class_conditional: bool,
+    weights: str,
+    seed: int,
+    n_resamples: int,
+) -> npt.NDArray[np.float64]: ...
+def resample_consistency(
+    cell: npt.NDArray[np.uint32],
+    score: npt.NDArray[np.float64],
+    hit: npt.NDArray[np.uint32],
+    base: npt.NDArray[np.float64] | None,
+    groups: int,
+    nb: int,
+    norm: str,
+    class_conditional: bool,
+    seed: int,
+    n_resamples: int,
+) -> npt.NDArray[np.float64]: ...
+def resample_bootstrap_grouped(
+    groups: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    outcomes: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.int64],
+    base: npt.NDArray[np.float64] | None,
+    n_rows: int,
+    num_groups: int,
+    binning: str,
+    num_bins: int,
+    norm: str,
+    class_conditional: bool,
+    weights: str,
+    seed: int,
+    n_resamples: int,
+) -> npt.NDArray[np.float64]: ...
+def score_rows(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: float,
+    check_row_sums: bool = True,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+]: ...
+def bootstrap_weights(
+    weights: str, seed: int, r0: int, count: int, n: int
+) -> npt.NDArray[np.float64]: ...
 def grouped_bin_stats_at(
     groups: npt.NDArray[np.int64] | None,
     scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],

@@ -30,6 +30,7 @@ def calibration_bins(
     class_conditional: bool = False,
     threshold: float = 0.0,
     num_bins: int = 15,
+    sample_weight=None,
 ) -> CalibrationBins:
     """The per-group, per-bin table behind a metric and its reliability diagram.
 
@@ -38,6 +39,8 @@ def calibration_bins(
     (``confidence=``, ``correct=``, and ``predicted=``, ``num_classes=`` for class-conditional
     tables) gives the table of any matrix with those row maxima and predictions; K is then
     ``num_classes`` (1 when not given).
+    With ``sample_weight`` the counts and sums are weighted (counts become float64 total
+    weights); ``num_bins="auto"`` as for :func:`calibkit.gce`.
 
     Returns
     -------
@@ -54,10 +57,37 @@ def calibration_bins(
     >>> calibkit.calibration_bins(confidence=[0.7, 0.6, 0.8], correct=[1, 1, 1], num_bins=2).counts.tolist()
     [[0, 3, 0]]
     """
-    binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
     max_prob = as_flag(max_prob, "max_prob")
     class_conditional = as_flag(class_conditional, "class_conditional")
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
+    auto = isinstance(num_bins, str)
+    if auto:
+        from .trust.auto_bins import resolve_auto
+
+        num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=max_prob,
+                                class_conditional=class_conditional)
+    binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
+    if sample_weight is not None:
+        from .trust.weights import weighted_bins
+
+        if pairs is not None:
+            _toplabel.require_top_label(pairs, max_prob, class_conditional, "calibration_bins")
+        t = weighted_bins(labels, probs, sample_weight, binning=binning, max_prob=max_prob,
+                          class_conditional=class_conditional, threshold=threshold,
+                          num_bins=num_bins, pairs=pairs)
+    else:
+        t = _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, threshold,
+                        num_bins)
+    if auto:
+        from .trust.auto_bins import warn_if_few
+
+        warn_if_few(t.counts)
+    return t
+
+
+def _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, threshold,
+                num_bins) -> CalibrationBins:
+    """The table of :func:`calibration_bins` without weights (checked keywords)."""
     if pairs is not None:
         counts, ss, so, edges = _toplabel.bin_stats(pairs, binning, max_prob, class_conditional,
                                                     threshold, num_bins)

@@ -364,6 +364,15 @@ def _cmd_study(args) -> int:
         print(t.title)
         print(t.to_text())
         print()
+    from .analysis.trust_table import interval_table
+
+    for m in result.models:
+        t = interval_table(m.labels, m.probs, num_bins=m.report_bins,
+                           title=f"{m.name}: ECE ({m.report_bins} bins), 90% interval and "
+                                 f"calibration test per method")
+        print(t.title)
+        print(t.to_text())
+        print()
     _info(args, f"study finished in {time.perf_counter() - t0:.1f} s; wrote {files['report.md']}, "
                 f"{files['report.html']}, {files['results.json']}, {len(files['figures'])} figures and "
                 f"{len(files['tables'])} tables under {args.out}/")

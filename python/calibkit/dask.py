@@ -61,7 +61,7 @@ from ._validate import (
     validate_inputs,
 )
 from .bins import calibration_bins, reduce_bins
-from .errors import CalibkitError, InputTypeError, ShapeMismatchError
+from .errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
 from .evaluation import Evaluation
 
 __all__ = ["SelectionError", "evaluate", "gce"]
@@ -351,7 +351,7 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
 def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True,
         class_conditional: bool = False, threshold: float = 0.0, norm: str = "l1",
         num_bins: int = 15, scheduler=None, split_every: int = 8, confidence=None,
-        correct=None, predicted=None, num_classes=None) -> float:
+        correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """General Calibration Error of dask arrays; same semantics and result as :func:`calibkit.gce`.
 
     Parameters
@@ -370,6 +370,9 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
     confidence, correct, predicted, num_classes : dask arrays of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs``, as in :func:`calibkit.gce`
         (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``.
+    sample_weight : dask.array.Array (or array_like) of shape (N,), optional
+        Integer weights >= 0 (repeat counts; 0 drops a row): the result equals
+        :func:`calibkit.gce` with the same weights. Fractional weights are refused here.
 
     Returns
     -------
@@ -390,15 +393,29 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
     0.4
     """
     spec = MetricSpec(binning, max_prob, class_conditional, threshold, norm)
-    bins, single = as_bin_counts(num_bins)
-    if not single:
-        raise InputTypeError(f"num_bins must be one integer here, got {num_bins!r}; use "
-                             "calibkit.dask.evaluate for several bin counts")
     pairs = None
     if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
         pairs = (confidence, correct, predicted, num_classes)
         _toplabel.require_top_label(_toplabel.Pairs(None, None, predicted, num_classes),
                                     max_prob, class_conditional, "calibkit.dask.gce")
+        _toplabel.reject_weights(sample_weight, "calibkit.dask.gce")
+        if isinstance(num_bins, str):
+            raise InvalidParameterError(
+                "calibkit.dask.gce: num_bins='auto' needs labels and probs; give an integer "
+                "number of bins with top-label input")
+    if isinstance(num_bins, str) and num_bins == "auto":
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=spec.max_prob,
+                                    class_conditional=spec.class_conditional)
+    bins, single = as_bin_counts(num_bins)
+    if not single:
+        raise InputTypeError(f"num_bins must be one integer here, got {num_bins!r}; use "
+                             "calibkit.dask.evaluate for several bin counts")
+    if sample_weight is not None:
+        from .trust.weights import dask_repeat_rows
+
+        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
     values, _, _ = _values(labels, probs, MetricSpace([spec]), bins, scheduler, split_every,
                            pairs)
     return float(values[0, 0])
@@ -406,7 +423,7 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
 
 def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, scheduler=None,
              split_every: int = 8, confidence=None, correct=None, predicted=None,
-             num_classes=None) -> Evaluation:
+             num_classes=None, sample_weight=None) -> Evaluation:
     """Every metric of a space at every bin count, over dask arrays, sharing passes.
 
     Same arguments and result as :func:`calibkit.evaluate`; all even-binning metrics come
@@ -426,6 +443,8 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
         Top-label input in place of ``labels`` and ``probs``, as in
         :func:`calibkit.evaluate` (default space: the max-prob metrics the input allows; the
         result's ``top_label_only`` is True).
+    sample_weight : dask.array.Array (or array_like) of shape (N,), optional
+        Integer weights >= 0, as in :func:`gce`.
 
     Returns
     -------
@@ -448,8 +467,21 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
     if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
         pairs = (confidence, correct, predicted, num_classes)
         space = _toplabel.toplabel_space(space, predicted is not None)
+        _toplabel.reject_weights(sample_weight, "calibkit.dask.evaluate")
+        if isinstance(num_bins, str):
+            raise InvalidParameterError(
+                "calibkit.dask.evaluate: num_bins='auto' needs labels and probs; give integer "
+                "bin counts with top-label input")
     space, _ = as_space(space)
+    if isinstance(num_bins, str) and num_bins == "auto":
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs)
     bins, _ = as_bin_counts(num_bins)
+    if sample_weight is not None:
+        from .trust.weights import dask_repeat_rows
+
+        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
     values, n, k = _values(labels, probs, space, bins, scheduler, split_every, pairs)
     return Evaluation(values, space, bins, n_samples=n, num_classes=k,
                       top_label_only=pairs is not None)

@@ -99,3 +99,11 @@ class InternalError(CalibkitError, RuntimeError):
     The native kernels never let a Rust panic reach Python; if one happens anyway it becomes
     this error, with the internal message attached, and nothing is printed on stderr.
     """
+
+
+class FewSamplesWarning(UserWarning):
+    """Bins hold too few predictions for a calibration error to be told apart from noise.
+
+    Raised (as a warning) by ``num_bins="auto"`` when the kept predictions per non-empty bin
+    average fewer than 30; see ``docs/trust.md``.
+    """

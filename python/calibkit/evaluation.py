@@ -187,7 +187,8 @@ class Evaluation:
 
 
 def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
-             confidence=None, correct=None, predicted=None, num_classes=None) -> Evaluation:
+             confidence=None, correct=None, predicted=None, num_classes=None,
+             sample_weight=None) -> Evaluation:
     """Every metric of a space at every bin count, in one pass of the Rust kernel.
 
     Each group of scores is sorted (adaptive) or histogrammed (even) once and shared by all
@@ -205,8 +206,9 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     space : MetricSpace, sequence of metrics, or a single metric, optional
         Default: the paper's 32 metrics (:func:`metric_space`); for multilabel labels the
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
-    num_bins : int or sequence of int, default (10, 15, 20, 30, 40, 50)
-        Bin counts, each a positive int, no repeats.
+    num_bins : int, sequence of int or "auto", default (10, 15, 20, 30, 40, 50)
+        Bin counts, each a positive int, no repeats; "auto": the one count of
+        :func:`calibkit.trust.auto_bins.auto_num_bins` for N rows.
     confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`). Only
         max-prob metrics can be computed from it. With the default space, the result holds
@@ -215,6 +217,9 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
         ``top_label_only`` is True and its repr says so. An explicit space holding an
         all-probabilities metric (or a class-conditional one without ``predicted``) raises
         :class:`calibkit.errors.TopLabelInputError` naming them.
+    sample_weight : array_like of shape (N,), optional
+        Per-row weights (finite, >= 0; see :func:`calibkit.gce`); each value then equals
+        ``calibkit.gce(..., sample_weight=sample_weight)``.
 
     Returns
     -------
@@ -242,18 +247,32 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     """
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     if pairs is not None:
+        _toplabel.reject_weights(sample_weight, "calibkit.evaluate")
         return _evaluate_pairs(pairs, space, num_bins)
     if is_multilabel(labels, probs):
+        if sample_weight is not None:
+            raise InvalidParameterError(
+                "sample_weight is not supported for multilabel (N, K) label matrices yet"
+            )
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
     space = _as_space(space)
+    if isinstance(num_bins, str) and num_bins == "auto":
+        from .trust.auto_bins import resolve_num_bins
+
+        num_bins = resolve_num_bins(num_bins, labels, probs)
     bins = _as_num_bins(num_bins)
     for spec in space:
         for b in bins:
             check_gce_params(spec.binning, spec.norm, spec.threshold, b)
     lab, pr = validate_inputs(labels, probs)
-    values = np.asarray(
-        _native.evaluate(lab, pr, space.to_tuples(), list(bins)), dtype=np.float64
-    )
+    if sample_weight is not None:
+        from .trust.weights import weighted_evaluate
+
+        values = weighted_evaluate(lab, pr, space, bins, sample_weight)
+    else:
+        values = np.asarray(
+            _native.evaluate(lab, pr, space.to_tuples(), list(bins)), dtype=np.float64
+        )
     if values.shape != (len(space), len(bins)):  # pragma: no cover - guards the kernel contract
         raise RuntimeError(
             f"calibkit._native.evaluate returned shape {values.shape}, expected "

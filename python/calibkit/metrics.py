@@ -31,6 +31,8 @@ def gce(
     threshold: float = 0.0,
     norm: str = "l1",
     num_bins: int = 15,
+    sample_weight=None,
+    debias: bool = False,
 ) -> float:
     """General Calibration Error (Nixon et al., 2019) for any combination of its properties.
 
@@ -81,8 +83,16 @@ def gce(
         the weight outside the square (the paper's and Hendrycks' RMS form) and one square root
         after the class average; max ``max_b |acc_b - conf_b|`` over non-empty bins. ``w_b`` is
         the bin's share of its group.
-    num_bins : int, default 15
-        B, the number of bins (>= 1).
+    num_bins : int or "auto", default 15
+        B, the number of bins (>= 1); "auto" picks it from N and warns
+        (:class:`calibkit.errors.FewSamplesWarning`) when bins hold too few predictions (see
+        :mod:`calibkit.trust.auto_bins`).
+    sample_weight : array_like of shape (N,), optional
+        Per-row weights, finite and >= 0: integer weights give exactly the value of repeated
+        rows, 0 drops a row (see :mod:`calibkit.trust.weights`).
+    debias : bool, default False
+        l2 only: Kumar et al.'s (2019) debiased estimate (:mod:`calibkit.trust.debias`);
+        refused for l1 and max.
 
     Returns
     -------
@@ -123,10 +133,22 @@ def gce(
     ...                    num_classes=3, class_conditional=True, num_bins=3), 6)
     0.266667
     """
-    binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
     max_prob = as_flag(max_prob, "max_prob")
     class_conditional = as_flag(class_conditional, "class_conditional")
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
+    if sample_weight is not None or debias is not False or isinstance(num_bins, str):
+        # weights, the debiased l2 or "auto" bins: through the table (calibration_bins)
+        from .bins import calibration_bins
+        from .trust.debias import check_debias
+
+        check_gce_params(binning, norm, threshold, 1)
+        debias = check_debias(debias, norm)
+        t = calibration_bins(labels, probs, confidence=confidence, correct=correct,
+                             predicted=predicted, num_classes=num_classes, binning=binning,
+                             max_prob=max_prob, class_conditional=class_conditional,
+                             threshold=threshold, num_bins=num_bins, sample_weight=sample_weight)
+        return t.error(norm, debias=debias)
+    binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
     if pairs is not None:
         return _toplabel.gce(pairs, binning, max_prob, class_conditional, threshold, norm, num_bins)
     # multilabel: an (N, K) 0/1 label matrix, K > 1 (the fast path skips the check for 1-D arrays)
@@ -150,7 +172,7 @@ def gce(
 
 
 def ece(labels=None, probs=None, *, num_bins: int = 15,
-        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+        confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Expected Calibration Error (Guo et al., 2017; Naeini et al., 2015).
 
     :func:`gce` with even binning, top-label (``max_prob=True``), pooled over classes,
@@ -172,11 +194,12 @@ def ece(labels=None, probs=None, *, num_bins: int = 15,
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
 def cce(labels=None, probs=None, *, num_bins: int = 15,
-        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+        confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Class-conditional ECE: ECE computed per predicted class, averaged over all K classes.
 
     :func:`gce` with even binning, ``max_prob=True``, ``class_conditional=True``, threshold 0,
@@ -186,11 +209,12 @@ def cce(labels=None, probs=None, *, num_bins: int = 15,
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
 def sce(labels=None, probs=None, *, num_bins: int = 15,
-        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+        confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Static Calibration Error (Nixon et al.): every class's probabilities, even bins.
 
     :func:`gce` with even binning, ``max_prob=False``, ``class_conditional=True``, threshold 0,
@@ -201,11 +225,12 @@ def sce(labels=None, probs=None, *, num_bins: int = 15,
     return gce(labels, probs, binning="even", max_prob=False, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
 def ace(labels=None, probs=None, *, num_bins: int = 15,
-        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+        confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Adaptive Calibration Error (Nixon et al.): equal-mass bins per class.
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
@@ -217,11 +242,12 @@ def ace(labels=None, probs=None, *, num_bins: int = 15,
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=0.0, norm="l1", num_bins=num_bins)
+               threshold=0.0, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
 def tace(labels=None, probs=None, *, num_bins: int = 15, threshold: float = 0.01,
-         confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Thresholded Adaptive Calibration Error: ACE over scores above ``threshold`` (0.01).
 
     :func:`gce` with adaptive binning, ``max_prob=False``, ``class_conditional=True``,
@@ -232,11 +258,13 @@ def tace(labels=None, probs=None, *, num_bins: int = 15, threshold: float = 0.01
     return gce(labels, probs, binning="adaptive", max_prob=False, class_conditional=True,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=threshold, norm="l1", num_bins=num_bins)
+               threshold=threshold, norm="l1", num_bins=num_bins,
+               sample_weight=sample_weight)
 
 
 def rmsce(labels=None, probs=None, *, num_bins: int = 15,
-        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+          confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None,
+          debias: bool = False) -> float:
     """Root-mean-square calibration error (Hendrycks et al.): top-label, adaptive bins, l2.
 
     :func:`gce` with adaptive binning, ``max_prob=True``, pooled, threshold 0, l2 norm with the
@@ -246,11 +274,12 @@ def rmsce(labels=None, probs=None, *, num_bins: int = 15,
     return gce(labels, probs, binning="adaptive", max_prob=True, class_conditional=False,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=0.0, norm="l2", num_bins=num_bins)
+               threshold=0.0, norm="l2", num_bins=num_bins,
+               sample_weight=sample_weight, debias=debias)
 
 
 def mce(labels=None, probs=None, *, num_bins: int = 15,
-        confidence=None, correct=None, predicted=None, num_classes=None) -> float:
+        confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Maximum Calibration Error: the largest |accuracy - confidence| over non-empty bins.
 
     :func:`gce` with even binning, ``max_prob=True``, pooled, threshold 0, ``norm="max"``.
@@ -258,4 +287,5 @@ def mce(labels=None, probs=None, *, num_bins: int = 15,
     return gce(labels, probs, binning="even", max_prob=True, class_conditional=False,
                confidence=confidence, correct=correct, predicted=predicted,
                num_classes=num_classes,
-               threshold=0.0, norm="max", num_bins=num_bins)
+               threshold=0.0, norm="max", num_bins=num_bins,
+               sample_weight=sample_weight)

@@ -106,6 +106,9 @@ def reliability_diagram(
     title: str | None = None,
     figsize=(5.0, 5.6),
     path=None,
+    error_bars: bool = True,
+    interval: str = "clopper-pearson",
+    interval_level: float = 0.90,
 ):
     """Reliability diagram with gap shading, a confidence histogram strip and bin counts.
 
@@ -126,7 +129,7 @@ def reliability_diagram(
         each prediction's top-label probability and whether it was right (plus the predicted
         class and K for ``class_index``). ``max_prob`` must stay True.
     binning : {"even", "adaptive"}, default "even"
-    num_bins : int, default 15
+    num_bins : int or "auto", default 15
     max_prob : bool, default True
         True: the top-label probability of each row (classic ECE diagram). False: every
         probability (pooled), or column ``class_index`` one-vs-rest.
@@ -140,6 +143,12 @@ def reliability_diagram(
         Inches.
     path : str or Path, optional
         Save the figure there (``.png``, ``.svg`` or ``.pdf``).
+    error_bars : bool, default True
+        Draw each bin's accuracy interval (:meth:`calibkit.CalibrationBins.accuracy_interval`)
+        as an error bar at the bin's (mean confidence, accuracy) point.
+    interval : {"clopper-pearson", "wilson", "jeffreys"}, default "clopper-pearson"
+    interval_level : float, default 0.90
+        Confidence level of the error bars (``confidence=`` is the top-label input).
 
     Returns
     -------
@@ -162,7 +171,22 @@ def reliability_diagram(
     cc = class_index is not None
     top = {"confidence": confidence, "correct": correct, "predicted": predicted,
            "num_classes": num_classes}
-    if any(v is not None for v in top.values()):  # top-label input (calibkit._toplabel)
+    is_top = any(v is not None for v in top.values())
+    if isinstance(num_bins, str):
+        from .trust.auto_bins import auto_num_bins, resolve_num_bins
+
+        if is_top:  # top-label input: N predictions, one group (or num_classes groups)
+            if not isinstance(num_bins, str) or num_bins != "auto":
+                raise InvalidParameterError(
+                    f"num_bins: expected a positive int or 'auto', got {num_bins!r}")
+            num_bins = auto_num_bins(int(np.shape(confidence)[0]), int(num_classes or 1),
+                                     max_prob=True, class_conditional=cc)
+        else:
+            num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=bool(max_prob),
+                                        class_conditional=cc)
+        if isinstance(num_bins, str):
+            raise InvalidParameterError(f"num_bins: expected a positive int or 'auto', got {num_bins!r}")
+    if is_top:  # top-label input (calibkit._toplabel)
         from .bins import calibration_bins
 
         def bins_fn(labels, probs, **kw):
@@ -221,6 +245,15 @@ def reliability_diagram(
             zorder=4)
     ax.plot(conf[filled], acc[filled], "o", ms=3.5, color="black", zorder=5,
             label="(mean confidence, accuracy)")
+    if error_bars:
+        if not isinstance(error_bars, (bool, np.bool_)):
+            raise InputTypeError(f"error_bars: expected True or False, got {error_bars!r}")
+        lo_i, hi_i = (a[g] for a in table.accuracy_interval(method=interval,
+                                                             confidence=interval_level))
+        yerr = np.vstack([acc - lo_i, hi_i - acc])[:, filled]
+        ax.errorbar(conf[filled], acc[filled], yerr=np.maximum(yerr, 0.0), fmt="none",
+                    ecolor="black", elinewidth=0.9, capsize=2.0, alpha=0.75, zorder=5,
+                    label=f"{interval_level:.0%} interval ({interval})")
     has_ones = extra and counts[-1] > 0
     right = 1.0 + (1.5 * extra_w if has_ones else 0.0)
     ax.set_xlim(min(0.0, float(np.nanmin(edges[:-1]))), right)

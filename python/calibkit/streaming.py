@@ -247,8 +247,8 @@ class Accumulator:
             )
 
     # -- updates -----------------------------------------------------------------------------------
-    def update(self, labels=None, probs=None, *, confidence=None, correct=None, predicted=None,
-               num_classes=None) -> Accumulator:
+    def update(self, labels=None, probs=None, sample_weight=None, *, confidence=None,
+               correct=None, predicted=None, num_classes=None) -> Accumulator:
         """Add one batch of predictions.
 
         Parameters
@@ -259,6 +259,11 @@ class Accumulator:
             Probabilities (float32 or float64), validated as by :func:`calibkit.gce`. An empty
             batch (n = 0) is allowed and changes nothing but fixes K and the dtype if it is the
             first.
+        sample_weight : array_like of shape (n,), optional
+            Integer weights (>= 0): row i counts ``sample_weight[i]`` times (0 drops it), so the
+            result equals :func:`calibkit.gce` with the same weights; fractional weights are
+            refused here (:class:`calibkit.errors.InvalidParameterError`). ``n_samples``
+            counts the weighted rows.
         confidence, correct, predicted, num_classes : array_like of shape (n,) and int, optional
             Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`),
             for accumulators of max-prob metrics only (class-conditional ones also need
@@ -286,7 +291,12 @@ class Accumulator:
         pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes,
                                   allow_empty=True)
         if pairs is not None:
+            _toplabel.reject_weights(sample_weight, "Accumulator.update")
             return self._update_pairs(pairs)
+        if sample_weight is not None:
+            from .trust.weights import repeat_rows
+
+            labels, probs = repeat_rows(labels, probs, sample_weight, "Accumulator.update")
         y, p, k, dtype = _check_batch(labels, probs)
         if self.num_classes is None:  # the tables' size is known once K is
             for s in self.space:

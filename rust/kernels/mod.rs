@@ -41,6 +41,8 @@ pub mod error;
 pub mod isotonic;
 pub mod ks;
 pub mod reduce;
+pub mod resample;
+pub mod rows;
 pub mod score;
 pub mod pairs;
 pub mod share;

@@ -186,7 +186,27 @@ def _environment() -> list[tuple[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- single predictions
-def named_metric_rows(labels, probs, *, num_bins: int = 15) -> Table:
+#: Bootstrap resamples and label redraws behind the report's intervals and p-values.
+REPORT_RESAMPLES = 200
+#: All-probability metrics over more scores than this get no interval in the report (their
+#: per-resample work is N x K; adaptive ones re-sort every resample).
+TRUST_MAX_ENTRIES = 2_000_000
+
+
+def _trust_cells(labels, probs, spec, num_bins, n_resamples, seed) -> list:
+    import calibkit
+
+    if not spec.max_prob and np.size(probs) > TRUST_MAX_ENTRIES:
+        return [None, None, None]
+    ci = calibkit.confidence_interval(labels, probs, spec, num_bins=num_bins,
+                                      n_resamples=n_resamples, seed=seed)
+    test = calibkit.calibration_test(labels, probs, spec, num_bins=num_bins,
+                                     n_resamples=n_resamples, seed=seed)
+    return [ci.low, ci.high, test.pvalue]
+
+
+def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0,
+                      seed: int = 0) -> Table:
     """The named metrics (ECE, class-conditional ECE, SCE, ACE, TACE, RMSCE, MCE) with settings.
 
     Parameters
@@ -194,6 +214,12 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15) -> Table:
     labels : array_like of int, shape (N,)
     probs : array_like, shape (N, K)
     num_bins : int, default 15
+    n_resamples : int, default 0
+        When > 0, three more columns: the 90% bootstrap interval of each metric
+        (:func:`calibkit.confidence_interval`, basic method) and the p-value of the
+        consistency-resampling calibration test (:func:`calibkit.calibration_test`), each with
+        this many resamples and ``seed``.
+    seed : int, default 0
 
     Returns
     -------
@@ -219,15 +245,26 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15) -> Table:
             "yes" if spec.class_conditional else "no", f"{spec.threshold:g}", spec.norm, int(num_bins),
             "" if spec.index is None else spec.index,
         ])
+        if n_resamples:
+            rows[-1][1:1] = _trust_cells(labels, probs, spec, num_bins, n_resamples, seed)
+    extra = ["90% low", "90% high", "p (calibrated)"] if n_resamples else []
+    note = "Each value equals calibkit.gce(labels, probs, <the settings in its row>)."
+    if n_resamples:
+        note += (f" Interval: basic bootstrap, {n_resamples} Poisson resamples "
+                 f"(calibkit.confidence_interval); p: consistency-resampling test that the model "
+                 f"is calibrated (calibkit.calibration_test), {n_resamples} label redraws. Blank: "
+                 f"an all-probabilities metric over more than {TRUST_MAX_ENTRIES:,} scores "
+                 f"(call those functions directly).")
     return Table(
         name="named_metrics",
         title=f"Named calibration metrics ({num_bins} bins)",
         index=[lab for lab, _, _ in NAMED_METRIC_ORDER],
-        columns=["value", "binning", "scores", "class-conditional", "threshold", "norm", "bins", "paper #"],
+        columns=["value", *extra, "binning", "scores", "class-conditional", "threshold", "norm",
+                 "bins", "paper #"],
         data=rows,
         index_name="metric",
         floatfmt=".6f",
-        note="Each value equals calibkit.gce(labels, probs, <the settings in its row>).",
+        note=note,
     )
 
 
@@ -261,22 +298,26 @@ def per_bin_table(labels, probs, *, num_bins: int = 15) -> Table:
     counts = np.asarray(b.counts)[0]
     edges = np.asarray(b.edges)[0]
     conf, acc, gap = (np.asarray(a)[0] for a in (b.mean_confidence, b.accuracy, b.gap))
+    acc_lo, acc_hi = (np.asarray(a)[0] for a in b.accuracy_interval("clopper-pearson", 0.90))
     n = counts.sum()
     rows, index = [], []
     for j in np.flatnonzero(counts):
         hi = edges[j + 1] if j + 1 < edges.size else 1.0
         rows.append([float(edges[j]), float(hi), int(counts[j]), float(conf[j]), float(acc[j]),
+                     float(acc_lo[j]), float(acc_hi[j]),
                      float(gap[j]), float(counts[j] / n * abs(gap[j]))])
         index.append(str(int(j)))
     return Table(
         name="per_bin",
         title=f"Reliability table: top-label confidence in {num_bins} equal-width bins (ECE)",
         index=index,
-        columns=["lower", "upper", "count", "mean confidence", "accuracy", "gap", "ECE contribution"],
+        columns=["lower", "upper", "count", "mean confidence", "accuracy", "accuracy low (90%)",
+                 "accuracy high (90%)", "gap", "ECE contribution"],
         data=rows,
         index_name="bin",
         note="Bins are left-closed; a confidence of exactly 1.0 has a bin of its own (see docs/spec.md). "
-             "Empty bins are omitted; the ECE contributions sum to ECE.",
+             "Empty bins are omitted; the ECE contributions sum to ECE. The accuracy interval is "
+             "the exact (Clopper-Pearson) 90% interval of each bin's accuracy.",
     )
 
 
@@ -340,7 +381,8 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
     # titles name the file, not the folders it sits in (the settings table keeps the path given)
     name = Path(predictions.source).name
     y, p = predictions.labels, np.asarray(predictions.probs)
-    tables = [named_metric_rows(y, p, num_bins=num_bins), per_bin_table(y, p, num_bins=num_bins),
+    tables = [named_metric_rows(y, p, num_bins=num_bins, n_resamples=REPORT_RESAMPLES),
+              per_bin_table(y, p, num_bins=num_bins),
               per_class_table(y, p, num_bins=num_bins), metric_space_table(y, p, num_bins=num_bins),
               binning_free_table(y, p)]
     files: dict[str, Any] = {}

@@ -1,0 +1,105 @@
+"""The per-entry work shared by every resampling method: each kept score's cell, once.
+
+A *cell* is ``group * nb + bin`` of the table :func:`calibkit.calibration_bins` returns. The
+bins come from that table's edges (computed by the Rust kernels, never restated here): an
+entry goes to the bin numbered by how many of its group's upper edges are ``<= score`` (SPEC's
+left-closed rule, the one the edges are defined by), which for even bins and for adaptive bins
+alike reproduces the kernel's table exactly (tested: the cells' sums equal the kernel's).
+
+Layout handed to the Rust resamplers (``rust/kernels/resample.rs``): ``cell`` (N, W) uint32
+with ``DROPPED`` for scores at or below the threshold, ``score`` (N, W) float64 and ``hit`` (N,)
+uint32, the column whose outcome is 1. Top-label metrics: W = 1, the row's top probability,
+``hit = 0`` when the prediction is correct. All-probability metrics: W = K, the full row (the
+consistency test draws a class from it), ``hit = label``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..bins import CalibrationBins, calibration_bins
+from ..space import MetricSpec
+from .._validate import validate_inputs
+from .weights import Triples
+
+__all__ = ["RowCells", "row_cells", "DROPPED", "triples", "weighted_stats"]
+
+DROPPED = np.uint32(np.iinfo(np.uint32).max)
+
+
+@dataclass(frozen=True, eq=False)
+class RowCells:
+    """Cells of one metric on one dataset (see the module doc)."""
+
+    cell: np.ndarray
+    score: np.ndarray
+    hit: np.ndarray
+    bins: CalibrationBins
+    spec: MetricSpec
+    num_bins: int
+
+    @property
+    def groups(self) -> int:
+        return int(self.bins.counts.shape[0])
+
+    @property
+    def nb(self) -> int:
+        return int(self.bins.counts.shape[1])
+
+
+def _bins_of(scores64: np.ndarray, edges_row: np.ndarray) -> np.ndarray:
+    # SPEC: the bin of s is the number of upper edges <= s (left-closed bins).
+    upper = edges_row[1:-1]
+    return np.searchsorted(upper, scores64, side="right").astype(np.int64)
+
+
+def row_cells(labels, probs, spec: MetricSpec, num_bins: int) -> RowCells:
+    """Validate ``(labels, probs)`` and form the cells of ``spec`` at ``num_bins`` bins."""
+    y, p = validate_inputs(labels, probs)
+    b = calibration_bins(y, p, num_bins=num_bins, binning=spec.binning, max_prob=spec.max_prob,
+                         class_conditional=spec.class_conditional, threshold=spec.threshold)
+    nb = b.counts.shape[1]
+    thr = np.float64(spec.threshold)
+    n, k = p.shape
+    if spec.max_prob:
+        pred = np.argmax(p, axis=1)
+        top = np.take_along_axis(p, pred[:, None], axis=1)[:, 0].astype(np.float64)
+        keep = top > thr
+        group = pred if spec.class_conditional else np.zeros(n, dtype=np.int64)
+        bins = np.zeros(n, dtype=np.int64)
+        for g in np.unique(group[keep]):
+            m = keep & (group == g)
+            bins[m] = _bins_of(top[m], b.edges[g])
+        cell = np.where(keep, group * nb + bins, DROPPED).astype(np.uint32)[:, None]
+        hit = np.where(pred == y, 0, DROPPED).astype(np.uint32)
+        return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
+    s = np.asarray(p, dtype=np.float64)
+    cell = np.full((n, k), DROPPED, dtype=np.uint32)
+    for c in range(k):
+        col = s[:, c]
+        keep = col > thr
+        g = c if spec.class_conditional else 0
+        cell[keep, c] = g * nb + _bins_of(col[keep], b.edges[g])
+    return RowCells(np.ascontiguousarray(cell), np.ascontiguousarray(s), y.astype(np.uint32), b,
+                    spec, num_bins)
+
+
+def triples(rc) -> Triples:
+    """The triples of a :class:`RowCells` (for bootstrap resampling)."""
+    n, width = rc.cell.shape
+    cell = rc.cell.reshape(-1)
+    keep = cell != DROPPED
+    col = np.tile(np.arange(width, dtype=np.int64), n)
+    row = np.repeat(np.arange(n, dtype=np.int64), width)
+    outcome = (col == rc.hit[row].astype(np.int64)).astype(np.float64)
+    spec = rc.spec
+    return Triples((cell[keep] // rc.nb).astype(np.int64), rc.score.reshape(-1)[keep],
+                   outcome[keep], row[keep], rc.groups, rc.bins.num_classes, spec.binning,
+                   rc.num_bins, spec.max_prob, spec.class_conditional, spec.threshold)
+
+
+def weighted_stats(rc, sample_weight) -> CalibrationBins:
+    """The table of a RowCells' metric under per-row weights."""
+    return triples(rc).bins(sample_weight)

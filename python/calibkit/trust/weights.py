@@ -1,0 +1,248 @@
+"""Sample weights: per-row weights on any metric of the space, through the weighted primitive.
+
+A metric's score groups are formed once from ``(labels, probs)`` as triples (group, score,
+outcome) with the row each came from, by one validating Rust pass (``rust/kernels/rows.rs``);
+the weighted primitive
+(:func:`calibkit._binstats.grouped_bin_stats`, ``rust/kernels/grouped.rs``) bins them with each
+triple weighted by its row's weight, and :func:`calibkit._binstats.reduce_table` reduces the
+table. Integer weights give exactly the statistics of repeating each row ``weight`` times (the
+primitive's weighted equal-mass positions make this hold for adaptive bins too); a weight of 0
+drops the row. Bootstrap resamples (:mod:`calibkit.trust.intervals`) reuse the same triples,
+one weight vector per resample.
+
+Weights must be finite and >= 0, one per row (N,); calibkit raises
+:class:`~calibkit.errors.ShapeMismatchError` for a wrong length or shape,
+:class:`~calibkit.errors.InputTypeError` for non-numbers and
+:class:`~calibkit.errors.InvalidParameterError` for NaN, infinite or negative values, or
+weights that are all zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _native
+from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
+from .._validate import validate_inputs
+from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+
+__all__ = ["as_sample_weight", "Triples", "form_triples", "repeat_rows", "pair_triples",
+           "weighted_bins", "weighted_evaluate"]
+
+
+def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False) -> np.ndarray:
+    """``sample_weight`` checked and as a contiguous float64 array of shape (n,)."""
+    if isinstance(sample_weight, (str, bytes)):
+        raise InputTypeError(
+            f"sample_weight must be an array of N = {n} non-negative numbers, got a string"
+        )
+    try:
+        w = np.asarray(sample_weight)
+    except Exception as exc:
+        raise InputTypeError(f"sample_weight could not be converted to a NumPy array: {exc}") from exc
+    if w.dtype.kind not in "biuf":
+        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ShapeMismatchError(
+            f"sample_weight must have shape ({n},), one weight per row, got shape {w.shape}"
+        )
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    bad = ~(np.isfinite(w) & (w >= 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidParameterError(
+            f"sample_weight[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
+        )
+    if n and not allow_all_zero and not (w > 0).any():
+        raise InvalidParameterError("sample_weight is zero everywhere: at least one row needs a positive weight")
+    return w
+
+
+@dataclass(frozen=True, eq=False)
+class Triples:
+    """The kept (group, score, outcome) triples of one metric, with the row of each."""
+
+    group: np.ndarray
+    score: np.ndarray
+    outcome: np.ndarray
+    row: np.ndarray
+    num_groups: int
+    num_classes: int
+    binning: str
+    num_bins: int
+    max_prob: bool
+    class_conditional: bool
+    threshold: float
+
+    def weight_of(self, row_weights):
+        """Per-triple weights from per-row weights (None stays None: all ones)."""
+        return None if row_weights is None else row_weights[self.row]
+
+    def stats(self, weights):
+        return grouped_bin_stats(self.group, self.score, self.outcome, weights,
+                                 num_groups=self.num_groups, binning=self.binning,
+                                 num_bins=self.num_bins)
+
+    def error(self, weights, norm: str) -> float:
+        c, s, o, _ = self.stats(weights)
+        return reduce_table(c, s, o, norm, self.class_conditional)
+
+    def bins(self, weights) -> CalibrationBins:
+        c, s, o, e = self.stats(weights)
+        if self.binning == "adaptive":
+            e[:, 0] = self.threshold
+        return CalibrationBins(c, s, o, e, self.num_classes, self.binning,
+                               self.class_conditional, self.max_prob, self.threshold)
+
+
+def form_triples(labels, probs, *, binning: str, max_prob: bool, class_conditional: bool,
+                 threshold: float, num_bins: int) -> Triples:
+    """Validate ``(labels, probs)`` and form the triples of one metric (see the module doc)."""
+    y, p = validate_inputs(labels, probs)
+    # One Rust pass validates the values (as every entry point does) and forms the groups.
+    group, score, outcome, row = _native.score_rows(y, p, bool(max_prob),
+                                                    bool(class_conditional), float(threshold))
+    k = p.shape[1]
+    return Triples(group, score, outcome, row, k if class_conditional else 1, k, binning,
+                   num_bins, bool(max_prob), bool(class_conditional), float(threshold))
+
+
+def pair_triples(pairs, *, binning: str, class_conditional: bool, threshold: float,
+                 num_bins: int) -> Triples:
+    """The triples of top-label pairs (:class:`calibkit._toplabel.Pairs`), values validated
+    by the pair kernel's checks: one group (or one per predicted class), score the confidence,
+    outcome ``correct``, kept when ``confidence > threshold`` (compared in float64)."""
+    conf = np.ascontiguousarray(pairs.confidence, dtype=np.float64)  # exact widening
+    _native.check_pairs(conf, pairs.correct, pairs.predicted, pairs.k)
+    row = np.flatnonzero(conf > np.float64(threshold)).astype(np.int64)
+    if class_conditional:
+        group = np.ascontiguousarray(pairs.predicted[row], dtype=np.int64)
+    else:
+        group = np.zeros(row.size, dtype=np.int64)
+    return Triples(group, conf[row], pairs.correct[row].astype(np.float64), row,
+                   pairs.k if class_conditional else 1, pairs.k, binning, num_bins, True,
+                   bool(class_conditional), float(threshold))
+
+
+def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
+                  class_conditional: bool, threshold: float, num_bins: int,
+                  pairs=None) -> CalibrationBins:
+    """:func:`calibkit.calibration_bins` with per-row weights (counts become total weights);
+    ``pairs``: resolved top-label input (:class:`calibkit._toplabel.Pairs`) instead of
+    ``labels``/``probs``."""
+    if pairs is not None:
+        tr = pair_triples(pairs, binning=binning, class_conditional=class_conditional,
+                          threshold=threshold, num_bins=num_bins)
+        return tr.bins(tr.weight_of(as_sample_weight(sample_weight, pairs.n)))
+    if np.ndim(labels) == 2:
+        raise InvalidParameterError(
+            "sample_weight is not supported for multilabel (N, K) label matrices yet; pass "
+            "1-D class labels, or compute each column with calibkit.gce(..., sample_weight=)"
+        )
+    tr = form_triples(labels, probs, binning=binning, max_prob=max_prob,
+                      class_conditional=class_conditional, threshold=threshold, num_bins=num_bins)
+    w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
+    return tr.bins(tr.weight_of(w))
+
+
+def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
+    """The (len(space), len(bins)) table of :func:`calibkit.evaluate` under per-row weights.
+
+    The triples of each grouping (max_prob, class_conditional, threshold) are formed once and
+    shared by every binning, norm and bin count.
+    """
+    from dataclasses import replace
+
+    n = int(np.shape(labels)[0])
+    w = as_sample_weight(sample_weight, n)
+    cache: dict = {}
+    out = np.empty((len(space), len(bins)))
+    for i, spec in enumerate(space):
+        key = (spec.max_prob, spec.class_conditional, spec.threshold)
+        if key not in cache:
+            tr = form_triples(labels, probs, binning=spec.binning, max_prob=spec.max_prob,
+                              class_conditional=spec.class_conditional,
+                              threshold=spec.threshold, num_bins=1)
+            cache[key] = (tr, tr.weight_of(w))
+        tr, tw = cache[key]
+        for j, b in enumerate(bins):
+            out[i, j] = replace(tr, binning=spec.binning, num_bins=int(b)).error(tw, spec.norm)
+    return out
+
+
+def repeat_rows(labels, probs, sample_weight, where: str):
+    """``(labels, probs)`` with row i repeated ``sample_weight[i]`` times (integer weights only).
+
+    For the entry points whose state is built from rows (``Accumulator.update``,
+    ``calibkit.dask``): integer weights are repeat counts by definition, so this is exact; a
+    batch whose weights are all 0 adds nothing. Fractional weights are refused there.
+    """
+    y = np.asarray(labels)
+    p = np.asarray(probs)
+    n = int(y.shape[0]) if y.ndim else 0
+    w = as_sample_weight(sample_weight, n, allow_all_zero=True)
+    if not np.all(w == np.round(w)):
+        i = int(np.flatnonzero(w != np.round(w))[0])
+        raise InvalidParameterError(
+            f"sample_weight[{i}] is {w[i]}: {where} takes integer sample weights (repeat counts) "
+            f"only; use calibkit.gce / calibkit.evaluate on the whole data for fractional weights"
+        )
+    rep = np.repeat(np.arange(n), w.astype(np.int64))
+    return y[rep], p[rep]
+
+
+def _block_repeat_count(wb, where):
+    w = np.asarray(wb, dtype=np.float64)
+    bad = ~(np.isfinite(w) & (w >= 0) & (w == np.round(w)))
+    if bad.any():
+        v = w[int(np.flatnonzero(bad)[0])]
+        raise InvalidParameterError(
+            f"sample_weight holds {v}: {where} takes finite integer sample weights >= 0 (repeat "
+            f"counts); use calibkit.gce / calibkit.evaluate on in-memory data for fractional weights"
+        )
+    return np.array([int(w.sum())], dtype=np.int64)
+
+
+def dask_repeat_rows(labels, probs, sample_weight, scheduler=None):
+    """Dask arrays with row i repeated ``sample_weight[i]`` times (integer weights only).
+
+    One extra pass reads the weights (checked chunk by chunk) to learn the new chunk sizes;
+    the repetition itself happens lazily inside each chunk.
+    """
+    import dask
+    import dask.array as da
+
+    if isinstance(sample_weight, (str, bytes)):
+        raise InputTypeError("sample_weight must be an array of non-negative integer weights")
+    p = da.asarray(probs)
+    y = da.asarray(labels)
+    w = da.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != p.shape[0]:
+        raise ShapeMismatchError(
+            f"sample_weight must have shape ({p.shape[0]},), one weight per row, got shape {w.shape}"
+        )
+    if p.ndim == 2 and len(p.chunks[1]) > 1:
+        p = p.rechunk({1: -1})
+    rows = p.chunks[0]
+    y = y.rechunk((rows,))
+    w = w.rechunk((rows,))
+    where = "calibkit.dask"
+    counts = w.map_blocks(_block_repeat_count, where, chunks=((1,) * len(rows),),
+                          dtype=np.int64)
+    (sizes,) = dask.compute(counts, scheduler=scheduler)
+    sizes = tuple(int(c) for c in sizes)
+    if sum(sizes) == 0:
+        raise InvalidParameterError("sample_weight is zero everywhere: at least one row needs a positive weight")
+    y2 = da.map_blocks(lambda a, b: np.repeat(a, b.astype(np.int64)), y, w,
+                       chunks=(sizes,), dtype=y.dtype)
+    if p.ndim == 1:
+        p2 = da.map_blocks(lambda a, b: np.repeat(a, b.astype(np.int64)), p, w,
+                           chunks=(sizes,), dtype=p.dtype)
+    else:
+        p2 = da.map_blocks(lambda a, b: np.repeat(a, b[:, 0].astype(np.int64), axis=0), p,
+                           w[:, None], chunks=(sizes, p.chunks[1]), dtype=p.dtype)
+    return y2, p2

@@ -1,0 +1,185 @@
+//! Glue of the trust layer (bootstrap and consistency resampling on fixed per-entry bins):
+//! array extraction, GIL release, error mapping. No computing.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+
+use super::errors::to_py;
+use super::{checks, grouping, run};
+use crate::kernels::rows::{score_rows as rows_of, ScoreRows};
+use crate::kernels::Inputs;
+use crate::kernels::resample::{self, Cells, Scheme, Triples};
+use crate::kernels::{Binning, KernelError, Norm};
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous")))
+}
+
+fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name} must be C-contiguous")))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn with_cells<R: Send>(
+    py: Python<'_>,
+    cell: &PyReadonlyArray2<'_, u32>,
+    score: &PyReadonlyArray2<'_, f64>,
+    hit: &PyReadonlyArray1<'_, u32>,
+    base: &Option<PyReadonlyArray1<'_, f64>>,
+    groups: usize,
+    nb: usize,
+    f: impl FnOnce(&Cells<'_>) -> Result<R, KernelError> + Send,
+) -> PyResult<R> {
+    let width = cell.shape()[1];
+    let c = slice2(cell, "cell")?;
+    let s = slice2(score, "score")?;
+    let h = slice(hit, "hit")?;
+    let b = match base {
+        Some(b) => Some(slice(b, "base")?),
+        None => None,
+    };
+    let cells = Cells { cell: c, score: s, hit: h, base: b, width, groups, nb };
+    py.detach(|| f(&cells)).map_err(|e| to_py(py, e))
+}
+
+/// resample_bootstrap(cell, score, hit, base, groups, nb, norm, class_conditional, weights, seed, n_resamples) -> (R,)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn resample_bootstrap<'py>(
+    py: Python<'py>,
+    cell: PyReadonlyArray2<'py, u32>,
+    score: PyReadonlyArray2<'py, f64>,
+    hit: PyReadonlyArray1<'py, u32>,
+    base: Option<PyReadonlyArray1<'py, f64>>,
+    groups: usize,
+    nb: usize,
+    norm: &str,
+    class_conditional: bool,
+    weights: &str,
+    seed: u64,
+    n_resamples: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+    let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
+        resample::bootstrap(c, norm, class_conditional, scheme, seed, n_resamples)
+    })?;
+    Ok(v.into_pyarray(py))
+}
+
+/// resample_consistency(cell, score, hit, base, groups, nb, norm, class_conditional, seed, n_resamples) -> (R,)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn resample_consistency<'py>(
+    py: Python<'py>,
+    cell: PyReadonlyArray2<'py, u32>,
+    score: PyReadonlyArray2<'py, f64>,
+    hit: PyReadonlyArray1<'py, u32>,
+    base: Option<PyReadonlyArray1<'py, f64>>,
+    groups: usize,
+    nb: usize,
+    norm: &str,
+    class_conditional: bool,
+    seed: u64,
+    n_resamples: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+    let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
+        resample::consistency(c, norm, class_conditional, seed, n_resamples)
+    })?;
+    Ok(v.into_pyarray(py))
+}
+
+/// resample_bootstrap_grouped(groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples) -> (R,)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn resample_bootstrap_grouped<'py>(
+    py: Python<'py>,
+    groups: PyReadonlyArray1<'py, i64>,
+    scores: PyReadonlyArray1<'py, f64>,
+    outcomes: PyReadonlyArray1<'py, f64>,
+    rows: PyReadonlyArray1<'py, i64>,
+    base: Option<PyReadonlyArray1<'py, f64>>,
+    n_rows: usize,
+    num_groups: usize,
+    binning: &str,
+    num_bins: usize,
+    norm: &str,
+    class_conditional: bool,
+    weights: &str,
+    seed: u64,
+    n_resamples: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+    let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
+    let b = match &base {
+        Some(b) => Some(slice(b, "base")?),
+        None => None,
+    };
+    let t = Triples {
+        groups: slice(&groups, "groups")?,
+        scores: slice(&scores, "scores")?,
+        outcomes: slice(&outcomes, "outcomes")?,
+        rows: slice(&rows, "rows")?,
+        base: b,
+        n_rows,
+        num_groups,
+    };
+    let v = py
+        .detach(|| resample::bootstrap_grouped(&t, binning, num_bins, norm, class_conditional, scheme, seed, n_resamples))
+        .map_err(|e| to_py(py, e))?;
+    Ok(v.into_pyarray(py))
+}
+
+type RowsOut<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>);
+
+/// score_rows(labels, probs, max_prob, class_conditional, threshold, check_row_sums=True) -> (group, score, outcome, row)
+#[pyfunction]
+#[pyo3(signature = (labels, probs, max_prob, class_conditional, threshold, check_row_sums=true))]
+fn score_rows<'py>(
+    py: Python<'py>,
+    labels: PyReadonlyArray1<'py, i64>,
+    probs: &Bound<'py, PyAny>,
+    max_prob: bool,
+    class_conditional: bool,
+    threshold: f64,
+    check_row_sums: bool,
+) -> PyResult<RowsOut<'py>> {
+    let g = grouping("even", max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+    let c = checks(check_row_sums);
+    let r: ScoreRows = if let Ok(p) = probs.extract::<PyReadonlyArray2<f64>>() {
+        run(py, &labels, &p, |x: &Inputs<f64>| rows_of(x, &g, &c))?
+    } else if let Ok(p) = probs.extract::<PyReadonlyArray2<f32>>() {
+        run(py, &labels, &p, |x: &Inputs<f32>| rows_of(x, &g, &c))?
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
+        ));
+    };
+    Ok((r.group.into_pyarray(py), r.score.into_pyarray(py), r.outcome.into_pyarray(py), r.row.into_pyarray(py)))
+}
+
+/// bootstrap_weights(weights, seed, r0, count, n) -> (count, n) per-row multiplicities
+#[pyfunction]
+fn bootstrap_weights<'py>(
+    py: Python<'py>,
+    weights: &str,
+    seed: u64,
+    r0: usize,
+    count: usize,
+    n: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+    let v = py.detach(|| resample::weights_matrix(scheme, seed, r0, count, n));
+    v.into_pyarray(py).reshape([count, n])
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(resample_bootstrap, m)?)?;
+    m.add_function(wrap_pyfunction!(resample_consistency, m)?)?;
+    m.add_function(wrap_pyfunction!(resample_bootstrap_grouped, m)?)?;
+    m.add_function(wrap_pyfunction!(score_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(bootstrap_weights, m)?)?;
+    Ok(())
+}

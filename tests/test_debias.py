@@ -1,0 +1,201 @@
+"""Debiased l2 (Kumar et al. 2019), ece_sweep (Roelofs et al. 2022), the signed error and
+num_bins="auto"."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import calibkit
+from calibkit.errors import FewSamplesWarning, InvalidParameterError
+
+
+def _data(seed, n=600, k=4):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k) * 0.8, size=n)
+    y = np.array([rng.choice(k, p=np.clip(row ** 1.3 / (row ** 1.3).sum(), 0, 1)) for row in p])
+    return y, p
+
+
+def _debiased_by_hand(scores, outcomes, edges_upper):
+    """Direct NumPy: bins by the left-closed rule, then Kumar's per-bin correction."""
+    b = np.searchsorted(edges_upper, scores, side="right")
+    n = scores.size
+    tot = 0.0
+    for j in np.unique(b):
+        m = b == j
+        nb = m.sum()
+        if nb < 2:
+            continue
+        acc = outcomes[m].mean()
+        tot += nb / n * ((acc - scores[m].mean()) ** 2 - acc * (1 - acc) / (nb - 1))
+    return max(tot, 0.0)
+
+
+def test_debiased_top_label_matches_direct_formula():
+    y, p = _data(0)
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(float)
+    for b in (3, 10, 25):
+        got = calibkit.gce(y, p, norm="l2", num_bins=b, debias=True)
+        want = np.sqrt(_debiased_by_hand(conf, correct, np.linspace(0, 1, b + 1)[1:]))
+        assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_debiased_is_below_plugin_and_rmsce_keyword():
+    y, p = _data(1)
+    for b in (5, 15):
+        assert calibkit.rmsce(y, p, num_bins=b, debias=True) <= calibkit.rmsce(y, p, num_bins=b)
+    t = calibkit.calibration_bins(y, p, binning="adaptive", num_bins=15)
+    assert t.error("l2", debias=True) == calibkit.rmsce(y, p, num_bins=15, debias=True)
+
+
+def test_negative_estimate_clips_to_zero_and_single_bins_count_zero():
+    # perfectly calibrated-looking tiny bins: the variance term dominates
+    from calibkit.trust.debias import debiased_l2
+
+    assert debiased_l2([[4, 4]], [[1.2, 2.8]], [[1, 3]], False) == 0.0
+    # a single-prediction bin contributes 0 but keeps its weight
+    v = debiased_l2([[1, 3]], [[0.9, 0.6]], [[0, 3]], False)
+    assert v == pytest.approx(np.sqrt(0.75 * ((1 - 0.2) ** 2 - 0.0)))
+
+
+@pytest.mark.parametrize("norm", ["l1", "max"])
+def test_debias_refused_for_l1_and_max(norm):
+    y, p = _data(2, n=50)
+    with pytest.raises(InvalidParameterError, match="l2"):
+        calibkit.gce(y, p, norm=norm, debias=True)
+    with pytest.raises(InvalidParameterError):
+        calibkit.calibration_bins(y, p).error(norm, debias=True)
+    with pytest.raises(InvalidParameterError):
+        calibkit.gce(y, p, norm="l2", debias="yes")
+
+
+def _vc():
+    return pytest.importorskip("calibration", reason="verified_calibration "
+                               "(pip install uncertainty-calibration) is not installed")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matches_verified_calibration_even_bins(seed):
+    """Same binning: continuous scores never sit on an edge, so verified_calibration's
+    right-closed bins i/B hold the same predictions as calibkit's left-closed ones."""
+    vc = _vc()
+    y, p = _data(seed, n=800)
+    for b in (5, 10, 15):
+        ours = calibkit.gce(y, p, binning="even", max_prob=True, norm="l2", num_bins=b, debias=True)
+        theirs = vc.lower_bound_scaling_ce(p, y, p=2, debias=True, num_bins=b,
+                                           binning_scheme=vc.get_equal_prob_bins, mode="top-label")
+        assert ours == pytest.approx(theirs, abs=1e-12)
+        # marginal = calibkit's class-conditional all-probabilities l2 (paper index 9)
+        ours_m = calibkit.gce(y, p, binning="even", max_prob=False, class_conditional=True,
+                              norm="l2", num_bins=b, debias=True)
+        theirs_m = vc.lower_bound_scaling_ce(p, y, p=2, debias=True, num_bins=b,
+                                             binning_scheme=vc.get_equal_prob_bins, mode="marginal")
+        assert ours_m == pytest.approx(theirs_m, abs=1e-12)
+
+
+def test_matches_verified_calibration_equal_mass_when_b_divides_n():
+    """Equal-mass bins agree when B divides n (both split the sorted scores into n/B blocks);
+    otherwise verified_calibration uses np.array_split sizes ([4, 3, 3] for n=10, B=3) and
+    midpoint edges, calibkit SPEC's round-half-even positions ([3, 4, 3])."""
+    vc = _vc()
+    y, p = _data(7, n=600)
+    for b in (4, 10, 15):
+        ours = calibkit.rmsce(y, p, num_bins=b, debias=True)
+        theirs = vc.lower_bound_scaling_ce(p, y, p=2, debias=True, num_bins=b,
+                                           binning_scheme=vc.get_equal_bins, mode="top-label")
+        assert ours == pytest.approx(theirs, abs=1e-12)
+        # and the plug-in l2 too
+        assert calibkit.rmsce(y, p, num_bins=b) == pytest.approx(
+            vc.lower_bound_scaling_ce(p, y, p=2, debias=False, num_bins=b,
+                                      binning_scheme=vc.get_equal_bins, mode="top-label"),
+            abs=1e-12)
+
+
+# --- ece_sweep ---------------------------------------------------------------------------
+
+def _sweep_by_hand(y, p, norm):
+    conf = p.max(axis=1)
+    best = None
+    for b in range(1, len(y) + 1):
+        t = calibkit.calibration_bins(y, p, binning="adaptive", num_bins=b)
+        c = t.counts[0]
+        acc = t.sum_outcome[0][c > 0] / c[c > 0]
+        if b > 1 and np.any(np.diff(acc) < 0):
+            break
+        best = b
+    assert conf.size
+    return best
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_sweep_picks_largest_monotone_count(norm):
+    y, p = _data(3, n=400)
+    r = calibkit.ece_sweep(y, p, norm=norm)
+    b = _sweep_by_hand(y, p, norm)
+    assert r.num_bins == b
+    assert r.value == pytest.approx(calibkit.gce(y, p, binning="adaptive", norm=norm,
+                                                 num_bins=b), abs=1e-15)
+    # the next count breaks monotonicity
+    t = calibkit.calibration_bins(y, p, binning="adaptive", num_bins=b + 1)
+    c = t.counts[0]
+    assert np.any(np.diff(t.sum_outcome[0][c > 0] / c[c > 0]) < 0)
+
+
+def test_sweep_rejects_max_norm():
+    with pytest.raises(InvalidParameterError):
+        calibkit.ece_sweep([0, 1], [0.3, 0.8], norm="max")
+
+
+# --- signed error ------------------------------------------------------------------------
+
+def test_signed_ece_and_masses():
+    y, p = _data(4)
+    for cc in (False, True):
+        t = calibkit.calibration_bins(y, p, num_bins=10, class_conditional=cc)
+        over, under = t.overconfidence(), t.underconfidence()
+        assert over >= 0 and under >= 0
+        assert over + under == pytest.approx(t.error("l1"), abs=1e-12)
+        s = calibkit.signed_ece(y, p, num_bins=10, class_conditional=cc)
+        assert s == pytest.approx(over - under, abs=1e-15)
+    # pooled, top-label: signed ECE = mean confidence - accuracy (weights n_b/n telescope)
+    conf = p.max(axis=1)
+    acc = (p.argmax(axis=1) == y).mean()
+    assert calibkit.signed_ece(y, p, num_bins=10) == pytest.approx(conf.mean() - acc, abs=1e-12)
+
+
+def test_signed_ece_sign():
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.5, 1.0, 4000)
+    over = (rng.uniform(size=4000) < p - 0.1).astype(int)
+    under = (rng.uniform(size=4000) < np.minimum(p + 0.05, 1)).astype(int)
+    # binary 1-D probs: the top label is the larger of p and 1 - p, here p (class 1)
+    assert calibkit.signed_ece(over, p) > 0.05
+    assert calibkit.signed_ece(under, p) < -0.02
+
+
+# --- num_bins="auto" ---------------------------------------------------------------------
+
+def test_auto_bins_rule_and_warning():
+    from calibkit.trust.auto_bins import auto_num_bins
+
+    y, p = _data(6, n=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewSamplesWarning)
+        v = calibkit.ece(y, p, num_bins="auto")
+    assert v == pytest.approx(calibkit.ece(y, p, num_bins=auto_num_bins(1000)), abs=1e-12)
+    assert calibkit.calibration_bins(y, p, num_bins="auto").counts.shape == (1, 11)
+    with pytest.warns(FewSamplesWarning, match="predictions on average"):
+        calibkit.ece(y[:60], p[:60], num_bins="auto")
+    with pytest.raises(InvalidParameterError):
+        calibkit.ece(y, p, num_bins="many")
+    assert issubclass(FewSamplesWarning, UserWarning)
+
+
+def test_evaluate_takes_auto():
+    y, p = _data(8, n=1000)
+    ev = calibkit.evaluate(y, p, space=["ECE", "ACE"], num_bins="auto")
+    assert ev.num_bins == (10,)

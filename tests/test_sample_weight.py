@@ -1,0 +1,142 @@
+"""sample_weight: integer weights equal repeated rows, for all 32 metrics and every entry point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calibkit
+from calibkit.errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
+from calibkit.space import MetricSpec
+
+
+def _data(seed=0, n=250, k=4, ties=True):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k) * 0.6, size=n)
+    if ties:  # repeated scores exercise the adaptive edges' tie rule
+        p[: n // 5] = np.round(p[: n // 5] * 5) / 5
+        p[: n // 5] /= p[: n // 5].sum(axis=1, keepdims=True)
+    y = rng.integers(0, k, n)
+    w = rng.integers(0, 4, n)
+    return y, p, w
+
+
+@pytest.mark.parametrize("index", range(32))
+def test_integer_weights_equal_repeated_rows(index):
+    y, p, w = _data(index)
+    rep = np.repeat(np.arange(len(y)), w)
+    kw = MetricSpec.from_index(index).kwargs()
+    for b in (1, 2, 5, 13):
+        got = calibkit.gce(y, p, num_bins=b, sample_weight=w, **kw)
+        assert got == pytest.approx(calibkit.gce(y[rep], p[rep], num_bins=b, **kw), abs=1e-12)
+        ones = calibkit.gce(y, p, num_bins=b, sample_weight=np.ones(len(y)), **kw)
+        assert ones == pytest.approx(calibkit.gce(y, p, num_bins=b, **kw), abs=1e-12)
+
+
+def test_float32_and_binary_inputs():
+    y, p, w = _data(1, k=2)
+    rep = np.repeat(np.arange(len(y)), w)
+    for probs in (p.astype(np.float32), p[:, 1]):
+        for fn in (calibkit.ece, calibkit.rmsce, calibkit.ace):
+            assert fn(y, probs, sample_weight=w) == pytest.approx(fn(y[rep], probs[rep]), abs=1e-12)
+
+
+def test_zero_weight_drops_the_row():
+    y, p, w = _data(2)
+    keep = w > 0
+    for fn in (calibkit.ece, calibkit.cce, calibkit.sce, calibkit.ace, calibkit.tace,
+               calibkit.rmsce, calibkit.mce):
+        assert fn(y, p, sample_weight=(w > 0).astype(float)) == pytest.approx(
+            fn(y[keep], p[keep]), abs=1e-12)
+
+
+def test_calibration_bins_and_evaluate_with_weights():
+    y, p, w = _data(3)
+    rep = np.repeat(np.arange(len(y)), w)
+    t = calibkit.calibration_bins(y, p, binning="adaptive", num_bins=6, sample_weight=w)
+    r = calibkit.calibration_bins(y[rep], p[rep], binning="adaptive", num_bins=6)
+    np.testing.assert_allclose(t.counts, r.counts)
+    np.testing.assert_allclose(t.sum_score, r.sum_score, atol=1e-12)
+    np.testing.assert_allclose(t.sum_outcome, r.sum_outcome)
+    np.testing.assert_allclose(t.edges, r.edges)
+    ev = calibkit.evaluate(y, p, num_bins=(3, 7), sample_weight=w)
+    ref = calibkit.evaluate(y[rep], p[rep], num_bins=(3, 7))
+    np.testing.assert_allclose(ev.values, ref.values, atol=1e-12)
+
+
+def test_fractional_weights_scale_invariant_for_even_bins():
+    """Even bins: only weight ratios matter. (Adaptive edges round the weighted positions
+    j * W / B, so they may move with the weights' scale: the price of integer weights being
+    exactly repeated rows; see docs/weighted-bins.md.)"""
+    y, p, w = _data(4)
+    f = w * 0.37 + 0.01
+    for idx in (4, 8, 9, 13):
+        kw = MetricSpec.from_index(idx).kwargs()
+        assert calibkit.gce(y, p, sample_weight=f, **kw) == pytest.approx(
+            calibkit.gce(y, p, sample_weight=f * 8.0, **kw), abs=1e-12)
+
+
+@pytest.mark.parametrize("bad,exc", [
+    (np.ones(3), ShapeMismatchError),
+    (np.ones((250, 1)), ShapeMismatchError),
+    (np.full(250, np.nan), InvalidParameterError),
+    (np.r_[np.ones(249), np.inf], InvalidParameterError),
+    (np.r_[np.ones(249), -1.0], InvalidParameterError),
+    (np.zeros(250), InvalidParameterError),
+    ("heavy", InputTypeError),
+    (np.array(["a"] * 250), InputTypeError),
+])
+def test_bad_weights_are_clear_errors(bad, exc):
+    y, p, _ = _data(5)
+    for call in (lambda: calibkit.ece(y, p, sample_weight=bad),
+                 lambda: calibkit.calibration_bins(y, p, sample_weight=bad),
+                 lambda: calibkit.evaluate(y, p, sample_weight=bad)):
+        with pytest.raises(exc) as info:
+            call()
+        assert isinstance(info.value, CalibkitError)
+        assert "sample_weight" in str(info.value)
+
+
+def test_weighted_path_still_validates_probabilities():
+    y, p, w = _data(6)
+    p = p.copy()
+    p[3, 0] = 1.5
+    with pytest.raises(calibkit.InvalidProbabilitiesError):
+        calibkit.ece(y, p, sample_weight=w)
+
+
+def test_accumulator_integer_weights_equal_weighted_gce():
+    from calibkit.streaming import Accumulator
+
+    y, p, w = _data(7)
+    names = ["ECE", "ACE", "SCE", "RMSCE", "TACE"]
+    a = Accumulator(names, num_bins=(4, 9))
+    a.update(y[:100], p[:100], sample_weight=w[:100])
+    a.update(y[100:], p[100:], sample_weight=w[100:])
+    a.update(y[:7], p[:7], sample_weight=np.zeros(7))  # a batch of zero weights adds nothing
+    ref = calibkit.evaluate(y, p, space=names, num_bins=(4, 9), sample_weight=w)
+    np.testing.assert_allclose(a.compute().values, ref.values, atol=1e-12)
+    assert a.n_samples == int(w.sum())
+    with pytest.raises(InvalidParameterError, match="integer"):
+        a.update(y[:5], p[:5], sample_weight=np.full(5, 0.5))
+    with pytest.raises(ShapeMismatchError):
+        a.update(y[:5], p[:5], sample_weight=np.ones(4))
+
+
+def test_dask_integer_weights_equal_weighted_gce():
+    da = pytest.importorskip("dask.array")
+    import calibkit.dask as cdask
+
+    y, p, w = _data(8)
+    names = ["ECE", "ACE", "SCE", "RMSCE"]
+    ev = cdask.evaluate(da.from_array(y, chunks=70), da.from_array(p, chunks=(64, 4)),
+                        space=names, num_bins=(5, 10), scheduler="synchronous",
+                        sample_weight=da.from_array(w, chunks=50))
+    ref = calibkit.evaluate(y, p, space=names, num_bins=(5, 10), sample_weight=w)
+    np.testing.assert_allclose(ev.values, ref.values, atol=1e-12)
+    assert cdask.gce(y, p, sample_weight=w, scheduler="synchronous") == pytest.approx(
+        calibkit.gce(y, p, sample_weight=w), abs=1e-12)
+    with pytest.raises(InvalidParameterError, match="integer"):
+        cdask.gce(y, p, sample_weight=w * 0.5, scheduler="synchronous")
+    with pytest.raises(ShapeMismatchError):
+        cdask.gce(y, p, sample_weight=w[:10], scheduler="synchronous")
