@@ -510,3 +510,27 @@ def test_pair_weights_refused_where_no_weighted_path():
         calibkit.Accumulator("ECE").update(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
     with pytest.raises(TopLabelInputError):
         calibkit.sce(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
+
+
+def test_trust_estimators_take_top_label_input():
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet(np.ones(6) * 0.4, size=1500)
+    labels = rng.integers(0, 6, size=1500)
+    conf, ok, pred = probs.max(axis=1), probs.argmax(axis=1) == labels, probs.argmax(axis=1)
+    for metric in ("ECE", "RMSCE", "CCE"):
+        extra = dict(predicted=pred, num_classes=6) if metric == "CCE" else {}
+        a = calibkit.confidence_interval(labels, probs, metric, n_resamples=40, seed=3,
+                                         return_resamples=True)
+        b = calibkit.confidence_interval(metric=metric, top_confidence=conf, correct=ok,
+                                         n_resamples=40, seed=3, return_resamples=True, **extra)
+        assert abs(a.value - b.value) < 1e-12
+        np.testing.assert_allclose(a.resamples, b.resamples, atol=1e-12)
+        ta = calibkit.calibration_test(labels, probs, metric, n_resamples=40, seed=3)
+        tb = calibkit.calibration_test(metric=metric, confidence=conf, correct=ok, n_resamples=40,
+                                       seed=3, **extra)
+        assert abs(ta.statistic - tb.statistic) < 1e-12 and ta.pvalue == tb.pvalue
+    c = calibkit.confidence_interval(metric=calibkit.smece, top_confidence=conf, correct=ok,
+                                     n_resamples=20, seed=1)
+    assert abs(c.value - calibkit.smece(labels, probs)) < 1e-12
+    with pytest.raises(TopLabelInputError):
+        calibkit.confidence_interval(metric="SCE", top_confidence=conf, correct=ok, n_resamples=5)

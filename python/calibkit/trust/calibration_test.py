@@ -22,8 +22,9 @@ import numpy as np
 
 from .. import _native
 from ..space import MetricSpec
-from .auto_bins import resolve_num_bins
-from .cells import row_cells
+from .._toplabel import resolve
+from .auto_bins import resolve_auto
+from .cells import pair_cells, row_cells
 from .seeds import as_resamples, as_seed
 
 __all__ = ["calibration_test", "CalibrationTestResult"]
@@ -55,8 +56,9 @@ class CalibrationTestResult:
     resamples: np.ndarray = field(repr=False)
 
 
-def calibration_test(labels, probs, metric="ECE", *, num_bins=15, n_resamples: int = 1000,
-                     seed=None) -> CalibrationTestResult:
+def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins=15,
+                     n_resamples: int = 1000, seed=None, confidence=None, correct=None,
+                     predicted=None, num_classes=None) -> CalibrationTestResult:
     """Test the null hypothesis "the model is calibrated" by consistency resampling.
 
     Parameters
@@ -71,6 +73,9 @@ def calibration_test(labels, probs, metric="ECE", *, num_bins=15, n_resamples: i
         R, the number of label redraws.
     seed : int or None
         Same seed, same p-value (for any thread count). None draws a fresh seed.
+    confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs`` (as in :func:`calibkit.gce`;
+        max-prob metrics only): each row's outcome is redrawn as Bernoulli(confidence).
 
     Returns
     -------
@@ -93,9 +98,12 @@ def calibration_test(labels, probs, metric="ECE", *, num_bins=15, n_resamples: i
     spec = MetricSpec.coerce(metric)
     r = as_resamples(n_resamples)
     s = as_seed(seed)
-    num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=spec.max_prob,
+    pairs = resolve(labels, probs, confidence, correct, predicted, num_classes)
+    if isinstance(num_bins, str):
+        num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
                                 class_conditional=spec.class_conditional)
-    rc = row_cells(labels, probs, spec, num_bins)
+    rc = (pair_cells(pairs, spec, num_bins) if pairs is not None
+          else row_cells(labels, probs, spec, num_bins))
     t = rc.bins.error(spec.norm)
     star = _native.resample_consistency(rc.cell, rc.score, rc.hit, None, rc.groups, rc.nb,
                                         spec.norm, spec.class_conditional, s, r)

@@ -24,7 +24,7 @@ from ..space import MetricSpec
 from .._validate import validate_inputs
 from .weights import Triples
 
-__all__ = ["RowCells", "row_cells", "DROPPED", "triples", "weighted_stats"]
+__all__ = ["RowCells", "row_cells", "pair_cells", "DROPPED", "triples", "weighted_stats"]
 
 DROPPED = np.uint32(np.iinfo(np.uint32).max)
 
@@ -53,6 +53,31 @@ def _bins_of(scores64: np.ndarray, edges_row: np.ndarray) -> np.ndarray:
     # SPEC: the bin of s is the number of upper edges <= s (left-closed bins).
     upper = edges_row[1:-1]
     return np.searchsorted(upper, scores64, side="right").astype(np.int64)
+
+
+def pair_cells(pairs, spec: MetricSpec, num_bins: int) -> RowCells:
+    """The cells of a top-label ``spec`` for resolved top-label input (a
+    :class:`calibkit._toplabel.Pairs`): one score per row, ``hit = 0`` when it is correct."""
+    from .._toplabel import bin_stats, require_top_label
+
+    require_top_label(pairs, spec.max_prob, spec.class_conditional, "this resampling method")
+    counts, ss, so, edges = bin_stats(pairs, spec.binning, True, spec.class_conditional,
+                                      spec.threshold, num_bins)
+    b = CalibrationBins(counts, ss, so, edges, pairs.k, spec.binning, spec.class_conditional,
+                        True, spec.threshold)
+    nb = b.counts.shape[1]
+    top = np.ascontiguousarray(pairs.confidence, dtype=np.float64)
+    n = top.shape[0]
+    keep = top > np.float64(spec.threshold)
+    group = (np.asarray(pairs.predicted, dtype=np.int64) if spec.class_conditional
+             else np.zeros(n, dtype=np.int64))
+    bins = np.zeros(n, dtype=np.int64)
+    for g in np.unique(group[keep]):
+        m = keep & (group == g)
+        bins[m] = _bins_of(top[m], b.edges[g])
+    cell = np.where(keep, group * nb + bins, DROPPED).astype(np.uint32)[:, None]
+    hit = np.where(pairs.correct.astype(bool), 0, DROPPED).astype(np.uint32)
+    return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
 
 
 def row_cells(labels, probs, spec: MetricSpec, num_bins: int) -> RowCells:

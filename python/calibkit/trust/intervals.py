@@ -43,9 +43,10 @@ import numpy as np
 from .. import _native
 from ..errors import InputTypeError, InvalidParameterError
 from ..space import MetricSpec
-from .auto_bins import resolve_num_bins
+from .._toplabel import resolve
+from .auto_bins import resolve_auto
 from .bin_intervals import check_confidence
-from .cells import row_cells
+from .cells import pair_cells, row_cells
 from .seeds import as_resamples, as_seed
 
 __all__ = ["confidence_interval", "ConfidenceInterval", "METHODS"]
@@ -131,10 +132,12 @@ def _interval(t: float, star: np.ndarray, confidence: float, method: str) -> tup
     return float(min(max(2.0 * t - hi_q, 0.0), 1.0)), float(min(max(2.0 * t - lo_q, 0.0), 1.0))
 
 
-def confidence_interval(labels, probs, metric="ECE", *, num_bins=15, confidence: float = 0.90,
-                        n_resamples: int = 1000, method: str = "basic", seed=None,
-                        sample_weight=None, weights: str = "poisson",
-                        return_resamples: bool = False) -> ConfidenceInterval:
+def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
+                        confidence: float = 0.90, n_resamples: int = 1000,
+                        method: str = "basic", seed=None, sample_weight=None,
+                        weights: str = "poisson", return_resamples: bool = False,
+                        top_confidence=None, correct=None, predicted=None,
+                        num_classes=None) -> ConfidenceInterval:
     """Bootstrap confidence interval of a calibration metric.
 
     Parameters
@@ -160,6 +163,11 @@ def confidence_interval(labels, probs, metric="ECE", *, num_bins=15, confidence:
     return_resamples : bool, default False
         Keep the resampled values in ``.resamples``.
 
+    top_confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`, where
+        the confidences are ``confidence=``; here ``confidence=`` is the interval's level, so
+        they are ``top_confidence=``). Only max-prob metrics; a callable is then called as
+        ``metric(confidence=..., correct=..., sample_weight=...)``.
     Returns
     -------
     ConfidenceInterval
@@ -184,12 +192,19 @@ def confidence_interval(labels, probs, metric="ECE", *, num_bins=15, confidence:
     r = as_resamples(n_resamples)
     s = as_seed(seed)
     spec, fn = _metric_of(metric)
+    pairs = resolve(labels, probs, top_confidence, correct, predicted, num_classes)
     if fn is not None:
+        if pairs is not None:  # the callable takes the pairs as confidence=, correct=, ...
+            fn = _pairs_callable(fn, top_confidence, correct, predicted, num_classes)
+            labels = np.zeros(pairs.n)
         t, star, name = _callable_resamples(fn, labels, probs, sample_weight, weights, s, r)
     else:
-        num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=spec.max_prob,
+        if isinstance(num_bins, str):
+            num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
                                     class_conditional=spec.class_conditional)
-        t, star = _space_resamples(spec, labels, probs, num_bins, sample_weight, weights, s, r)
+        rc = (pair_cells(pairs, spec, num_bins) if pairs is not None
+              else row_cells(labels, probs, spec, num_bins))
+        t, star = _space_resamples(spec, rc, sample_weight, weights, s, r)
         name = spec.name
     low, high = _interval(t, star, conf, method)
     std = float(np.std(star, ddof=1)) if r > 1 else 0.0
@@ -197,8 +212,19 @@ def confidence_interval(labels, probs, metric="ECE", *, num_bins=15, confidence:
                               star if return_resamples else None)
 
 
-def _space_resamples(spec, labels, probs, num_bins, sample_weight, weights, seed, r):
-    rc = row_cells(labels, probs, spec, num_bins)
+def _pairs_callable(fn, confidence, correct, predicted, num_classes):
+    """``fn`` called on top-label pairs: ``fn(confidence=..., correct=..., sample_weight=...)``
+    (with ``predicted=``/``num_classes=`` when given), whatever rows the bootstrap passes."""
+    extra = {} if predicted is None else {"predicted": predicted, "num_classes": num_classes}
+
+    def on_pairs(_labels, _probs, sample_weight=None):
+        return fn(confidence=confidence, correct=correct, sample_weight=sample_weight, **extra)
+
+    on_pairs.__name__ = getattr(fn, "__name__", "metric")
+    return on_pairs
+
+
+def _space_resamples(spec, rc, sample_weight, weights, seed, r):
     n = rc.hit.shape[0]
     sw = _check_weights(sample_weight, n)
     if spec.binning == "even":
