@@ -21,7 +21,6 @@ import numpy as np
 from . import _native
 from ._toplabel import require_top_label, resolve
 from ._validate import validate_inputs
-from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
 from ._params import as_flag, as_real
 
@@ -30,31 +29,13 @@ __all__ = ["groups", "check_sample_weight", "positive_float"]
 
 
 def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
-    """``sample_weight`` as a float64 (N,) array (None stays None)."""
+    """``sample_weight`` as a float64 (N,) array (None stays None); the one weight rule of
+    :func:`calibkit.trust.weights.as_sample_weight`."""
     if sample_weight is None:
         return None
-    if isinstance(sample_weight, (str, bytes)):
-        raise InputTypeError(f"sample_weight must be an array of N non-negative numbers, got {type(sample_weight).__name__}")
-    try:
-        w = np.asarray(sample_weight)
-    except Exception as exc:
-        raise InputTypeError(f"sample_weight could not be converted to a NumPy array: {exc}") from exc
-    if w.dtype.kind not in "fiub":
-        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
-    if w.ndim != 1 or w.shape[0] != n:
-        raise ShapeMismatchError(
-            f"sample_weight must have shape ({n},), one weight per prediction, got shape {w.shape}"
-        )
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if not np.all(np.isfinite(w)):
-        bad = int(np.flatnonzero(~np.isfinite(w))[0])
-        raise InvalidParameterError(f"sample_weight[{bad}] is {w[bad]!r}: weights must be finite")
-    if np.any(w < 0):
-        bad = int(np.flatnonzero(w < 0)[0])
-        raise InvalidParameterError(f"sample_weight[{bad}] is {w[bad]!r}: weights must be >= 0")
-    if not w.sum() > 0:
-        raise InvalidParameterError("sample_weight sums to 0: at least one prediction needs a positive weight")
-    return w
+    from .trust.weights import as_sample_weight
+
+    return as_sample_weight(sample_weight, n)
 
 
 def groups(labels, probs, *, max_prob, confidence=None, correct=None, sample_weight=None,
