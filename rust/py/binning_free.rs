@@ -1,15 +1,15 @@
 //! Glue of the binning-free estimators (smooth ECE, KS error, CORP): validated top-label pairs,
 //! value checks of the whole matrix, the smoothing grid, the KS scan and isotonic regression.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use super::errors::{guard, to_py};
 
 type Pair<'py, A, B> = (Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>);
-use super::{checks, run, DETACH_ENTRIES};
+use super::{checks, DETACH_ENTRIES};
 use crate::kernels::pairs::Pairs;
-use crate::kernels::{isotonic, ks, smooth, toplabel, validate, Inputs, KernelError};
+use crate::kernels::{isotonic, ks, smooth, toplabel, validate, KernelError};
 
 fn slice<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
     a.as_slice()
@@ -25,19 +25,6 @@ fn detached<R: Send>(py: Python<'_>, n: usize, f: impl FnOnce() -> Result<R, Ker
     r.map_err(|e| to_py(py, e))
 }
 
-macro_rules! both_dtypes {
-    ($py:expr, $labels:expr, $probs:expr, |$x:ident| $body:expr) => {{
-        if let Ok(p) = $probs.extract::<PyReadonlyArray2<f64>>() {
-            run($py, &$labels, &p, |$x: &Inputs<f64>| $body)
-        } else if let Ok(p) = $probs.extract::<PyReadonlyArray2<f32>>() {
-            run($py, &$labels, &p, |$x: &Inputs<f32>| $body)
-        } else {
-            Err(pyo3::exceptions::PyTypeError::new_err(
-                "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
-            ))
-        }
-    }};
-}
 
 /// toplabel_pairs(labels, probs, check_row_sums=True) -> (confidence float64 (N,), correct bool (N,))
 #[pyfunction]
@@ -50,7 +37,7 @@ fn toplabel_pairs<'py>(
 ) -> PyResult<Pair<'py, f64, bool>> {
     guard(py, || {
         let c = checks(check_row_sums);
-        let top = both_dtypes!(py, labels, probs, |x| toplabel::summarise(x, &c))?;
+        let top = dispatch!(py, labels, probs, |x| toplabel::summarise(x, &c))?;
         Ok((top.conf.into_pyarray(py), top.correct.into_pyarray(py)))
     })
 }
@@ -61,7 +48,7 @@ fn toplabel_pairs<'py>(
 fn check_values(py: Python<'_>, labels: PyReadonlyArray1<i64>, probs: &Bound<'_, PyAny>, check_row_sums: bool) -> PyResult<()> {
     guard(py, || {
         let c = checks(check_row_sums);
-        both_dtypes!(py, labels, probs, |x| validate::scan(x, &c))
+        dispatch!(py, labels, probs, |x| validate::scan(x, &c))
     })
 }
 

@@ -2,6 +2,22 @@
 //! Every `#[pyfunction]` body runs under [`errors::guard`] (new glue files must do the same),
 //! which turns a Rust panic into `calibkit.errors.InternalError`.
 
+/// Runs a kernel closure on `probs` as float64 or float32 (the glue's one dtype dispatch; used
+/// by the topic files below, so defined before them).
+macro_rules! dispatch {
+    ($py:expr, $labels:expr, $probs:expr, |$x:ident| $body:expr) => {{
+        if let Ok(p) = $probs.extract::<numpy::PyReadonlyArray2<f64>>() {
+            $crate::py::run($py, &$labels, &p, |$x: &$crate::kernels::Inputs<f64>| $body)
+        } else if let Ok(p) = $probs.extract::<numpy::PyReadonlyArray2<f32>>() {
+            $crate::py::run($py, &$labels, &p, |$x: &$crate::kernels::Inputs<f32>| $body)
+        } else {
+            Err(pyo3::exceptions::PyTypeError::new_err(
+                "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
+            ))
+        }
+    }};
+}
+
 mod binning_free;
 pub(crate) mod errors;
 mod grouped;
@@ -45,19 +61,6 @@ where
     res.map_err(|e| to_py(py, e))
 }
 
-macro_rules! dispatch {
-    ($py:expr, $labels:expr, $probs:expr, |$x:ident| $body:expr) => {{
-        if let Ok(p) = $probs.extract::<PyReadonlyArray2<f64>>() {
-            run($py, &$labels, &p, |$x: &Inputs<f64>| $body)
-        } else if let Ok(p) = $probs.extract::<PyReadonlyArray2<f32>>() {
-            run($py, &$labels, &p, |$x: &Inputs<f32>| $body)
-        } else {
-            Err(pyo3::exceptions::PyTypeError::new_err(
-                "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
-            ))
-        }
-    }};
-}
 
 /// gce(labels, probs, binning, max_prob, class_conditional, threshold, norm, num_bins, check_row_sums=True) -> float
 #[pyfunction]
