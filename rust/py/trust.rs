@@ -4,7 +4,7 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use super::errors::to_py;
+use super::errors::{guard, to_py};
 use super::{checks, grouping, run};
 use crate::kernels::rows::{score_rows as rows_of, ScoreRows};
 use crate::kernels::Inputs;
@@ -59,12 +59,14 @@ fn resample_bootstrap<'py>(
     seed: u64,
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
-    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
-    let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
-        resample::bootstrap(c, norm, class_conditional, scheme, seed, n_resamples)
-    })?;
-    Ok(v.into_pyarray(py))
+    guard(py, || {
+        let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+        let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+        let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
+            resample::bootstrap(c, norm, class_conditional, scheme, seed, n_resamples)
+        })?;
+        Ok(v.into_pyarray(py))
+    })
 }
 
 /// resample_consistency(cell, score, hit, base, groups, nb, norm, class_conditional, seed, n_resamples) -> (R,)
@@ -83,11 +85,13 @@ fn resample_consistency<'py>(
     seed: u64,
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
-    let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
-        resample::consistency(c, norm, class_conditional, seed, n_resamples)
-    })?;
-    Ok(v.into_pyarray(py))
+    guard(py, || {
+        let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+        let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
+            resample::consistency(c, norm, class_conditional, seed, n_resamples)
+        })?;
+        Ok(v.into_pyarray(py))
+    })
 }
 
 /// resample_bootstrap_grouped(groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples) -> (R,)
@@ -110,26 +114,28 @@ fn resample_bootstrap_grouped<'py>(
     seed: u64,
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
-    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
-    let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
-    let b = match &base {
-        Some(b) => Some(slice(b, "base")?),
-        None => None,
-    };
-    let t = Triples {
-        groups: slice(&groups, "groups")?,
-        scores: slice(&scores, "scores")?,
-        outcomes: slice(&outcomes, "outcomes")?,
-        rows: slice(&rows, "rows")?,
-        base: b,
-        n_rows,
-        num_groups,
-    };
-    let v = py
-        .detach(|| resample::bootstrap_grouped(&t, binning, num_bins, norm, class_conditional, scheme, seed, n_resamples))
-        .map_err(|e| to_py(py, e))?;
-    Ok(v.into_pyarray(py))
+    guard(py, || {
+        let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+        let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+        let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
+        let b = match &base {
+            Some(b) => Some(slice(b, "base")?),
+            None => None,
+        };
+        let t = Triples {
+            groups: slice(&groups, "groups")?,
+            scores: slice(&scores, "scores")?,
+            outcomes: slice(&outcomes, "outcomes")?,
+            rows: slice(&rows, "rows")?,
+            base: b,
+            n_rows,
+            num_groups,
+        };
+        let v = py
+            .detach(|| resample::bootstrap_grouped(&t, binning, num_bins, norm, class_conditional, scheme, seed, n_resamples))
+            .map_err(|e| to_py(py, e))?;
+        Ok(v.into_pyarray(py))
+    })
 }
 
 type RowsOut<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>);
@@ -146,18 +152,20 @@ fn score_rows<'py>(
     threshold: f64,
     check_row_sums: bool,
 ) -> PyResult<RowsOut<'py>> {
-    let g = grouping("even", max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-    let c = checks(check_row_sums);
-    let r: ScoreRows = if let Ok(p) = probs.extract::<PyReadonlyArray2<f64>>() {
-        run(py, &labels, &p, |x: &Inputs<f64>| rows_of(x, &g, &c))?
-    } else if let Ok(p) = probs.extract::<PyReadonlyArray2<f32>>() {
-        run(py, &labels, &p, |x: &Inputs<f32>| rows_of(x, &g, &c))?
-    } else {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
-        ));
-    };
-    Ok((r.group.into_pyarray(py), r.score.into_pyarray(py), r.outcome.into_pyarray(py), r.row.into_pyarray(py)))
+    guard(py, || {
+        let g = grouping("even", max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let c = checks(check_row_sums);
+        let r: ScoreRows = if let Ok(p) = probs.extract::<PyReadonlyArray2<f64>>() {
+            run(py, &labels, &p, |x: &Inputs<f64>| rows_of(x, &g, &c))?
+        } else if let Ok(p) = probs.extract::<PyReadonlyArray2<f32>>() {
+            run(py, &labels, &p, |x: &Inputs<f32>| rows_of(x, &g, &c))?
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
+            ));
+        };
+        Ok((r.group.into_pyarray(py), r.score.into_pyarray(py), r.outcome.into_pyarray(py), r.row.into_pyarray(py)))
+    })
 }
 
 /// bootstrap_weights(weights, seed, r0, count, n) -> (count, n) per-row multiplicities
@@ -170,9 +178,11 @@ fn bootstrap_weights<'py>(
     count: usize,
     n: usize,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
-    let v = py.detach(|| resample::weights_matrix(scheme, seed, r0, count, n));
-    v.into_pyarray(py).reshape([count, n])
+    guard(py, || {
+        let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+        let v = py.detach(|| resample::weights_matrix(scheme, seed, r0, count, n));
+        v.into_pyarray(py).reshape([count, n])
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
