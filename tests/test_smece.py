@@ -139,3 +139,16 @@ def test_property_equals_relplot(rows):
     c = np.array([r[0] for r in rows])
     o = np.array([float(r[1]) for r in rows])
     assert abs(calibkit.smece(confidence=c, correct=o) - relplot.smECE(c, o)) < TOL
+
+
+def test_evaluate_carries_the_binning_free_estimators():
+    rng = np.random.default_rng(4)
+    probs = rng.dirichlet(np.ones(5), size=800)
+    labels = rng.integers(0, 5, size=800)
+    ev = calibkit.evaluate(labels, probs, space=["ECE"], binning_free=True)
+    assert ev.binning_free.smece == calibkit.smece(labels, probs)
+    assert ev.binning_free.ksce == calibkit.ksce(labels, probs)
+    assert ev.binning_free.corp.score == calibkit.decompose(labels, probs).score
+    assert calibkit.evaluate(labels, probs, space=["ECE"]).binning_free is None
+    with pytest.raises(calibkit.errors.InvalidFlagError):
+        calibkit.evaluate(labels, probs, binning_free="yes")

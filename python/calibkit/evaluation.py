@@ -72,6 +72,9 @@ class Evaluation:
         self.num_classes = num_classes
         self.multilabel = multilabel
         self.top_label_only = bool(top_label_only)
+        #: The binning-free estimators (:class:`calibkit.binning_free.BinningFree`) when
+        #: ``evaluate(..., binning_free=True)`` computed them, else None.
+        self.binning_free = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -188,7 +191,7 @@ class Evaluation:
 
 def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
              confidence=None, correct=None, predicted=None, num_classes=None,
-             sample_weight=None) -> Evaluation:
+             sample_weight=None, binning_free: bool = False) -> Evaluation:
     """Every metric of a space at every bin count, in one pass of the Rust kernel.
 
     Each group of scores is sorted (adaptive) or histogrammed (even) once and shared by all
@@ -220,6 +223,10 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     sample_weight : array_like of shape (N,), optional
         Per-row weights (finite, >= 0; see :func:`calibkit.gce`); each value then equals
         ``calibkit.gce(..., sample_weight=sample_weight)``.
+    binning_free : bool, default False
+        Also compute the binning-free estimators (top-label smooth ECE, KS error and CORP
+        decomposition, :func:`calibkit.binning_free`) of the same predictions, as the
+        result's ``binning_free`` attribute (None otherwise).
 
     Returns
     -------
@@ -245,6 +252,24 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
     >>> len(top.space), top.top_label_only, top.space[0].name
     (8, True, 'ECE')
     """
+    binning_free = as_flag(binning_free, "binning_free")
+    ev = _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, num_classes,
+                   sample_weight)
+    if binning_free:
+        if ev.multilabel:
+            raise InvalidParameterError(
+                "binning_free=True: the binning-free estimators are top-label; pass 1-D class "
+                "labels (or confidence=, correct=), not a multilabel label matrix")
+        from .binning_free import binning_free as _binning_free
+
+        ev.binning_free = _binning_free(labels, probs, sample_weight=sample_weight,
+                                        confidence=confidence, correct=correct)
+    return ev
+
+
+def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, num_classes,
+              sample_weight) -> Evaluation:
+    """:func:`evaluate` without the binning-free estimators."""
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     if pairs is not None:
         _toplabel.reject_weights(sample_weight, "calibkit.evaluate")
