@@ -25,57 +25,15 @@ pub struct TopLabel {
     pub correct: Vec<bool>,
 }
 
-/// Max, first argmax, sum and a bad-value flag of one row, in one vectorisable read: each of
-/// L lanes keeps its own maximum and the first chunk where it occurred; the lanes are then
-/// combined taking the largest value and, among equal values, the lowest column.
+/// Max, first argmax, sum and a bad-value flag of one row, in one vectorised read
+/// ([`toplabel_scan::long_row`]: lanes of the value type, combined once per row; AVX2 where
+/// the CPU has it, bitwise the portable scan).
 #[inline(always)]
 fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     if row.len() <= 16 {
         return scan_short_row(row);
     }
-    use crate::kernels::validate::RANGE_TOL;
-    const L: usize = 8;
-    let lo = -RANGE_TOL;
-    let hi = 1.0 + RANGE_TOL;
-    let mut s = [0.0f64; L];
-    let mut bad = [false; L];
-    let mut m = [f64::NEG_INFINITY; L];
-    let mut at = [0usize; L];
-    let mut it = row.chunks_exact(L);
-    for (ci, c) in (&mut it).enumerate() {
-        for l in 0..L {
-            let v = c[l].to_f64();
-            s[l] += v;
-            bad[l] |= !(v >= lo && v <= hi);
-            let gt = v > m[l];
-            m[l] = if gt { v } else { m[l] };
-            at[l] = if gt { ci } else { at[l] };
-        }
-    }
-    let mut sum = 0.0;
-    let mut any_bad = false;
-    let mut mx = f64::NEG_INFINITY;
-    let mut arg = usize::MAX;
-    for l in 0..L {
-        sum += s[l];
-        any_bad |= bad[l];
-        let col = at[l] * L + l;
-        if m[l] > mx || (m[l] == mx && col < arg) {
-            mx = m[l];
-            arg = col;
-        }
-    }
-    let base = row.len() - it.remainder().len();
-    for (j, v) in it.remainder().iter().enumerate() {
-        let v = v.to_f64();
-        sum += v;
-        any_bad |= !(v >= lo && v <= hi);
-        if v > mx {
-            mx = v;
-            arg = base + j;
-        }
-    }
-    (if arg == usize::MAX { 0 } else { arg }, mx, sum, any_bad)
+    toplabel_scan::long_row(row)
 }
 
 /// [`scan_row`] for rows of a few classes, where lane bookkeeping would cost more than the row.
