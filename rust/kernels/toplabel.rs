@@ -201,9 +201,18 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
     }
 }
 
+/// Groups at least this long are sorted on the pool.
+const PAR_SORT_MIN: usize = 1 << 14;
+
 /// Sorts one group's (score, outcome) pairs and bins them with the adaptive rule.
 pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
-    m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    // Equal scores fall in one bin whatever their order, and their outcome sums are exact, so
+    // the table does not depend on how ties are ordered: a parallel sort is deterministic.
+    if m.len() >= PAR_SORT_MIN {
+        m.par_sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    } else {
+        m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    }
     let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
     let edges = adaptive_edges(&sorted, b);
     let mut st = BinStats::zeros(1, b);
