@@ -254,21 +254,26 @@ fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ran
 
 /// Score, cell (the discard cell `drop` at or below the threshold) and count increment (1,
 /// plus 1 << 32 when correct) of the pairs of `block`; false if one fails a check. Four pairs
-/// at a time with AVX2 ([`x86::cells_of`]), the rest here.
+/// at a time with AVX2 ([`x86::cells_of`]), the rest (or, without AVX2, all) with the portable
+/// twin [`cells_of_portable`]; on valid pairs both write bitwise the same buffers.
 fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> bool {
-    let mut done = 0;
-    let mut ok = true;
+    use crate::kernels::simd::{record, Kernel, Level};
     #[cfg(target_arch = "x86_64")]
     if crate::kernels::simd::avx2() {
-        // SAFETY: AVX2 is present (the crate's one feature check); `x86::cells_of` reads only `block` and writes the first
-        // block.len() (<= BLOCK) entries of the buffers.
-        (done, ok) = unsafe { x86::cells_of(x, g, e, drop, block.clone(), b) };
+        record(Kernel::PairCells, Level::Avx2);
+        // SAFETY: AVX2 is present (the crate's one feature check); `x86::cells_of` asserts
+        // `block` lies inside the input and fits the buffers, and reads and writes only there
+        // (offsets from the shape, never from values another thread may change meanwhile).
+        let (done, ok) = unsafe { x86::cells_of(x, g, e, drop, block.clone(), b) };
+        return ok & cells_of_portable(x, g, e, drop, block, done, b);
     }
-    ok & cells_of_scalar(x, g, e, drop, block, done, b)
+    record(Kernel::PairCells, Level::Portable);
+    cells_of_portable(x, g, e, drop, block, 0, b)
 }
 
-/// [`cells_of`] for the pairs of `block` from offset `from` on.
-fn cells_of_scalar<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, from: usize, b: &mut Buffers) -> bool {
+/// The portable [`cells_of`] (the production path without AVX2, and what the AVX2 twin is
+/// compared to bitwise), for the pairs of `block` from offset `from` on.
+fn cells_of_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, from: usize, b: &mut Buffers) -> bool {
     let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let nb = e.num_bins() as u32;
     let k = x.k as u64;
@@ -484,5 +489,60 @@ mod tests {
         assert_eq!(bin_stats(&p, &gc, 10).unwrap_err(), KernelError::BadPredicted { index: 0, value: 3, num_classes: 3 });
         assert!(matches!(bin_stats(&p, &Grouping { max_prob: false, ..g }, 10), Err(KernelError::Parameter(_))));
         assert!(matches!(Pairs::new(&conf[..3], &correct[..2], None, 1), Err(KernelError::Shape(_))));
+    }
+
+    #[test]
+    fn pair_cells_avx2_twin_is_the_portable_one_bitwise() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernels::simd::avx2() {
+            let (conf, pred, labels) = data(BLOCK + 3, 7);
+            let mut correct: Vec<u8> = pred.iter().zip(&labels).map(|(p, l)| (p == l) as u8).collect();
+            let conf32: Vec<f32> = conf.iter().map(|&v| v as f32).collect();
+            fn both<T: Score>(x: &Pairs<'_, T>, g: &Grouping, b: usize, bad_at: Option<usize>) {
+                let e = EvenEdges::new(b);
+                let drop = (g.groups(x.k) * b) as u32;
+                for block in [0..x.n.min(BLOCK), 3..x.n.min(BLOCK + 3), 0..5, 2..3] {
+                    let new = || Box::new(Buffers { scores: [0.0; BLOCK], cells: [0; BLOCK], incs: [0; BLOCK] });
+                    let (mut a, mut p) = (new(), new());
+                    // SAFETY: AVX2 was detected by the caller; the block lies in the input.
+                    let (done, ok_a) = unsafe { x86::cells_of(x, g, &e, drop, block.clone(), &mut a) };
+                    let ok_a = ok_a & cells_of_portable(x, g, &e, drop, block.clone(), done, &mut a);
+                    let ok_p = cells_of_portable(x, g, &e, drop, block.clone(), 0, &mut p);
+                    assert_eq!(ok_a, ok_p, "{g:?} {block:?}");
+                    let valid = bad_at.is_none_or(|i| !block.contains(&i));
+                    assert_eq!(ok_p, valid, "{g:?} {block:?}");
+                    if valid {
+                        let n = block.len();
+                        let bits = |v: &[f64]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&a.scores[..n]), bits(&p.scores[..n]), "{g:?} {block:?}");
+                        assert_eq!(a.cells[..n], p.cells[..n], "{g:?} {block:?}");
+                        assert_eq!(a.incs[..n], p.incs[..n], "{g:?} {block:?}");
+                    }
+                }
+            }
+            let mut conf_bad = conf.clone();
+            conf_bad[4] = f64::NAN;
+            let conf_bad32: Vec<f32> = conf_bad.iter().map(|&v| v as f32).collect();
+            let mut pred_bad = pred.clone();
+            pred_bad[2] = 7;
+            for cc in [false, true] {
+                for threshold in [0.0, 0.5] {
+                    let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: cc, threshold };
+                    for b in [1, 10, 15] {
+                        both(&Pairs::new(&conf, &correct, Some(&pred), 7).unwrap(), &g, b, None);
+                        both(&Pairs::new(&conf32, &correct, Some(&pred), 7).unwrap(), &g, b, None);
+                        if !cc {
+                            both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, b, None);
+                        }
+                        both(&Pairs::new(&conf_bad, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
+                        both(&Pairs::new(&conf_bad32, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
+                        both(&Pairs::new(&conf, &correct, Some(&pred_bad), 7).unwrap(), &g, b, Some(2));
+                    }
+                }
+            }
+            correct[3] = 2;
+            let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
+            both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, 15, Some(3));
+        }
     }
 }

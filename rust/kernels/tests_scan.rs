@@ -134,6 +134,7 @@ fn vector_scan_never_misses_a_bad_row() {
 
 /// The scalar definition of the long-row scan: first argmax with strict `>`, maximum, the sum
 /// in 8 lanes (lane order, then the tail), and whether some value is out of range or NaN.
+#[allow(clippy::manual_range_contains)] // NaN is out of range
 fn long_scalar<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     use super::validate::RANGE_TOL;
     let (mx, arg) = scalar_top(row);

@@ -247,6 +247,7 @@ pub struct LongLanes {
 /// `!(v >= lo && v <= hi)` over the row: a value below `lo` lowers the minimum, one above `hi`
 /// raises the maximum, and a NaN (or +inf with -inf) makes the sum NaN.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // lane j of several arrays
 fn combine<T: Score>(l: &LongLanes, rest: &[T], base: usize) -> (usize, f64, f64, bool) {
     use crate::kernels::validate::RANGE_TOL;
     let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
@@ -279,6 +280,7 @@ fn combine<T: Score>(l: &LongLanes, rest: &[T], base: usize) -> (usize, f64, f64
 /// The portable long-row scan (the production path without AVX2, and what the AVX2 twin is
 /// compared to bitwise): first argmax, maximum, sum and bad-value flag of `row`.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // lane j of several arrays
 pub fn long_row_portable<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     let mut l = LongLanes {
         max: [f64::NEG_INFINITY; LONG_LANES],
@@ -392,6 +394,7 @@ pub mod long_x86 {
     /// # Safety
     /// AVX2 must be available, and `row.len() / 8 < 2^24` (the f32 lane index is exact).
     #[target_feature(enable = "avx2")]
+    #[allow(clippy::needless_range_loop)] // lane j of several arrays
     pub unsafe fn long_row_f32(row: &[f32]) -> (usize, f64, f64, bool) {
         let chunks = row.len() / LONG_LANES;
         let p = row.as_ptr();
