@@ -12,6 +12,12 @@
 //! minus a margin covering the different summation order), and the caller re-checks a
 //! suspicious range with the scalar row checks, which alone decide. So results and errors are
 //! identical to the scalar path; only clean ranges skip the scalar work.
+//!
+//! Rows of more than 16 classes take [`long_row`]: eight lanes of the value type (running
+//! maximum with the strict `>`, the chunk where it was raised as a float, sum, minimum), in
+//! two f64 AVX2 registers (one f32 register for maximum, index and minimum of f32 rows),
+//! combined once per row ([`long_row_portable`] is its portable twin: bitwise the same
+//! argmax, maximum, sum and bad-value flag, so checks and errors are unchanged).
 
 use std::ops::Range;
 
