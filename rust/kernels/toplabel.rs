@@ -208,7 +208,19 @@ const PAR_SORT_MIN: usize = 1 << 14;
 pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
     // Equal scores fall in one bin whatever their order, and their outcome sums are exact, so
     // the table does not depend on how ties are ordered: a parallel sort is deterministic.
-    if m.len() >= PAR_SORT_MIN {
+    if m.iter().all(|p| p.0.is_sign_positive() && !p.0.is_nan()) {
+        // Non-negative scores sort as their bit patterns (below 2^63): sort the integer keys
+        // `bits << 1 | outcome`, much cheaper to compare than (f64, bool) pairs.
+        let mut keys: Vec<u64> = m.iter().map(|p| (p.0.to_bits() << 1) | p.1 as u64).collect();
+        if keys.len() >= PAR_SORT_MIN {
+            keys.par_sort_unstable();
+        } else {
+            keys.sort_unstable();
+        }
+        for (p, k) in m.iter_mut().zip(&keys) {
+            *p = (f64::from_bits(k >> 1), k & 1 == 1);
+        }
+    } else if m.len() >= PAR_SORT_MIN {
         m.par_sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
     } else {
         m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
