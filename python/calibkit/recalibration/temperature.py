@@ -26,10 +26,10 @@ FLOAT32_MIN_ENTRIES = 1 << 20
 #: Rows of the deterministic subsample that gives large fits their starting point.
 SUBSAMPLE_ROWS = 4096
 #: Tolerance on log T of the coarse bracketed search of MetricTemperatureScaling.
-COARSE_XATOL = 0.02
+COARSE_XATOL = 0.03
 #: Its local scan: this many points on each side of the coarse answer, this far apart in log T.
-SCAN_POINTS = 8
-SCAN_STEP = 0.005
+SCAN_POINTS = 4
+SCAN_STEP = 0.006
 #: Top-label losses of at least this many entries share their rows with a thread pool.
 LOSS_THREADS_MIN_ENTRIES = 1 << 20
 #: NLL gap (nats) that float32 passes resolve reliably; smaller gaps are settled in float64.
