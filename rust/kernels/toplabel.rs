@@ -206,9 +206,13 @@ const PAR_SORT_MIN: usize = 1 << 14;
 
 /// Sorts one group's (score, outcome) pairs and bins them with the adaptive rule.
 pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
+    let positive = m.iter().all(|p| p.0.is_sign_positive() && !p.0.is_nan());
+    if positive && m.len() >= SELECT_MIN && b <= SELECT_MAX_BINS {
+        return adaptive_group_select(&m, b, threshold);
+    }
     // Equal scores fall in one bin whatever their order, and their outcome sums are exact, so
     // the table does not depend on how ties are ordered: a parallel sort is deterministic.
-    if m.iter().all(|p| p.0.is_sign_positive() && !p.0.is_nan()) {
+    if positive {
         // Non-negative scores sort as their bit patterns (below 2^63): sort the integer keys
         // `bits << 1 | outcome`, much cheaper to compare than (f64, bool) pairs.
         let mut keys: Vec<u64> = m.iter().map(|p| (p.0.to_bits() << 1) | p.1 as u64).collect();
@@ -240,4 +244,83 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
     }
     st.apply_compensation(&comp);
     (adaptive_boundaries(&edges, b, threshold), st)
+}
+
+/// Groups at least this long, of non-negative scores, find their edges by selection.
+const SELECT_MIN: usize = 1 << 13;
+/// ... when they have at most this many bins.
+const SELECT_MAX_BINS: usize = 64;
+
+/// [`adaptive_group`] without a sort: the B-1 order statistics that are the edges are selected
+/// one after another (each selection within the part above the previous one), on the integer
+/// keys `bits << 1 | outcome` (non-negative scores order as their bit patterns); then each
+/// pair is binned by counting the edges at or below it (the adaptive rule) and added in the
+/// selection's order, which depends only on the input, so the table is deterministic.
+fn adaptive_group_select(m: &[(f64, bool)], b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
+    let mut keys: Vec<u64> = m.iter().map(|p| (p.0.to_bits() << 1) | p.1 as u64).collect();
+    let mut edges = Vec::with_capacity(b.saturating_sub(1));
+    let mut lo = 0usize;
+    for p in crate::kernels::edges::adaptive_positions(keys.len(), b) {
+        if p >= lo {
+            keys[lo..].select_nth_unstable(p - lo);
+            lo = p + 1;
+        }
+        edges.push(f64::from_bits(keys[p] >> 1));
+    }
+    let mut st = BinStats::zeros(1, b);
+    let mut comp = vec![0.0; b];
+    for &k in &keys {
+        let s = f64::from_bits(k >> 1);
+        let bin = edges.iter().map(|&e| (e <= s) as usize).sum::<usize>();
+        debug_assert_eq!(bin, bin_by_edges(&edges, s));
+        st.push_compensated(&mut comp, 0, bin, s, (k & 1) as f64);
+    }
+    st.apply_compensation(&comp);
+    (adaptive_boundaries(&edges, b, threshold), st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The selection path against the definition: sort, take the order statistics as edges,
+    /// bin by the adaptive rule; with many ties, edges falling on ties, and 1 to 64 bins.
+    #[test]
+    fn adaptive_selection_is_the_sorted_definition() {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for (n, levels) in [(SELECT_MIN, 0usize), (20_000, 7), (50_001, 1000)] {
+            let m: Vec<(f64, bool)> = (0..n)
+                .map(|_| {
+                    let v = rnd();
+                    let v = if levels > 0 { (v * levels as f64).floor() / levels as f64 + 1e-3 } else { v };
+                    (v, rnd() < v)
+                })
+                .collect();
+            for b in [1usize, 2, 15, 64] {
+                let (bounds, st) = adaptive_group(m.clone(), b, 0.0);
+                let mut sorted = m.clone();
+                sorted.sort_by(|a, c| a.0.total_cmp(&c.0));
+                let vals: Vec<f64> = sorted.iter().map(|p| p.0).collect();
+                let edges = adaptive_edges(&vals, b);
+                assert_eq!(bounds, adaptive_boundaries(&edges, b, 0.0), "n={n} b={b}");
+                let mut want = BinStats::zeros(1, b);
+                let mut comp = vec![0.0; b];
+                for &(v, o) in &sorted {
+                    want.push_compensated(&mut comp, 0, bin_by_edges(&edges, v), v, o as u8 as f64);
+                }
+                want.apply_compensation(&comp);
+                assert_eq!(st.count, want.count, "n={n} b={b}");
+                assert_eq!(st.sum_outcome, want.sum_outcome, "n={n} b={b}");
+                for (a, w) in st.sum_score.iter().zip(&want.sum_score) {
+                    assert!((a - w).abs() <= 1e-12 * w.abs().max(1.0), "n={n} b={b}: {a} vs {w}");
+                }
+            }
+        }
+    }
 }
