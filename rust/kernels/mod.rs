@@ -1,7 +1,7 @@
 //! Pure-Rust kernels. Nothing here knows about Python.
 //!
 //! Data flow for one metric: [`validate`] (fused into the row passes where possible) ->
-//! score groups and bins ([`toplabel`] with its short-row vector scan [`toplabel_scan`] and,
+//! score groups and bins ([`toplabel`] with its short- and long-row vector scans [`toplabel_scan`] and,
 //! for even bins, the fused block pass [`toplabel_even`]; [`allprobs_even`]; [`allprobs_hist`])
 //! -> per-(group, bin) sufficient statistics ([`stats::BinStats`]) -> [`reduce`].
 //! [`space`] evaluates many metrics and bin counts sharing that work. Work runs over fixed row

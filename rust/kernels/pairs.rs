@@ -7,8 +7,9 @@
 //! the binning is the matrix path's: [`EvenEdges`] and the [`LaneTables`] accumulation for even
 //! bins, [`adaptive_group`] for adaptive bins, [`BinStats`] and [`reduce`] for the metric.
 //!
-//! Even bins take one pass that validates and bins each pair (confidence finite and within
-//! [0, 1] up to [`RANGE_TOL`], correct 0 or 1, predicted in [0, K)) over fixed chunks of pairs
+//! Even bins take one pass that validates, bins and adds each pair (confidence finite and
+//! within [0, 1] up to [`RANGE_TOL`], correct 0 or 1, predicted in [0, K); [`PairTables`]: one
+//! 128-bit add per pair, larger tables buffer a block of cells first) over fixed chunks of pairs
 //! whose tables are added in chunk order, so the result is the same for any number of threads.
 //! Adaptive bins validate first, then gather each group's kept pairs and sort them.
 
@@ -231,6 +232,9 @@ struct Buffers {
 /// One chunk of [`even_stats`]; `Err(())` if a pair fails a check.
 fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>) -> Result<BinStats, ()> {
     let groups = g.groups(x.k);
+    if groups * e.num_bins() <= LaneTables::SMALL {
+        return fused_chunk(x, g, e, rows);
+    }
     let mut st = BinStats::zeros(groups, e.num_bins());
     let mut comp = vec![0.0; st.count.len()];
     let mut acc = LaneTables::new(st.count.len());
@@ -254,21 +258,26 @@ fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ran
 
 /// Score, cell (the discard cell `drop` at or below the threshold) and count increment (1,
 /// plus 1 << 32 when correct) of the pairs of `block`; false if one fails a check. Four pairs
-/// at a time with AVX2 ([`x86::cells_of`]), the rest here.
+/// at a time with AVX2 ([`x86::cells_of`]), the rest (or, without AVX2, all) with the portable
+/// twin [`cells_of_portable`]; on valid pairs both write bitwise the same buffers.
 fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, b: &mut Buffers) -> bool {
-    let mut done = 0;
-    let mut ok = true;
+    use crate::kernels::simd::{record, Kernel, Level};
     #[cfg(target_arch = "x86_64")]
     if crate::kernels::simd::avx2() {
-        // SAFETY: AVX2 is present (the crate's one feature check); `x86::cells_of` reads only `block` and writes the first
-        // block.len() (<= BLOCK) entries of the buffers.
-        (done, ok) = unsafe { x86::cells_of(x, g, e, drop, block.clone(), b) };
+        record(Kernel::PairCells, Level::Avx2);
+        // SAFETY: AVX2 is present (the crate's one feature check); `x86::cells_of` asserts
+        // `block` lies inside the input and fits the buffers, and reads and writes only there
+        // (offsets from the shape, never from values another thread may change meanwhile).
+        let (done, ok) = unsafe { x86::cells_of(x, g, e, drop, block.clone(), b) };
+        return ok & cells_of_portable(x, g, e, drop, block, done, b);
     }
-    ok & cells_of_scalar(x, g, e, drop, block, done, b)
+    record(Kernel::PairCells, Level::Portable);
+    cells_of_portable(x, g, e, drop, block, 0, b)
 }
 
-/// [`cells_of`] for the pairs of `block` from offset `from` on.
-fn cells_of_scalar<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, from: usize, b: &mut Buffers) -> bool {
+/// The portable [`cells_of`] (the production path without AVX2, and what the AVX2 twin is
+/// compared to bitwise), for the pairs of `block` from offset `from` on.
+fn cells_of_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, from: usize, b: &mut Buffers) -> bool {
     let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let nb = e.num_bins() as u32;
     let k = x.k as u64;
@@ -289,6 +298,134 @@ fn cells_of_scalar<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop
         b.scores[j] = s;
         b.cells[j] = if s > g.threshold { group * nb + e.bin(s) as u32 } else { drop };
         b.incs[j] = 1 | (((c & 1) as u64) << 32);
+    }
+    !bad
+}
+
+/// Per-cell sums of pushed pairs, in [`PairTables::COPIES`] interleaved copies (pair j of a
+/// block to copy j % 4, each its own dependency chain), every cell two f64s side by side:
+/// `count + correct * 2^32` (exact integers: a run holds fewer than 2^20 pairs) and the plain
+/// score sum of the run. One 128-bit add updates a cell, where count, outcome and score would
+/// take two or three. Runs are folded into a [`BinStats`] as [`LaneTables`] folds them (score
+/// sums with Neumaier compensation), so long sums stay accurate.
+pub struct PairTables {
+    cells: usize,
+    data: Vec<f64>,
+    pending: usize,
+}
+
+impl PairTables {
+    pub const COPIES: usize = 4;
+    /// Pairs per run (well below 2^20, so `correct * 2^32 + count` stays exact).
+    const RUN: usize = 1 << 14;
+    const HIGH: f64 = 4294967296.0;
+
+    pub fn new(cells: usize) -> Self {
+        PairTables { cells, data: vec![0.0; Self::COPIES * (cells + 1) * 2], pending: 0 }
+    }
+
+    /// The cell that drops what is pushed to it.
+    pub fn discard(&self) -> usize {
+        self.cells
+    }
+
+    /// Folds every copy into `st` (compensation terms into `comp`) and clears the copies.
+    #[allow(clippy::needless_range_loop)] // cell indexes the table and four arrays
+    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) {
+        let stride = self.cells + 1;
+        for copy in 0..Self::COPIES {
+            for cell in 0..self.cells {
+                let i = (copy * stride + cell) * 2;
+                let (k, score) = (self.data[i], self.data[i + 1]);
+                if k == 0.0 {
+                    continue;
+                }
+                let correct = (k / Self::HIGH).floor();
+                st.count[cell] += k - correct * Self::HIGH;
+                st.sum_outcome[cell] += correct;
+                let t = st.sum_score[cell];
+                let sum = t + score;
+                comp[cell] += if t.abs() >= score.abs() { (t - sum) + score } else { (score - sum) + t };
+                st.sum_score[cell] = sum;
+                self.data[i] = 0.0;
+                self.data[i + 1] = 0.0;
+            }
+            let d = (copy * stride + self.cells) * 2;
+            self.data[d] = 0.0;
+            self.data[d + 1] = 0.0;
+        }
+        self.pending = 0;
+    }
+}
+
+/// [`even_chunk`] for tables of at most [`LaneTables::SMALL`] cells: one pass per block that
+/// validates, bins and adds each pair into [`PairTables`] ([`push_block`]).
+fn fused_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>) -> Result<BinStats, ()> {
+    let mut st = BinStats::zeros(g.groups(x.k), e.num_bins());
+    let mut comp = vec![0.0; st.count.len()];
+    let mut t = PairTables::new(st.count.len());
+    let mut ok = true;
+    for start in rows.clone().step_by(BLOCK) {
+        let block = start..(start + BLOCK).min(rows.end);
+        t.pending += block.len();
+        ok &= push_block(x, g, e, block, &mut t);
+        if t.pending >= PairTables::RUN {
+            t.flush(&mut st, &mut comp);
+        }
+    }
+    if !ok {
+        return Err(());
+    }
+    t.flush(&mut st, &mut comp);
+    st.apply_compensation(&comp);
+    Ok(st)
+}
+
+/// Validates, bins and adds the pairs of `block` into `t` (pair j of the block into copy
+/// j % 4); false if one fails a check. The AVX2 twin [`x86::push_block`] takes four pairs at a
+/// time, the rest (or, without AVX2, all) [`push_block_portable`]: on valid pairs both leave
+/// bitwise the same tables.
+fn push_block<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, block: Range<usize>, t: &mut PairTables) -> bool {
+    use crate::kernels::simd::{record, Kernel, Level};
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::simd::avx2() {
+        record(Kernel::PairCells, Level::Avx2);
+        // SAFETY: AVX2 is present (the crate's one feature check); `x86::push_block` asserts
+        // `block` lies inside the input, and clamps every cell to the table (see there).
+        let (done, ok) = unsafe { x86::push_block(x, g, e, block.clone(), t) };
+        return ok & push_block_portable(x, g, e, block, done, t);
+    }
+    record(Kernel::PairCells, Level::Portable);
+    push_block_portable(x, g, e, block, 0, t)
+}
+
+/// The portable [`push_block`] for the pairs of `block` from offset `from` on.
+fn push_block_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, block: Range<usize>, from: usize, t: &mut PairTables) -> bool {
+    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
+    let nb = e.num_bins();
+    let k = x.k as u64;
+    let stride = t.cells + 1;
+    let drop = t.cells;
+    let mut bad = false;
+    for j in from..block.len() {
+        let i = block.start + j;
+        let s = x.conf[i].to_f64();
+        let c = x.correct[i];
+        bad |= !(s >= lo && s <= hi) | (c > 1);
+        let mut keep = s > g.threshold;
+        let group = match x.pred {
+            Some(p) => {
+                let in_range = (p[i] as u64) < k;
+                bad |= !in_range;
+                keep &= in_range || !g.class_conditional;
+                if g.class_conditional && in_range { p[i] as usize } else { 0 }
+            }
+            None => 0,
+        };
+        let cell = if keep { (group * nb + e.bin(s)).min(drop) } else { drop };
+        let at = ((j % PairTables::COPIES) * stride + cell) * 2;
+        t.data[at] += 1.0 + (c & 1) as f64 * PairTables::HIGH;
+        t.data[at + 1] += s;
     }
     !bad
 }
@@ -356,6 +493,76 @@ mod x86 {
                 let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32));
                 let inc = _mm256_or_si256(one, _mm256_slli_epi64(_mm256_and_si256(c, one), 32));
                 _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
+            }
+            let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
+            (done, ok)
+        }
+    }
+
+    /// [`super::push_block`] four pairs at a time; returns (pairs done, all passed the
+    /// checks). As in [`cells_of`], checks are only gathered; each cell is clamped to the
+    /// table's discard cell, so whatever the values (even changed by another thread meanwhile)
+    /// every update lands inside the table.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn push_block<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, block: Range<usize>, t: &mut super::PairTables) -> (usize, bool) {
+        // SAFETY: the caller guarantees AVX2. Every input offset is below `done <= n =
+        // block.len()` from `block.start`, and the assert bounds `block.end` by the input
+        // length; offsets come from the shape only. Table offsets are
+        // ((copy * stride + cell) * 2) with copy < 4 and cell <= discard = stride - 1 (clamped
+        // in-register with an unsigned min), so each 16-byte update is inside `t.data`
+        // (4 * stride * 2 values).
+        unsafe {
+            let n = block.len();
+            assert!(block.end <= x.n && t.data.len() == super::PairTables::COPIES * (t.cells + 1) * 2);
+            let conf = x.conf.as_ptr().add(block.start);
+            let correct = x.correct.as_ptr().add(block.start);
+            let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
+            let threshold = _mm256_set1_pd(g.threshold);
+            let drop = _mm_set1_epi32(t.cells as i32);
+            let nb = _mm_set1_epi32(e.num_bins() as i32);
+            let k = _mm256_set1_epi64x(x.k as i64);
+            let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+            let (one, high) = (_mm256_set1_pd(1.0), _mm256_set1_pd(super::PairTables::HIGH));
+            let stride = t.cells + 1;
+            let table = t.data.as_mut_ptr();
+            let (t0, t1, t2, t3) = (table, table.add(stride * 2), table.add(stride * 4), table.add(stride * 6));
+            let mut bad = _mm256_setzero_pd();
+            let mut bad_pred = _mm256_setzero_si256();
+            let mut bits = 0u32;
+            let done = n / 4 * 4;
+            for j in (0..done).step_by(4) {
+                let s = T::load4(conf.add(j));
+                let bins = e.bin4(s);
+                bad = _mm256_or_pd(bad, _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ)));
+                let c4 = (correct.add(j) as *const u32).read_unaligned();
+                bits |= c4;
+                let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ));
+                let mut cells = bins;
+                if let Some(p) = x.pred {
+                    let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
+                    let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(k, p), _mm256_set1_epi64x(-1)));
+                    bad_pred = _mm256_or_si256(bad_pred, bad4);
+                    if g.class_conditional {
+                        keep = _mm256_andnot_si256(bad4, keep);
+                        let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
+                        cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
+                    }
+                }
+                let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
+                let cells = _mm_min_epu32(_mm_blendv_epi8(drop, cells, keep), drop);
+                // count + correct * 2^32 (exact), interleaved with the scores: pair q's
+                // [increment, score] is one 128-bit half.
+                let c = _mm256_cvtepi32_pd(_mm_and_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(c4 as i32)), _mm_set1_epi32(1)));
+                let inc = _mm256_add_pd(one, _mm256_mul_pd(c, high));
+                let (a, b) = (_mm256_unpacklo_pd(inc, s), _mm256_unpackhi_pd(inc, s));
+                let upd = |base: *mut f64, cell: i32, v: __m128d| {
+                    let q = base.add(cell as usize * 2);
+                    _mm_storeu_pd(q, _mm_add_pd(_mm_loadu_pd(q), v));
+                };
+                upd(t0, _mm_cvtsi128_si32(cells), _mm256_castpd256_pd128(a));
+                upd(t1, _mm_extract_epi32(cells, 1), _mm256_castpd256_pd128(b));
+                upd(t2, _mm_extract_epi32(cells, 2), _mm256_extractf128_pd(a, 1));
+                upd(t3, _mm_extract_epi32(cells, 3), _mm256_extractf128_pd(b, 1));
             }
             let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
             (done, ok)
@@ -484,5 +691,105 @@ mod tests {
         assert_eq!(bin_stats(&p, &gc, 10).unwrap_err(), KernelError::BadPredicted { index: 0, value: 3, num_classes: 3 });
         assert!(matches!(bin_stats(&p, &Grouping { max_prob: false, ..g }, 10), Err(KernelError::Parameter(_))));
         assert!(matches!(Pairs::new(&conf[..3], &correct[..2], None, 1), Err(KernelError::Shape(_))));
+    }
+
+    #[test]
+    fn pair_cells_avx2_twin_is_the_portable_one_bitwise() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernels::simd::avx2() {
+            let (conf, pred, labels) = data(BLOCK + 3, 7);
+            let mut correct: Vec<u8> = pred.iter().zip(&labels).map(|(p, l)| (p == l) as u8).collect();
+            let conf32: Vec<f32> = conf.iter().map(|&v| v as f32).collect();
+            fn both<T: Score>(x: &Pairs<'_, T>, g: &Grouping, b: usize, bad_at: Option<usize>) {
+                let e = EvenEdges::new(b);
+                let drop = (g.groups(x.k) * b) as u32;
+                for block in [0..x.n.min(BLOCK), 3..x.n.min(BLOCK + 3), 0..5, 2..3] {
+                    let new = || Box::new(Buffers { scores: [0.0; BLOCK], cells: [0; BLOCK], incs: [0; BLOCK] });
+                    let (mut a, mut p) = (new(), new());
+                    // SAFETY: AVX2 was detected by the caller; the block lies in the input.
+                    let (done, ok_a) = unsafe { x86::cells_of(x, g, &e, drop, block.clone(), &mut a) };
+                    let ok_a = ok_a & cells_of_portable(x, g, &e, drop, block.clone(), done, &mut a);
+                    let ok_p = cells_of_portable(x, g, &e, drop, block.clone(), 0, &mut p);
+                    assert_eq!(ok_a, ok_p, "{g:?} {block:?}");
+                    let valid = bad_at.is_none_or(|i| !block.contains(&i));
+                    assert_eq!(ok_p, valid, "{g:?} {block:?}");
+                    if valid {
+                        let n = block.len();
+                        let bits = |v: &[f64]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&a.scores[..n]), bits(&p.scores[..n]), "{g:?} {block:?}");
+                        assert_eq!(a.cells[..n], p.cells[..n], "{g:?} {block:?}");
+                        assert_eq!(a.incs[..n], p.incs[..n], "{g:?} {block:?}");
+                    }
+                }
+            }
+            let mut conf_bad = conf.clone();
+            conf_bad[4] = f64::NAN;
+            let conf_bad32: Vec<f32> = conf_bad.iter().map(|&v| v as f32).collect();
+            let mut pred_bad = pred.clone();
+            pred_bad[2] = 7;
+            for cc in [false, true] {
+                for threshold in [0.0, 0.5] {
+                    let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: cc, threshold };
+                    for b in [1, 10, 15] {
+                        both(&Pairs::new(&conf, &correct, Some(&pred), 7).unwrap(), &g, b, None);
+                        both(&Pairs::new(&conf32, &correct, Some(&pred), 7).unwrap(), &g, b, None);
+                        if !cc {
+                            both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, b, None);
+                        }
+                        both(&Pairs::new(&conf_bad, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
+                        both(&Pairs::new(&conf_bad32, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
+                        both(&Pairs::new(&conf, &correct, Some(&pred_bad), 7).unwrap(), &g, b, Some(2));
+                    }
+                }
+            }
+            correct[3] = 2;
+            let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
+            both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, 15, Some(3));
+        }
+    }
+
+    #[test]
+    fn fused_pair_tables_avx2_twin_is_the_portable_one_bitwise() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernels::simd::avx2() {
+            let (conf, pred, labels) = data(3 * BLOCK + 3, 7);
+            let correct: Vec<u8> = pred.iter().zip(&labels).map(|(p, l)| (p == l) as u8).collect();
+            let conf32: Vec<f32> = conf.iter().map(|&v| v as f32).collect();
+            fn both<T: Score>(x: &Pairs<'_, T>, g: &Grouping, b: usize, bad_at: Option<usize>) {
+                let e = EvenEdges::new(b);
+                let cells = g.groups(x.k) * e.num_bins();
+                for block in [0..x.n.min(BLOCK), 3..x.n.min(BLOCK + 3), 0..5, 2..3, 0..x.n] {
+                    let (mut a, mut p) = (PairTables::new(cells), PairTables::new(cells));
+                    // SAFETY: AVX2 was detected by the caller; the block lies in the input.
+                    let (done, ok_a) = unsafe { x86::push_block(x, g, &e, block.clone(), &mut a) };
+                    let ok_a = ok_a & push_block_portable(x, g, &e, block.clone(), done, &mut a);
+                    let ok_p = push_block_portable(x, g, &e, block.clone(), 0, &mut p);
+                    assert_eq!(ok_a, ok_p, "{g:?} {block:?}");
+                    assert_eq!(ok_p, bad_at.is_none_or(|i| !block.contains(&i)), "{g:?} {block:?}");
+                    if ok_p {
+                        let bits = |v: &[f64]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&a.data), bits(&p.data), "{g:?} {block:?}");
+                    }
+                }
+            }
+            let mut conf_bad = conf.clone();
+            conf_bad[4] = f64::NAN;
+            let mut pred_bad = pred.clone();
+            pred_bad[2] = -1;
+            for cc in [false, true] {
+                for threshold in [0.0, 0.5] {
+                    let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: cc, threshold };
+                    for b in [1, 10, 15] {
+                        both(&Pairs::new(&conf, &correct, Some(&pred), 7).unwrap(), &g, b, None);
+                        both(&Pairs::new(&conf32, &correct, Some(&pred), 7).unwrap(), &g, b, None);
+                        if !cc {
+                            both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, b, None);
+                        }
+                        both(&Pairs::new(&conf_bad, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
+                        both(&Pairs::new(&conf, &correct, Some(&pred_bad), 7).unwrap(), &g, b, Some(2));
+                    }
+                }
+            }
+        }
     }
 }

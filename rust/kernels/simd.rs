@@ -67,12 +67,16 @@ pub enum Kernel {
     Compact,
     Transpose,
     Multiversion,
+    /// The top-label scan of long rows (`toplabel_scan::long_row`).
+    LongRowScan,
+    /// The (confidence, correct) pair cells (`pairs::cells_of`).
+    PairCells,
 }
 
 /// Per kernel, how many times its dispatcher took the portable and the AVX2 path, in this
 /// process (tests only).
 #[cfg(test)]
-static TAKEN: [[std::sync::atomic::AtomicUsize; 2]; 6] = [const { [const { std::sync::atomic::AtomicUsize::new(0) }; 2] }; 6];
+static TAKEN: [[std::sync::atomic::AtomicUsize; 2]; 8] = [const { [const { std::sync::atomic::AtomicUsize::new(0) }; 2] }; 8];
 
 /// Records that the dispatcher of `kernel` took `level` (tests only; nothing in release code).
 #[inline(always)]

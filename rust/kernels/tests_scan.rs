@@ -131,3 +131,87 @@ fn vector_scan_never_misses_a_bad_row() {
         }
     }
 }
+
+/// The scalar definition of the long-row scan: first argmax with strict `>`, maximum, the sum
+/// in 8 lanes (lane order, then the tail), and whether some value is out of range or NaN.
+#[allow(clippy::manual_range_contains)] // NaN is out of range
+fn long_scalar<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
+    use super::validate::RANGE_TOL;
+    let (mx, arg) = scalar_top(row);
+    let mut lanes = [0.0f64; 8];
+    let whole = row.len() / 8 * 8;
+    for (j, v) in row[..whole].iter().enumerate() {
+        lanes[j % 8] += v.to_f64();
+    }
+    let mut s = 0.0;
+    for l in lanes {
+        s += l;
+    }
+    for v in &row[whole..] {
+        s += v.to_f64();
+    }
+    let bad = row.iter().any(|v| {
+        let v = v.to_f64();
+        !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL)
+    });
+    (arg as usize, mx, s, bad)
+}
+
+fn bits(r: (usize, f64, f64, bool)) -> (usize, u64, u64, bool) {
+    (r.0, r.1.to_bits(), r.2.to_bits(), r.3)
+}
+
+/// Long rows with ties, signed zeros, and (in some rows) NaN, infinities or out-of-range values.
+fn long_rows(k: usize, seed: u64) -> Vec<Vec<f64>> {
+    let mut r = rng(seed);
+    let mut out = Vec::new();
+    for n in 0..60 {
+        let mut row: Vec<f64> = rows(1, k, seed + n).into_iter().collect();
+        match n % 10 {
+            1 => {
+                let j = (r() * k as f64) as usize;
+                row[j] = f64::NAN;
+            }
+            2 => row[(r() * k as f64) as usize] = f64::INFINITY,
+            3 => row[(r() * k as f64) as usize] = f64::NEG_INFINITY,
+            4 => row[(r() * k as f64) as usize] = -0.5,
+            5 => row[(r() * k as f64) as usize] = 1.5,
+            6 => row.iter_mut().for_each(|v| *v = f64::NAN),
+            7 => row.iter_mut().for_each(|v| *v = if r() < 0.5 { 0.0 } else { -0.0 }),
+            8 => {
+                // The maximum tied in several lanes and the tail.
+                let m = 0.25;
+                for j in [k - 1, k / 2, 3, 9] {
+                    row[j] = m;
+                }
+            }
+            _ => {}
+        }
+        out.push(row);
+    }
+    out
+}
+
+#[test]
+fn long_row_scan_is_the_scalar_definition_on_both_paths() {
+    use super::toplabel_scan::{long_row, long_row_portable};
+    for k in [17usize, 23, 24, 31, 64, 100, 1000, 1003] {
+        for (i, row) in long_rows(k, k as u64).into_iter().enumerate() {
+            let row32: Vec<f32> = row.iter().map(|&v| v as f32).collect();
+            let want = bits(long_scalar(&row));
+            let want32 = bits(long_scalar(&row32));
+            assert_eq!(bits(long_row_portable(&row)), want, "portable f64 K={k} row {i}");
+            assert_eq!(bits(long_row_portable(&row32)), want32, "portable f32 K={k} row {i}");
+            assert_eq!(bits(long_row(&row)), want, "dispatched f64 K={k} row {i}");
+            assert_eq!(bits(long_row(&row32)), want32, "dispatched f32 K={k} row {i}");
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                use super::toplabel_scan::long_x86;
+                // SAFETY: AVX2 was detected just above; the rows are far below 2^24 chunks.
+                let (a, b) = unsafe { (long_x86::long_row_f64(&row), long_x86::long_row_f32(&row32)) };
+                assert_eq!(bits(a), want, "AVX2 f64 K={k} row {i}");
+                assert_eq!(bits(b), want32, "AVX2 f32 K={k} row {i}");
+            }
+        }
+    }
+}

@@ -9,13 +9,15 @@ use super::simd::{self, Kernel, Level};
 use super::validate::{row_sum_and_bad, Checks};
 use super::*;
 
-const ALL: [Kernel; 6] = [
+const ALL: [Kernel; 8] = [
     Kernel::TopLabelScan,
     Kernel::Cells,
     Kernel::SceRows,
     Kernel::Compact,
     Kernel::Transpose,
     Kernel::Multiversion,
+    Kernel::LongRowScan,
+    Kernel::PairCells,
 ];
 
 fn softmax(n: usize, k: usize, sharp: f64, seed: u64) -> (Vec<f64>, Vec<i64>) {
@@ -57,6 +59,7 @@ fn every_kernel_takes_its_avx2_twin_on_an_avx2_cpu() {
         let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
         for spec in [
             metric(Binning::Even, true, false, 0.0),
+            metric(Binning::Adaptive, true, false, 0.0),
             metric(Binning::Even, false, true, 0.0),
             metric(Binning::Adaptive, false, true, 0.0),
             metric(Binning::Adaptive, false, true, 0.01),
@@ -65,6 +68,11 @@ fn every_kernel_takes_its_avx2_twin_on_an_avx2_cpu() {
             gce(&Inputs::new(&p, &y, k).unwrap(), &spec, &Checks::ALL).unwrap();
             gce(&Inputs::new(&p32, &y, k).unwrap(), &spec, &Checks::ALL).unwrap();
         }
+        // The pair kernel: (confidence, correct) pairs of the same rows.
+        let conf: Vec<f64> = p.chunks(k).map(|r| r.iter().cloned().fold(f64::NEG_INFINITY, f64::max)).collect();
+        let correct: Vec<u8> = vec![1; n];
+        let spec = metric(Binning::Even, true, false, 0.0);
+        pairs::gce(&pairs::Pairs::new(&conf, &correct, None, k).unwrap(), &spec).unwrap();
     }
     for (i, &kernel) in ALL.iter().enumerate() {
         let after = simd::taken(kernel);
@@ -72,7 +80,10 @@ fn every_kernel_takes_its_avx2_twin_on_an_avx2_cpu() {
         // These dispatchers have no input for which the portable path is right on this CPU
         // (the top-label scan has none for rows of more than 16 classes, the SCE row pass for
         // pooled or multi-table passes: those are counted as portable legitimately).
-        if matches!(kernel, Kernel::Cells | Kernel::Compact | Kernel::Transpose | Kernel::Multiversion) {
+        if matches!(
+            kernel,
+            Kernel::Cells | Kernel::Compact | Kernel::Transpose | Kernel::Multiversion | Kernel::LongRowScan | Kernel::PairCells
+        ) {
             assert_eq!(after[0], 0, "{kernel:?} took its portable path on an AVX2 CPU");
         }
     }

@@ -25,57 +25,15 @@ pub struct TopLabel {
     pub correct: Vec<bool>,
 }
 
-/// Max, first argmax, sum and a bad-value flag of one row, in one vectorisable read: each of
-/// L lanes keeps its own maximum and the first chunk where it occurred; the lanes are then
-/// combined taking the largest value and, among equal values, the lowest column.
+/// Max, first argmax, sum and a bad-value flag of one row, in one vectorised read
+/// ([`toplabel_scan::long_row`]: lanes of the value type, combined once per row; AVX2 where
+/// the CPU has it, bitwise the portable scan).
 #[inline(always)]
 fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     if row.len() <= 16 {
         return scan_short_row(row);
     }
-    use crate::kernels::validate::RANGE_TOL;
-    const L: usize = 8;
-    let lo = -RANGE_TOL;
-    let hi = 1.0 + RANGE_TOL;
-    let mut s = [0.0f64; L];
-    let mut bad = [false; L];
-    let mut m = [f64::NEG_INFINITY; L];
-    let mut at = [0usize; L];
-    let mut it = row.chunks_exact(L);
-    for (ci, c) in (&mut it).enumerate() {
-        for l in 0..L {
-            let v = c[l].to_f64();
-            s[l] += v;
-            bad[l] |= !(v >= lo && v <= hi);
-            let gt = v > m[l];
-            m[l] = if gt { v } else { m[l] };
-            at[l] = if gt { ci } else { at[l] };
-        }
-    }
-    let mut sum = 0.0;
-    let mut any_bad = false;
-    let mut mx = f64::NEG_INFINITY;
-    let mut arg = usize::MAX;
-    for l in 0..L {
-        sum += s[l];
-        any_bad |= bad[l];
-        let col = at[l] * L + l;
-        if m[l] > mx || (m[l] == mx && col < arg) {
-            mx = m[l];
-            arg = col;
-        }
-    }
-    let base = row.len() - it.remainder().len();
-    for (j, v) in it.remainder().iter().enumerate() {
-        let v = v.to_f64();
-        sum += v;
-        any_bad |= !(v >= lo && v <= hi);
-        if v > mx {
-            mx = v;
-            arg = base + j;
-        }
-    }
-    (if arg == usize::MAX { 0 } else { arg }, mx, sum, any_bad)
+    toplabel_scan::long_row(row)
 }
 
 /// [`scan_row`] for rows of a few classes, where lane bookkeeping would cost more than the row.
@@ -243,9 +201,34 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
     }
 }
 
+/// Groups at least this long are sorted on the pool.
+const PAR_SORT_MIN: usize = 1 << 14;
+
 /// Sorts one group's (score, outcome) pairs and bins them with the adaptive rule.
 pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
-    m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    let positive = m.iter().all(|p| p.0.is_sign_positive() && !p.0.is_nan());
+    if positive && m.len() >= SELECT_MIN && b <= SELECT_MAX_BINS {
+        return adaptive_group_select(&m, b, threshold);
+    }
+    // Equal scores fall in one bin whatever their order, and their outcome sums are exact, so
+    // the table does not depend on how ties are ordered: a parallel sort is deterministic.
+    if positive {
+        // Non-negative scores sort as their bit patterns (below 2^63): sort the integer keys
+        // `bits << 1 | outcome`, much cheaper to compare than (f64, bool) pairs.
+        let mut keys: Vec<u64> = m.iter().map(|p| (p.0.to_bits() << 1) | p.1 as u64).collect();
+        if keys.len() >= PAR_SORT_MIN {
+            keys.par_sort_unstable();
+        } else {
+            keys.sort_unstable();
+        }
+        for (p, k) in m.iter_mut().zip(&keys) {
+            *p = (f64::from_bits(k >> 1), k & 1 == 1);
+        }
+    } else if m.len() >= PAR_SORT_MIN {
+        m.par_sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    } else {
+        m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
+    }
     let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
     let edges = adaptive_edges(&sorted, b);
     let mut st = BinStats::zeros(1, b);
@@ -261,4 +244,83 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
     }
     st.apply_compensation(&comp);
     (adaptive_boundaries(&edges, b, threshold), st)
+}
+
+/// Groups at least this long, of non-negative scores, find their edges by selection.
+const SELECT_MIN: usize = 1 << 13;
+/// ... when they have at most this many bins.
+const SELECT_MAX_BINS: usize = 64;
+
+/// [`adaptive_group`] without a sort: the B-1 order statistics that are the edges are selected
+/// one after another (each selection within the part above the previous one), on the integer
+/// keys `bits << 1 | outcome` (non-negative scores order as their bit patterns); then each
+/// pair is binned by counting the edges at or below it (the adaptive rule) and added in the
+/// selection's order, which depends only on the input, so the table is deterministic.
+fn adaptive_group_select(m: &[(f64, bool)], b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
+    let mut keys: Vec<u64> = m.iter().map(|p| (p.0.to_bits() << 1) | p.1 as u64).collect();
+    let mut edges = Vec::with_capacity(b.saturating_sub(1));
+    let mut lo = 0usize;
+    for p in crate::kernels::edges::adaptive_positions(keys.len(), b) {
+        if p >= lo {
+            keys[lo..].select_nth_unstable(p - lo);
+            lo = p + 1;
+        }
+        edges.push(f64::from_bits(keys[p] >> 1));
+    }
+    let mut st = BinStats::zeros(1, b);
+    let mut comp = vec![0.0; b];
+    for &k in &keys {
+        let s = f64::from_bits(k >> 1);
+        let bin = edges.iter().map(|&e| (e <= s) as usize).sum::<usize>();
+        debug_assert_eq!(bin, bin_by_edges(&edges, s));
+        st.push_compensated(&mut comp, 0, bin, s, (k & 1) as f64);
+    }
+    st.apply_compensation(&comp);
+    (adaptive_boundaries(&edges, b, threshold), st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The selection path against the definition: sort, take the order statistics as edges,
+    /// bin by the adaptive rule; with many ties, edges falling on ties, and 1 to 64 bins.
+    #[test]
+    fn adaptive_selection_is_the_sorted_definition() {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for (n, levels) in [(SELECT_MIN, 0usize), (20_000, 7), (50_001, 1000)] {
+            let m: Vec<(f64, bool)> = (0..n)
+                .map(|_| {
+                    let v = rnd();
+                    let v = if levels > 0 { (v * levels as f64).floor() / levels as f64 + 1e-3 } else { v };
+                    (v, rnd() < v)
+                })
+                .collect();
+            for b in [1usize, 2, 15, 64] {
+                let (bounds, st) = adaptive_group(m.clone(), b, 0.0);
+                let mut sorted = m.clone();
+                sorted.sort_by(|a, c| a.0.total_cmp(&c.0));
+                let vals: Vec<f64> = sorted.iter().map(|p| p.0).collect();
+                let edges = adaptive_edges(&vals, b);
+                assert_eq!(bounds, adaptive_boundaries(&edges, b, 0.0), "n={n} b={b}");
+                let mut want = BinStats::zeros(1, b);
+                let mut comp = vec![0.0; b];
+                for &(v, o) in &sorted {
+                    want.push_compensated(&mut comp, 0, bin_by_edges(&edges, v), v, o as u8 as f64);
+                }
+                want.apply_compensation(&comp);
+                assert_eq!(st.count, want.count, "n={n} b={b}");
+                assert_eq!(st.sum_outcome, want.sum_outcome, "n={n} b={b}");
+                for (a, w) in st.sum_score.iter().zip(&want.sum_score) {
+                    assert!((a - w).abs() <= 1e-12 * w.abs().max(1.0), "n={n} b={b}: {a} vs {w}");
+                }
+            }
+        }
+    }
 }

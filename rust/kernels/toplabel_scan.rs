@@ -12,8 +12,16 @@
 //! minus a margin covering the different summation order), and the caller re-checks a
 //! suspicious range with the scalar row checks, which alone decide. So results and errors are
 //! identical to the scalar path; only clean ranges skip the scalar work.
+//!
+//! Rows of more than 16 classes take [`long_row`]: eight lanes of the value type (running
+//! maximum with the strict `>`, the chunk where it was raised as a float, sum, minimum), in
+//! two f64 AVX2 registers (one f32 register for maximum, index and minimum of f32 rows),
+//! combined once per row ([`long_row_portable`] is its portable twin: bitwise the same
+//! argmax, maximum, sum and bad-value flag, so checks and errors are unchanged).
 
 use std::ops::Range;
+
+use crate::kernels::Score;
 
 /// Which checks a scanned range may fail (conservatively: false means it certainly passes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -220,5 +228,216 @@ mod x86 {
             let values = _mm256_or_pd(_mm256_or_pd(lo, hi), acc.non_finite);
             Suspect { values: _mm256_movemask_pd(values) != 0, sums: _mm256_movemask_pd(acc.bad_sum) != 0 }
             }
+    }
+}
+
+/// Lanes of the long-row scan: one 8-lane group is two AVX2 registers of f64 (or one of f32).
+pub const LONG_LANES: usize = 8;
+
+/// Per-lane state of the long-row scan, in the value type's lanes (widened exactly to f64):
+/// running maximum (the strict `>` update), the chunk where it was last raised (as a float:
+/// exact below 2^53 chunks), running sum and running minimum (the `<` update). NaN never raises
+/// the maximum or lowers the minimum; it reaches the sum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LongLanes {
+    pub max: [f64; LONG_LANES],
+    pub at: [f64; LONG_LANES],
+    pub sum: [f64; LONG_LANES],
+    pub min: [f64; LONG_LANES],
+}
+
+/// Combines the lanes once per row and scans the ragged tail `rest` (starting at column
+/// `base`): the row's first argmax (lowest column among equal maxima; 0 if no value is above
+/// -inf), maximum, sum (lanes added in lane order, then the tail in column order) and whether
+/// some value is outside [0, 1] +- `RANGE_TOL` or NaN. The last is exactly the scalar
+/// `!(v >= lo && v <= hi)` over the row: a value below `lo` lowers the minimum, one above `hi`
+/// raises the maximum, and a NaN (or +inf with -inf) makes the sum NaN.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // lane j of several arrays
+fn combine<T: Score>(l: &LongLanes, rest: &[T], base: usize) -> (usize, f64, f64, bool) {
+    use crate::kernels::validate::RANGE_TOL;
+    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
+    let mut sum = 0.0;
+    let mut mx = f64::NEG_INFINITY;
+    let mut mn = f64::INFINITY;
+    let mut arg = usize::MAX;
+    for j in 0..LONG_LANES {
+        sum += l.sum[j];
+        mn = if l.min[j] < mn { l.min[j] } else { mn };
+        let col = l.at[j] as usize * LONG_LANES + j;
+        if l.max[j] > mx || (l.max[j] == mx && col < arg) {
+            mx = l.max[j];
+            arg = col;
+        }
+    }
+    for (j, v) in rest.iter().enumerate() {
+        let v = v.to_f64();
+        sum += v;
+        mn = if v < mn { v } else { mn };
+        if v > mx {
+            mx = v;
+            arg = base + j;
+        }
+    }
+    let bad = mn < lo || mx > hi || sum.is_nan();
+    (if arg == usize::MAX { 0 } else { arg }, mx, sum, bad)
+}
+
+/// The portable long-row scan (the production path without AVX2, and what the AVX2 twin is
+/// compared to bitwise): first argmax, maximum, sum and bad-value flag of `row`.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // lane j of several arrays
+pub fn long_row_portable<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
+    let mut l = LongLanes {
+        max: [f64::NEG_INFINITY; LONG_LANES],
+        at: [0.0; LONG_LANES],
+        sum: [0.0; LONG_LANES],
+        min: [f64::INFINITY; LONG_LANES],
+    };
+    let mut it = row.chunks_exact(LONG_LANES);
+    let mut ci = 0.0f64;
+    for c in &mut it {
+        for j in 0..LONG_LANES {
+            let v = c[j].to_f64();
+            let gt = v > l.max[j];
+            l.max[j] = if gt { v } else { l.max[j] };
+            l.at[j] = if gt { ci } else { l.at[j] };
+            l.sum[j] += v;
+            l.min[j] = if v < l.min[j] { v } else { l.min[j] };
+        }
+        ci += 1.0;
+    }
+    let base = row.len() - it.remainder().len();
+    combine(&l, it.remainder(), base)
+}
+
+/// First argmax (lowest column on ties, strict `>`), maximum, sum and bad-value flag of a long
+/// row: the AVX2 twin where the CPU has it, else [`long_row_portable`]; bitwise the same.
+#[inline]
+pub fn long_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::simd::avx2() {
+        use crate::kernels::simd::{record, Kernel, Level};
+        if let Some(r) = T::as_f64s(row) {
+            record(Kernel::LongRowScan, Level::Avx2);
+            // SAFETY: AVX2 is present (checked above). `long_row_f64` reads only inside `r`
+            // (bounds from its length, not from the values), so a concurrent writer can change
+            // the results but not make a read go out of bounds.
+            return unsafe { long_x86::long_row_f64(r) };
+        }
+        if let Some(r) = T::as_f32s(row) {
+            // The f32 lane index is exact below 2^24 chunks.
+            if r.len() / LONG_LANES < (1 << 24) {
+                record(Kernel::LongRowScan, Level::Avx2);
+                // SAFETY: as above, for `long_row_f32`.
+                return unsafe { long_x86::long_row_f32(r) };
+            }
+        }
+    }
+    crate::kernels::simd::record(crate::kernels::simd::Kernel::LongRowScan, crate::kernels::simd::Level::Portable);
+    long_row_portable(row)
+}
+
+/// The AVX2 twins of [`long_row_portable`], one per element type.
+#[cfg(target_arch = "x86_64")]
+pub mod long_x86 {
+    use super::{combine, LongLanes, LONG_LANES};
+    use std::arch::x86_64::*;
+
+    /// [`super::long_row_portable`] for f64 rows with AVX2: lanes 0..4 and 4..8 in two registers.
+    ///
+    /// # Safety
+    /// AVX2 must be available.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn long_row_f64(row: &[f64]) -> (usize, f64, f64, bool) {
+        let chunks = row.len() / LONG_LANES;
+        let p = row.as_ptr();
+        let mut l = LongLanes { max: [0.0; 8], at: [0.0; 8], sum: [0.0; 8], min: [0.0; 8] };
+        // SAFETY: chunk c reads p[8c..8c+8] with c < row.len() / 8, inside `row`; the bounds
+        // come from the slice length only, so a concurrent writer cannot move them. The stores
+        // write the 8-element arrays of `l`. AVX2 is available (the function's contract).
+        unsafe {
+            let (mut m0, mut m1) = (_mm256_set1_pd(f64::NEG_INFINITY), _mm256_set1_pd(f64::NEG_INFINITY));
+            let (mut a0, mut a1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+            let (mut s0, mut s1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+            let (mut n0, mut n1) = (_mm256_set1_pd(f64::INFINITY), _mm256_set1_pd(f64::INFINITY));
+            let mut idx = _mm256_setzero_pd();
+            let one = _mm256_set1_pd(1.0);
+            for c in 0..chunks {
+                let v0 = _mm256_loadu_pd(p.add(c * LONG_LANES));
+                let v1 = _mm256_loadu_pd(p.add(c * LONG_LANES + 4));
+                // max(v, m) is `v > m ? v : m` and min(v, n) is `v < n ? v : n`: the scalar
+                // updates, NaN and signed zeros included.
+                let g0 = _mm256_cmp_pd(v0, m0, _CMP_GT_OQ);
+                let g1 = _mm256_cmp_pd(v1, m1, _CMP_GT_OQ);
+                m0 = _mm256_max_pd(v0, m0);
+                m1 = _mm256_max_pd(v1, m1);
+                a0 = _mm256_blendv_pd(a0, idx, g0);
+                a1 = _mm256_blendv_pd(a1, idx, g1);
+                s0 = _mm256_add_pd(s0, v0);
+                s1 = _mm256_add_pd(s1, v1);
+                n0 = _mm256_min_pd(v0, n0);
+                n1 = _mm256_min_pd(v1, n1);
+                idx = _mm256_add_pd(idx, one);
+            }
+            _mm256_storeu_pd(l.max.as_mut_ptr(), m0);
+            _mm256_storeu_pd(l.max.as_mut_ptr().add(4), m1);
+            _mm256_storeu_pd(l.at.as_mut_ptr(), a0);
+            _mm256_storeu_pd(l.at.as_mut_ptr().add(4), a1);
+            _mm256_storeu_pd(l.sum.as_mut_ptr(), s0);
+            _mm256_storeu_pd(l.sum.as_mut_ptr().add(4), s1);
+            _mm256_storeu_pd(l.min.as_mut_ptr(), n0);
+            _mm256_storeu_pd(l.min.as_mut_ptr().add(4), n1);
+        }
+        let base = chunks * LONG_LANES;
+        combine(&l, &row[base..], base)
+    }
+
+    /// [`super::long_row_portable`] for f32 rows with AVX2: maximum, argmax and minimum in one
+    /// f32 register (widening is exact and monotone, so they are the f64 ones), the sums in two
+    /// f64 registers (each value widened exactly, as the portable scan adds them).
+    ///
+    /// # Safety
+    /// AVX2 must be available, and `row.len() / 8 < 2^24` (the f32 lane index is exact).
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::needless_range_loop)] // lane j of several arrays
+    pub unsafe fn long_row_f32(row: &[f32]) -> (usize, f64, f64, bool) {
+        let chunks = row.len() / LONG_LANES;
+        let p = row.as_ptr();
+        let mut l = LongLanes { max: [0.0; 8], at: [0.0; 8], sum: [0.0; 8], min: [0.0; 8] };
+        let (mut mx, mut at, mut mn) = ([0f32; 8], [0f32; 8], [0f32; 8]);
+        // SAFETY: chunk c reads p[8c..8c+8] with c < row.len() / 8, inside `row`; the bounds
+        // come from the slice length only, so a concurrent writer cannot move them. The stores
+        // write 8-element arrays. AVX2 is available (the function's contract).
+        unsafe {
+            let mut m = _mm256_set1_ps(f32::NEG_INFINITY);
+            let mut a = _mm256_setzero_ps();
+            let (mut s0, mut s1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+            let mut n = _mm256_set1_ps(f32::INFINITY);
+            let mut idx = _mm256_setzero_ps();
+            let one = _mm256_set1_ps(1.0);
+            for c in 0..chunks {
+                let v = _mm256_loadu_ps(p.add(c * LONG_LANES));
+                let g = _mm256_cmp_ps(v, m, _CMP_GT_OQ);
+                m = _mm256_max_ps(v, m);
+                a = _mm256_blendv_ps(a, idx, g);
+                n = _mm256_min_ps(v, n);
+                s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+                s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+                idx = _mm256_add_ps(idx, one);
+            }
+            _mm256_storeu_ps(mx.as_mut_ptr(), m);
+            _mm256_storeu_ps(at.as_mut_ptr(), a);
+            _mm256_storeu_ps(mn.as_mut_ptr(), n);
+            _mm256_storeu_pd(l.sum.as_mut_ptr(), s0);
+            _mm256_storeu_pd(l.sum.as_mut_ptr().add(4), s1);
+        }
+        for j in 0..LONG_LANES {
+            l.max[j] = mx[j] as f64;
+            l.at[j] = at[j] as f64;
+            l.min[j] = mn[j] as f64;
+        }
+        let base = chunks * LONG_LANES;
+        combine(&l, &row[base..], base)
     }
 }

@@ -10,7 +10,7 @@ intermediate ``Pipeline`` step). ``get_params`` / ``set_params`` follow scikit-l
 class                                works on                    randomness / optimiser
 ===================================  ==========================  ================================
 :class:`TemperatureScaling`          logits (probs -> log p)     deterministic Newton on 1/T
-:class:`MetricTemperatureScaling`    logits (probs -> log p)     Nelder-Mead on log T, any GCE
+:class:`MetricTemperatureScaling`    logits (probs -> log p)     Brent on log T, any GCE
 :class:`VectorScaling`               logits (probs -> log p)     L-BFGS-B
 :class:`MatrixScaling`               logits (probs -> log p)     L-BFGS-B, ODIR-regularised
 :class:`PlattScaling` (binary)       logits (probs -> log p)     L-BFGS-B

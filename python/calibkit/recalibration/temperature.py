@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -15,7 +17,7 @@ from ._base import (
     check_int,
     check_range,
 )
-from ._kernels import scaled_softmax, temperature_pass
+from ._kernels import row_block, scaled_softmax, temperature_pass
 
 __all__ = ["MetricTemperatureScaling", "TemperatureScaling", "fit_temperature_nll"]
 
@@ -23,6 +25,13 @@ __all__ = ["MetricTemperatureScaling", "TemperatureScaling", "fit_temperature_nl
 FLOAT32_MIN_ENTRIES = 1 << 20
 #: Rows of the deterministic subsample that gives large fits their starting point.
 SUBSAMPLE_ROWS = 4096
+#: Tolerance on log T of the coarse bracketed search of MetricTemperatureScaling.
+COARSE_XATOL = 0.03
+#: Its local scan: this many points on each side of the coarse answer, this far apart in log T.
+SCAN_POINTS = 4
+SCAN_STEP = 0.006
+#: Top-label losses of at least this many entries share their rows with a thread pool.
+LOSS_THREADS_MIN_ENTRIES = 1 << 20
 #: NLL gap (nats) that float32 passes resolve reliably; smaller gaps are settled in float64.
 F32_NLL_MARGIN = 2e-5
 
@@ -270,16 +279,126 @@ class TemperatureScaling(_TemperatureBase):
             )
 
 
+def _top_label_rows(Z, beta, bm, out, buf):
+    """:func:`top_label_scaled` of a range of rows (``bm`` = ``beta * max(Z)`` per row)."""
+    n, k = Z.shape
+    step = buf.shape[0]
+    for s in range(0, n, step):
+        z = Z[s : s + step]
+        a = buf[: z.shape[0]]
+        np.multiply(z, beta, out=a)
+        a -= bm[s : s + step, None]
+        np.exp(a, out=a)
+        np.sum(a, axis=1, out=out[s : s + step])
+    np.divide(1.0, out, out=out)
+
+
+def top_label_scaled(Z, beta, out=None, *, zmax=None, pool=None):
+    """Each row's top-label probability of ``softmax(beta * Z)``, bitwise as the matrix gives it.
+
+    :func:`scaled_softmax` computes ``a = beta * Z - max(beta * Z)``, ``exp(a) / sum(exp(a))``
+    per row; the maximum of ``beta * Z`` is ``beta * max(Z)`` exactly (``beta > 0`` and
+    rounding are monotone), the top entry is ``exp(0) / S = 1 / S``, and ``S`` is the same row
+    sum. So only ``S`` is computed, row block by row block (the block stays in cache), and no
+    matrix is kept. Rows are independent: with a thread pool, each thread takes one contiguous
+    range of rows (NumPy releases the GIL), with bitwise the same result.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (N, K), float64, C-contiguous
+    beta : float
+        Inverse temperature, > 0.
+    out : ndarray of shape (N,), float64, optional
+    zmax : ndarray of shape (N,), optional
+        ``Z.max(axis=1)``, if already known.
+    pool : concurrent.futures.ThreadPoolExecutor, optional
+        Threads to share the rows with (the calling thread takes one range too).
+
+    Returns
+    -------
+    ndarray of shape (N,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit.recalibration._kernels import scaled_softmax
+    >>> Z = np.array([[2.0, 0.5, -1.0], [0.0, 3.0, 3.0]])
+    >>> bool(np.array_equal(top_label_scaled(Z, 0.7), scaled_softmax(Z, 0.7).max(axis=1)))
+    True
+    """
+    n, k = Z.shape
+    if out is None:
+        out = np.empty(n, dtype=np.float64)
+    bm = beta * (Z.max(axis=1) if zmax is None else zmax)
+    step = row_block(k, 8, 1 << 18)
+    parts = 1 if pool is None else min(pool._max_workers + 1, max(1, n // step))
+    edges = [n * i // parts for i in range(parts + 1)]
+
+    def run(i):
+        r = slice(edges[i], edges[i + 1])
+        buf = np.empty((min(step, max(1, edges[i + 1] - edges[i])), k), dtype=np.float64)
+        _top_label_rows(Z[r], beta, bm[r], out[r], buf)
+
+    futures = [pool.submit(run, i) for i in range(1, parts)] if parts > 1 else []
+    run(0)
+    for f in futures:
+        f.result()
+    return out
+
+
+class _TopLabelLoss:
+    """The GCE of ``softmax(beta * Z)`` for a top-label metric, from (confidence, correct) pairs.
+
+    The prediction (first argmax) of ``softmax(beta * Z)`` is that of ``Z`` unless rounding ties
+    an earlier class with the top one; rows where an earlier class is that close to the top
+    are found once and re-predicted from their scaled probabilities at each ``beta`` (usually
+    there are none). The confidence is :func:`top_label_scaled`. The metric is calibkit's pair
+    kernel, so no (N, K) matrix is built per temperature.
+    """
+
+    #: Relative closeness of an earlier class to the top logit that may tie after scaling.
+    TIE = 1e-9
+
+    def __init__(self, Z, y, kw, beta_max, pool=None):
+        n, k = Z.shape
+        self.Z, self.y, self.kw, self.k, self.pool = Z, y, kw, k, pool
+        self.pred = Z.argmax(axis=1)
+        self.zmax = m = Z[np.arange(n), self.pred]
+        # an earlier class within TIE of the top one (scaled by the largest beta)
+        gap = (m[:, None] - Z) * beta_max <= self.TIE * (1.0 + beta_max * np.abs(m))[:, None]
+        earlier = np.arange(k)[None, :] < self.pred[:, None]
+        self.near = np.flatnonzero((gap & earlier).any(axis=1))
+        self.conf = np.empty(n, dtype=np.float64)
+
+    def __call__(self, beta):
+        from .. import gce
+
+        conf = top_label_scaled(self.Z, beta, self.conf, zmax=self.zmax, pool=self.pool)
+        pred = self.pred
+        if self.near.size:
+            pred = pred.copy()
+            pred[self.near] = scaled_softmax(self.Z[self.near], beta).argmax(axis=1)
+        extra = {"predicted": pred, "num_classes": self.k} if self.kw["class_conditional"] else {}
+        return float(gce(confidence=conf, correct=pred == self.y, **extra, **self.kw))
+
+
 class MetricTemperatureScaling(_TemperatureBase):
     """Temperature scaling that minimises a General Calibration Error variant (default ECE).
 
-    As in the paper's "optimizing for calibration error" experiment: the temperature is found
-    with the Nelder-Mead downhill simplex on ``log T``, started from several temperatures, and
-    the best temperature seen anywhere is kept. The loss is ``calibkit.gce(y, softmax(z / T),
-    binning=..., max_prob=..., class_conditional=..., threshold=..., norm=..., num_bins=...)``,
-    so any of the 32 metrics of the paper (and the ``"max"`` norm) can be the target. Binned
-    metrics are piecewise constant in ``T``, hence the derivative-free search and the several
-    starts; every evaluation is recorded in ``curve_``.
+    As in the paper's "optimizing for calibration error" experiment, the temperature minimises
+    ``calibkit.gce(y, softmax(z / T), binning=..., max_prob=..., class_conditional=...,
+    threshold=..., norm=..., num_bins=...)``, so any of the 32 metrics of the paper (and the
+    ``"max"`` norm) can be the target. Binned metrics are piecewise constant in ``T``, so the
+    search is derivative-free and bracketing, on ``log T``: the loss is evaluated at the start
+    temperatures and at ``T = 1``; the best of them and its neighbours (the range's bounds at
+    the ends) bracket a bounded Brent search (golden section with parabolic steps,
+    ``scipy.optimize.minimize_scalar(method="bounded")``) down to ``xatol``. The best
+    temperature seen anywhere is kept; every evaluation is recorded in ``curve_``.
+
+    Top-label metrics (``max_prob=True``) never build the (N, K) probability matrix: each row's
+    prediction is computed once, its confidence at each ``T`` from the row's scaled
+    log-sum-exp (bitwise the maximum of ``softmax(z / T)``), and the metric by the pair kernel
+    (``calibkit.gce(confidence=..., correct=...)``). Other metrics score the scaled matrix.
 
     Parameters
     ----------
@@ -293,13 +412,17 @@ class MetricTemperatureScaling(_TemperatureBase):
     n_starts : int, default 5
         Start temperatures, evenly spaced in ``log T`` strictly inside the range: for the
         default range and 5 starts, ``T = e^-2, e^-1, 1, e, e^2`` (scaled to the range's log
-        width). ``T = 1`` is always evaluated as well.
+        width). ``T = 1`` is always evaluated as well. More starts bracket the optimum more
+        tightly (and cost one evaluation each).
     initial_step : float, default 0.1
-        Size of the initial Nelder-Mead simplex, in ``log T`` (0.1 is about 10 % in ``T``).
+        Validated but unused (it sized the Nelder-Mead simplex of earlier versions); kept so
+        that existing code keeps working.
     max_iter : int, default 100
-        Nelder-Mead iterations per start.
-    xatol, fatol : float, default 1e-4, 1e-7
-        Nelder-Mead tolerances on ``log T`` and on the loss.
+        Maximum iterations of the bracketed search.
+    xatol : float, default 1e-4
+        Tolerance of the bracketed search on ``log T``.
+    fatol : float, default 1e-7
+        Validated but unused (a Nelder-Mead tolerance of earlier versions).
 
     Attributes
     ----------
@@ -312,10 +435,9 @@ class MetricTemperatureScaling(_TemperatureBase):
     curve_ : ndarray of shape (M, 2)
         Every distinct ``(T, loss)`` evaluated, sorted by ``T``: the explored loss curve.
     converged_ : bool
-        Whether the Nelder-Mead run that found ``temperature_`` met its tolerances (True when
-        ``T = 1`` itself is best).
+        Whether the bracketed search met its tolerance within ``max_iter`` iterations.
     n_iter_ : int
-        Total Nelder-Mead iterations over all starts.
+        Iterations of the bracketed search.
 
     Notes
     -----
@@ -372,7 +494,7 @@ class MetricTemperatureScaling(_TemperatureBase):
         return np.exp(np.linspace(np.log(lo), np.log(hi), n + 2)[1:-1])
 
     def _fit(self, Z, y):
-        from scipy.optimize import minimize
+        from scipy.optimize import minimize_scalar
 
         from .. import gce
         from .._validate import check_gce_params
@@ -384,10 +506,10 @@ class MetricTemperatureScaling(_TemperatureBase):
         class_conditional = check_bool("class_conditional", self.class_conditional)
         lo, hi = check_range("temperature_range", self.temperature_range)
         starts = self.start_temperatures()
-        step = check_float("initial_step", self.initial_step, low=0.0, low_open=True)
+        check_float("initial_step", self.initial_step, low=0.0, low_open=True)
         max_iter = check_int("max_iter", self.max_iter, 1)
         xatol = check_float("xatol", self.xatol, low=0.0, low_open=True)
-        fatol = check_float("fatol", self.fatol, low=0.0)
+        check_float("fatol", self.fatol, low=0.0)
         kw = {
             "binning": binning,
             "max_prob": max_prob,
@@ -398,42 +520,65 @@ class MetricTemperatureScaling(_TemperatureBase):
         }
         ulo, uhi = math.log(lo), math.log(hi)
         seen: dict[float, float] = {}
-        buf = np.empty_like(Z)
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        pool = None
+        if max_prob and np.isfinite(Z).all():
+            threads = os.cpu_count() or 1
+            if threads > 1 and Z.size >= LOSS_THREADS_MIN_ENTRIES:
+                pool = ThreadPoolExecutor(max_workers=threads - 1)
+            metric = _TopLabelLoss(Z, y, kw, 1.0 / lo, pool)
+        else:
+            buf = np.empty_like(Z)
+
+            def metric(beta):  # the probabilities predict_proba gives at this temperature
+                return float(gce(y, scaled_softmax(Z, beta, buf), **kw))
 
         def loss(u):
-            u = float(np.clip(np.asarray(u).reshape(-1)[0], ulo, uhi))
-            if u not in seen:  # the probabilities predict_proba gives at this temperature
+            u = float(np.clip(u, ulo, uhi))
+            if u not in seen:
                 t = min(max(math.exp(u), lo), hi)
-                seen[u] = float(gce(y, scaled_softmax(Z, 1.0 / t, buf), **kw))
+                seen[u] = metric(1.0 / t)
             return seen[u]
 
-        base = loss(0.0)
-        best_u, best_loss, best_conv = 0.0, base, True
-        n_iter = 0
-        for t0 in starts:
-            u0 = float(np.clip(math.log(t0), ulo, uhi))
-            u1 = u0 + step if u0 + step <= uhi else u0 - step
-            res = minimize(
-                loss,
-                x0=[u0],
-                method="Nelder-Mead",
-                bounds=[(ulo, uhi)],
-                options={
-                    "initial_simplex": [[u0], [u1]],
-                    "maxiter": max_iter,
-                    "xatol": xatol,
-                    "fatol": fatol,
-                },
-            )
-            n_iter += int(res.nit)
-            u = float(np.clip(res.x[0], ulo, uhi))
-            val = loss(u)
-            if val < best_loss or (val == best_loss and abs(u) < abs(best_u)):
-                best_u, best_loss, best_conv = u, val, bool(res.success)
-        # the best point of the whole curve (a start's simplex may have passed a better one)
-        for u, val in seen.items():
-            if val < best_loss or (val == best_loss and abs(u) < abs(best_u)):
-                best_u, best_loss = u, val
+        def better(u, val, best_u, best_loss):
+            return val < best_loss or (val == best_loss and abs(u) < abs(best_u))
+
+        def best_seen():
+            best_u, best_loss = 0.0, seen[0.0]
+            for u, val in seen.items():
+                if better(u, val, best_u, best_loss):
+                    best_u, best_loss = u, val
+            return best_u, best_loss
+
+        def bracket(u, a, b):
+            """The evaluated points (or a, b) next to u."""
+            pts = sorted({p for p in seen if a <= p <= b} | {a, b, u})
+            i = pts.index(u)
+            return pts[max(i - 1, 0)], pts[min(i + 1, len(pts) - 1)]
+
+        try:
+            base = loss(0.0)
+            for t0 in starts:
+                loss(math.log(t0))
+            # 1. the best start and its neighbours bracket a coarse Brent search (the loss is
+            # V-shaped at this scale) ...
+            u, _ = best_seen()
+            a, b = bracket(u, ulo, uhi)
+            opts = {"xatol": max(xatol, COARSE_XATOL), "maxiter": max_iter}
+            coarse = minimize_scalar(loss, bounds=(a, b), method="bounded", options=opts)
+            # 2. ... whose answer sits in the noise of a piecewise-constant loss: scan around
+            # it, and bracket the final search between the best scanned point's neighbours.
+            u, _ = best_seen()
+            for j in range(-SCAN_POINTS, SCAN_POINTS + 1):
+                loss(u + j * SCAN_STEP)
+            u, _ = best_seen()
+            a, b = bracket(u, max(ulo, u - SCAN_STEP), min(uhi, u + SCAN_STEP))
+            opts = {"xatol": xatol, "maxiter": max_iter}
+            res = minimize_scalar(loss, bounds=(a, b), method="bounded", options=opts)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        best_u, best_loss = best_seen()
         us = np.array(sorted(seen))
         ts = np.clip(np.exp(us), lo, hi)
         ts, first = np.unique(ts, return_index=True)  # distinct temperatures, increasing
@@ -441,5 +586,5 @@ class MetricTemperatureScaling(_TemperatureBase):
         self.temperature_ = float(min(max(math.exp(best_u), lo), hi))
         self.loss_ = best_loss
         self.loss_uncalibrated_ = base
-        self.converged_ = best_conv
-        self.n_iter_ = n_iter
+        self.converged_ = bool(res.success)
+        self.n_iter_ = int(coarse.nit) + int(res.nit)
