@@ -44,8 +44,8 @@ import re
 
 import numpy as np
 
-from . import _toplabel
-from ._binstats import grouped_bin_stats_at
+from . import _native, _toplabel
+from ._binstats import grouped_bin_stats, grouped_bin_stats_at
 from ._groups import score_groups
 from ._select import Selection, SelectionError, add_packed, scan_groups
 from ._params import as_bin_counts, as_int, check_gce_params, check_table
@@ -63,6 +63,7 @@ from ._validate import (
 from .bins import calibration_bins, reduce_bins
 from .errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
 from .evaluation import Evaluation
+from .trust.weights import as_sample_weight
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -126,7 +127,8 @@ def _prepare(labels, probs):
 
 # Row numbers in the messages of calibkit.errors: "probs[12, 3]", "row 12 of probs",
 # "labels[12]", "label_matrix[12, 3]" (and "at [12, 3]").
-_ROW_PATTERNS = re.compile(r"(probs\[|labels\[|confidence\[|correct\[|predicted\[|row |at \[)(\d+)")
+_ROW_PATTERNS = re.compile(r"(probs\[|labels\[|confidence\[|correct\[|predicted\[|sample_weight\[|row "
+                           r"|at \[)(\d+)")
 
 
 def _globalise_rows(exc: CalibkitError, start: int) -> CalibkitError:
@@ -204,6 +206,8 @@ def _chunk_task(labels, probs, job):
     """One chunk's partial result for one pass (None for an empty chunk)."""
     if isinstance(probs, tuple):  # top-label pairs, from _prepare_pairs
         return _pairs_chunk_task(*probs, job)
+    if isinstance(probs, dict):  # probs and sample weights, from _prepare_weights
+        return _weighted_chunk_task(labels, probs["probs"], probs["weight"], job)
     if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
         return None
     y, p = validate_inputs(labels, probs)
@@ -242,11 +246,51 @@ def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
     return out
 
 
+def _weighted_chunk_task(labels, probs, weight, job):
+    """One chunk's weighted partial result: weighted even tables, and the kept (group, score,
+    outcome, weight) of every adaptive grouping (rows of weight 0 dropped)."""
+    if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
+        return None
+    y, p = validate_inputs(labels, probs)
+    w = as_sample_weight(weight, y.shape[0], allow_all_zero=True)
+    calibration_bins(y, p, num_bins=1)  # the Rust pass checks every row's values
+    pos = w > 0
+    if not pos.all():
+        y, p, w = y[pos], np.ascontiguousarray(p[pos]), w[pos]
+    out: dict = {"rows": int(pos.size), "weight": float(w.sum()), "even": {}, "kept": {}}
+    if y.shape[0] == 0:
+        return out
+    for mp, cc, t, b in job["even"]:
+        tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
+                               threshold=t, num_bins=b, sample_weight=w)
+        out["even"][(mp, cc, t, b)] = [tab.counts, tab.sum_score, tab.sum_outcome]
+    for mp, cc, t in job["kept"]:
+        g, sc, o, row = _native.score_rows(y, p, bool(mp), bool(cc), float(t))
+        out["kept"][(mp, cc, t)] = [(g, sc.astype(p.dtype), o, w[row])]
+    return out
+
+
+def _combine_weighted(parts):
+    """:func:`_combine` of weighted partial results (kept rows are listed, not copied)."""
+    out = {"rows": sum(q["rows"] for q in parts), "weight": sum(q["weight"] for q in parts),
+           "even": {}, "kept": {}}
+    for q in parts:
+        for key, arrays in q["even"].items():
+            have = out["even"].get(key)
+            out["even"][key] = list(arrays) if have is None else [
+                a + b for a, b in zip(have, arrays)]
+        for key, pieces in q["kept"].items():
+            out["kept"][key] = out["kept"].get(key, []) + pieces
+    return out
+
+
 def _combine(*parts):
     """Sum of partial results (never mutates its arguments)."""
     parts = [q for q in parts if q is not None]
     if not parts:
         return None
+    if "kept" in parts[0]:
+        return _combine_weighted(parts)
     out = {"rows": sum(q["rows"] for q in parts), "even": {}, "scan": {}, "count": {}}
     for section in ("even", "count"):
         for q in parts:
@@ -288,8 +332,49 @@ def _run_pass(lblocks, pblocks, job, scheduler, split_every):
 # ------------------------------------------------------------------------------------------------
 
 
+def _prepare_weights(pblocks, lblocks, n: int, sample_weight):
+    """``pblocks`` with each block's sample weights: dicts {"probs", "weight"} of delayed chunks."""
+    _, da = _import_dask()
+    if isinstance(sample_weight, (str, bytes)):
+        raise InputTypeError(
+            f"sample_weight must be an array of N = {n} non-negative numbers, got a string")
+    w = da.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ShapeMismatchError(
+            f"sample_weight must have shape ({n},), one weight per row, got shape {w.shape}")
+    starts = [start for _, start in lblocks] + [n]
+    w = w.rechunk((tuple(int(b - a) for a, b in zip(starts[:-1], starts[1:])),))
+    wblocks = w.to_delayed(optimize_graph=False).ravel()
+    return [{"probs": pb, "weight": wb} for pb, wb in zip(pblocks, wblocks)]
+
+
+def _weighted_values(lblocks, pblocks, n, k, space, num_bins, scheduler, split_every):
+    """The values table under sample weights: one pass (see :func:`gce`, ``sample_weight``)."""
+    even = sorted({(s.max_prob, s.class_conditional, s.threshold, b)
+                   for s in space if s.binning == "even" for b in num_bins})
+    kept = sorted({(s.max_prob, s.class_conditional, s.threshold)
+                   for s in space if s.binning == "adaptive"})
+    res = _run_pass(lblocks, pblocks, {"even": even, "kept": kept}, scheduler, split_every)
+    if res is None or res["rows"] != n:  # pragma: no cover - guarded by _prepare
+        raise SelectionError("the chunks held fewer rows than the arrays' shape says")
+    if not res["weight"] > 0:
+        raise InvalidParameterError(
+            "sample_weight is zero everywhere: at least one row needs a positive weight")
+    tables = {("even",) + key: tab for key, tab in res["even"].items()}
+    for mp, cc, t in kept:
+        pieces = res["kept"].get((mp, cc, t), [])
+        g, sc, o, w = (np.concatenate([q[i] for q in pieces]) for i in range(4))
+        for b in num_bins:
+            c, ss, so, _ = grouped_bin_stats(g, sc, o, w, num_groups=k if cc else 1,
+                                             binning="adaptive", num_bins=b)
+            tables[("adaptive", mp, cc, t, b)] = [c, ss, so]
+    return tables
+
+
 def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split_every,
-            pairs=None):
+            pairs=None, sample_weight=None):
     split_every = as_int(split_every, "split_every", minimum=2)
     for s in space:
         for b in num_bins:
@@ -301,6 +386,11 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
     for s in space:
         for b in num_bins:
             check_table(k if s.class_conditional else 1, b)
+    if sample_weight is not None:
+        pblocks = _prepare_weights(pblocks, lblocks, n, sample_weight)
+        tables = _weighted_values(lblocks, pblocks, n, k, space, num_bins, scheduler,
+                                  split_every)
+        return _reduce(tables, space, num_bins), n, k
     even = sorted({(s.max_prob, s.class_conditional, s.threshold, b)
                    for s in space if s.binning == "even" for b in num_bins})
     akeys = sorted({(s.max_prob, s.class_conditional, s.threshold)
@@ -339,13 +429,18 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
                 raise SelectionError("the counting pass saw other data than the selection passes"
                                      "; the input chunks changed between passes")
             tables[("adaptive", mp, cc, t, b)] = tab
+    return _reduce(tables, space, num_bins), n, k
+
+
+def _reduce(tables, space, num_bins) -> np.ndarray:
+    """The (len(space), len(num_bins)) values of the per-metric tables."""
     values = np.empty((len(space), len(num_bins)))
     for i, s in enumerate(space):
         for j, b in enumerate(num_bins):
-            c, ss, so = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)]
+            c, ss, so = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)][:3]
             values[i, j] = reduce_bins(c, ss, so, norm=s.norm,
                                        class_conditional=s.class_conditional)
-    return values, n, k
+    return values
 
 
 def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True,
@@ -412,12 +507,8 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
     if not single:
         raise InputTypeError(f"num_bins must be one integer here, got {num_bins!r}; use "
                              "calibkit.dask.evaluate for several bin counts")
-    if sample_weight is not None:
-        from .trust.weights import dask_repeat_rows
-
-        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
     values, _, _ = _values(labels, probs, MetricSpace([spec]), bins, scheduler, split_every,
-                           pairs)
+                           pairs, sample_weight)
     return float(values[0, 0])
 
 
@@ -478,10 +569,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
 
         num_bins = resolve_num_bins(num_bins, labels, probs)
     bins, _ = as_bin_counts(num_bins)
-    if sample_weight is not None:
-        from .trust.weights import dask_repeat_rows
-
-        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
-    values, n, k = _values(labels, probs, space, bins, scheduler, split_every, pairs)
+    values, n, k = _values(labels, probs, space, bins, scheduler, split_every, pairs,
+                           sample_weight)
     return Evaluation(values, space, bins, n_samples=n, num_classes=k,
                       top_label_only=pairs is not None)
