@@ -16,6 +16,13 @@ partial results that are combined in a tree (``split_every`` at a time).
   passes in all (10M x 10 float32: 3; the CIFAR-100 records: 3). Only bucket counts (at most
   about 2**20 per pass) and a bounded number of scores (at most 2**22 per pass) ever travel.
 
+* **Sample weights** (``sample_weight=``, any finite weights >= 0): one pass. Each chunk yields
+  weighted even tables (:func:`calibkit.calibration_bins` with the chunk's weights) and, for
+  adaptive binning, its kept (group, score, outcome, weight) rows; those are gathered and binned
+  once by the weighted primitive (:func:`calibkit._binstats.grouped_bin_stats`), so the weighted
+  equal-mass edges are exactly those of :func:`calibkit.gce`. This gathers the kept scores of
+  adaptive metrics on the calling process (about 28-32 bytes each, see :func:`gce`).
+
 Every pass reads the input chunks again, so the inputs must give the same data each time
 (``persist()`` them if they are expensive or random without a seed); a change between passes is
 detected and raises :class:`calibkit._select.SelectionError`. All metrics of an
@@ -466,8 +473,15 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
         Top-label input in place of ``labels`` and ``probs``, as in :func:`calibkit.gce`
         (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``.
     sample_weight : dask.array.Array (or array_like) of shape (N,), optional
-        Integer weights >= 0 (repeat counts; 0 drops a row): the result equals
-        :func:`calibkit.gce` with the same weights. Fractional weights are refused here.
+        Finite weights >= 0 (0 drops a row; not all 0), rechunked to the row chunks of
+        ``probs``: the result equals :func:`calibkit.gce` with the same weights (to 1e-12;
+        integer weights equal repeated rows). One pass: each chunk yields weighted even tables
+        and, for adaptive binning, its kept ``(group, score, outcome, weight)`` rows, which are
+        gathered and binned once by the weighted primitive (docs/weighted-bins.md). Memory of
+        that gather, on the process that calls ``gce``: about 28 bytes per kept score with
+        float32 input and 32 with float64 (N kept scores for a max-prob metric, N * K for an
+        all-probabilities one, fewer with a threshold), so a weighted adaptive metric needs its
+        kept scores to fit in one machine's memory; weighted even binning does not.
 
     Returns
     -------
@@ -535,7 +549,8 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
         :func:`calibkit.evaluate` (default space: the max-prob metrics the input allows; the
         result's ``top_label_only`` is True).
     sample_weight : dask.array.Array (or array_like) of shape (N,), optional
-        Integer weights >= 0, as in :func:`gce`.
+        Finite weights >= 0, as in :func:`gce` (one pass for every metric; the kept rows of
+        each adaptive grouping are gathered, with the memory cost given there).
 
     Returns
     -------

@@ -43,6 +43,23 @@ What is kept, per score group of docs/spec.md:
   for nearly calibrated models. Use the exact mode (or :mod:`calibkit.dask`) when the metric must
   be exact.
 
+**Sample weights** (``update(..., sample_weight=w)``, any finite ``w >= 0``; 0 drops a row):
+even tables hold weighted sums (float64 counts: total weights); the exact adaptive mode keeps
+each kept score's weight beside it (8 more bytes per kept score, only once a weighted batch was
+seen), and :meth:`~Accumulator.compute` bins them with the primitive's weighted equal-mass rule
+(docs/weighted-bins.md). The result equals :func:`calibkit.gce` with the concatenated weights
+(1e-12) for any batching; integer weights equal repeated rows. The sketch mode takes integer
+weights only (each kept score enters its sketch ``weight`` times); a fractional weight is refused
+there with an error that names ``adaptive="exact"``.
+
+**``num_bins="auto"``**: the bin count is chosen when :meth:`~Accumulator.compute` or
+:meth:`~Accumulator.bins` is called, by the rule of :mod:`calibkit.trust.auto_bins` applied to
+the rows seen so far (that of :func:`calibkit.gce` for one metric, of
+:func:`calibkit.evaluate` for a space), with the same
+:class:`~calibkit.errors.FewSamplesWarning`. Since any count may be asked for, "auto" implies
+the exact mode for *every* metric, even-binning ones included: the kept scores (and weights)
+are held, about 4 or 8 bytes per kept score (plus 8 with weights) instead of a fixed-size table.
+
 Bad input never half-applies: a batch whose K or float dtype differs from the first batch, an
 invalid batch, or a merge of accumulators built for different metrics, bin counts, modes, K or
 dtype raises a specific error and leaves the accumulator as it was.
@@ -189,9 +206,11 @@ class Accumulator:
         threshold, norm)``), or a :class:`calibkit.space.MetricSpace` / list of those (a space,
         e.g. ``calibkit.space.metric_space()`` for the paper's 32). Default: ECE, or the metric
         given by ``**gce_params``.
-    num_bins : int or sequence of int, default 15
+    num_bins : int, sequence of int or "auto", default 15
         Bin count(s). Adaptive state is shared by all bin counts; even binning keeps one small
-        table per bin count.
+        table per bin count. ``"auto"``: chosen from the rows seen when the result is asked
+        for (see the module docstring: every metric then keeps its exact kept scores, and
+        ``adaptive`` must be "exact").
     adaptive : {"exact", "sketch"}, default "exact"
         How adaptive-binning metrics are accumulated (see the module docstring): keep the kept
         scores (exact, memory ~ 4 or 8 bytes per kept score) or two KLL sketches per group
@@ -206,9 +225,10 @@ class Accumulator:
     Attributes
     ----------
     space : calibkit.space.MetricSpace
-    num_bins : tuple of int
-    n_samples : int
-        Rows seen so far.
+    num_bins : tuple of int or "auto"
+    n_samples : int or float
+        Rows seen so far; with sample weights the total weight (a float once a weight was
+        fractional).
     num_classes : int or None
         K, fixed by the first batch.
     dtype : numpy.dtype or None
@@ -227,6 +247,16 @@ class Accumulator:
     >>> _ = b.update(labels[250:], probs[250:])
     >>> table = a.merge(pickle.loads(pickle.dumps(b))).compute()
     >>> bool(abs(table.get("SCE", 20) - calibkit.sce(labels, probs, num_bins=20)) < 1e-12)
+    True
+
+    Fractional weights, and a bin count chosen at the end:
+
+    >>> w = rng.uniform(0, 2, size=400)
+    >>> c = Accumulator("ACE", num_bins="auto")
+    >>> _ = c.update(labels[:100], probs[:100], sample_weight=w[:100])
+    >>> _ = c.update(labels[100:], probs[100:], sample_weight=w[100:])
+    >>> ref = calibkit.ace(labels, probs, num_bins="auto", sample_weight=w)
+    >>> bool(abs(c.compute() - ref) < 1e-12)
     True
     """
 
@@ -306,10 +336,10 @@ class Accumulator:
             batch (n = 0) is allowed and changes nothing but fixes K and the dtype if it is the
             first.
         sample_weight : array_like of shape (n,), optional
-            Integer weights (>= 0): row i counts ``sample_weight[i]`` times (0 drops it), so the
-            result equals :func:`calibkit.gce` with the same weights; fractional weights are
-            refused here (:class:`calibkit.errors.InvalidParameterError`). ``n_samples``
-            counts the weighted rows.
+            Finite weights >= 0 (checked as by :func:`calibkit.gce`; 0 drops a row, a batch of
+            zeros adds nothing), so that the result equals :func:`calibkit.gce` with the
+            concatenated weights; integer weights equal repeated rows. ``adaptive="sketch"``
+            takes integer weights only. ``n_samples`` adds the total weight.
         confidence, correct, predicted, num_classes : array_like of shape (n,) and int, optional
             Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`),
             for accumulators of max-prob metrics only (class-conditional ones also need
