@@ -287,3 +287,22 @@ def test_dask_weight_errors():
     with pytest.raises(calibkit.InvalidProbabilitiesError):
         cdask.gce(da.from_array(y, chunks=50), da.from_array(p2, chunks=(50, 3)),
                   sample_weight=w2, scheduler="synchronous")
+
+
+@pytest.mark.parametrize("f32", [False, True])
+def test_top_label_pairs_with_weights_equal_gce(f32):
+    y, p, w = _data(31, 300, 5, dtype=np.float32 if f32 else np.float64)
+    conf, pred = p.max(axis=1), p.argmax(axis=1)
+    correct = pred == y
+    specs = [s for s in SPACE if s.max_prob]
+    acc = Accumulator(specs, num_bins=(3, 8))
+    for a, b in _split(300, [40, 41, 200]):
+        acc.update(confidence=conf[a:b], correct=correct[a:b], predicted=pred[a:b],
+                   num_classes=5, sample_weight=w[a:b])
+    ref = calibkit.evaluate(y, p, specs, num_bins=(3, 8), sample_weight=w)
+    np.testing.assert_allclose(acc.compute().values, ref.values, rtol=0, atol=1e-12)
+    for s in specs:
+        kw = s.kwargs()
+        assert acc.compute().get(s.name, 8) == pytest.approx(
+            calibkit.gce(confidence=conf, correct=correct, predicted=pred, num_classes=5,
+                         num_bins=8, sample_weight=w, **kw), abs=1e-12)

@@ -98,7 +98,7 @@ from ._validate import (
 from .bins import CalibrationBins, calibration_bins, reduce_bins
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 from .trust.auto_bins import auto_num_bins, warn_if_few
-from .trust.weights import as_sample_weight
+from .trust.weights import as_sample_weight, pair_triples
 from .evaluation import Evaluation
 
 __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
@@ -338,8 +338,9 @@ class Accumulator:
         sample_weight : array_like of shape (n,), optional
             Finite weights >= 0 (checked as by :func:`calibkit.gce`; 0 drops a row, a batch of
             zeros adds nothing), so that the result equals :func:`calibkit.gce` with the
-            concatenated weights; integer weights equal repeated rows. ``adaptive="sketch"``
-            takes integer weights only. ``n_samples`` adds the total weight.
+            concatenated weights; integer weights equal repeated rows. Also with top-label
+            input. ``adaptive="sketch"`` takes integer weights only. ``n_samples`` adds the
+            total weight.
         confidence, correct, predicted, num_classes : array_like of shape (n,) and int, optional
             Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`),
             for accumulators of max-prob metrics only (class-conditional ones also need
@@ -367,20 +368,10 @@ class Accumulator:
         pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes,
                                   allow_empty=True)
         if pairs is not None:
-            _toplabel.reject_weights(sample_weight, "Accumulator.update")
-            return self._update_pairs(pairs)
+            return self._update_pairs(pairs, self._weights(sample_weight, pairs.n))
         y, p, k, dtype = _check_batch(labels, probs)
         n = 0 if y is None else y.shape[0]
-        w = None if sample_weight is None else as_sample_weight(sample_weight, n,
-                                                                allow_all_zero=True)
-        if w is not None and self.adaptive == "sketch" and self._adaptive_keys and not np.all(
-                w == np.round(w)):
-            i = int(np.flatnonzero(w != np.round(w))[0])
-            raise InvalidParameterError(
-                f"sample_weight[{i}] is {w[i]}: adaptive='sketch' takes integer sample weights "
-                f"only (KLL sketches count items); build the Accumulator with adaptive='exact' "
-                f"for fractional weights"
-            )
+        w = self._weights(sample_weight, n)
         if self.num_classes is None and not self._auto:  # the tables' size is known once K is
             for s in self.space:
                 for b in self.num_bins:
@@ -428,8 +419,22 @@ class Accumulator:
         self.n_samples += n if w is None else _as_total(w.sum())
         return self
 
-    def _update_pairs(self, pairs) -> Accumulator:
-        """:meth:`update` with top-label input (:mod:`calibkit._toplabel`)."""
+    def _weights(self, sample_weight, n: int):
+        """Checked float64 weights of a batch of ``n`` rows (None stays None)."""
+        if sample_weight is None:
+            return None
+        w = as_sample_weight(sample_weight, n, allow_all_zero=True)
+        if self.adaptive == "sketch" and self._adaptive_keys and not np.all(w == np.round(w)):
+            i = int(np.flatnonzero(w != np.round(w))[0])
+            raise InvalidParameterError(
+                f"sample_weight[{i}] is {w[i]}: adaptive='sketch' takes integer sample weights "
+                f"only (KLL sketches count items); build the Accumulator with adaptive='exact' "
+                f"for fractional weights"
+            )
+        return w
+
+    def _update_pairs(self, pairs, w=None) -> Accumulator:
+        """:meth:`update` with top-label input (:mod:`calibkit._toplabel`) and checked weights."""
         for s in self.space:
             _toplabel.require_top_label(pairs, s.max_prob, s.class_conditional,
                                         f"Accumulator metric {s.name}")
@@ -454,19 +459,34 @@ class Accumulator:
         even = {}
         for mp, cc, t in self._even_keys:
             for b in self.num_bins:
-                even[(mp, cc, t, b)] = _toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3]
+                if w is None:
+                    even[(mp, cc, t, b)] = _toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3]
+                else:
+                    tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t,
+                                      num_bins=b)
+                    even[(mp, cc, t, b)] = tr.stats(tr.weight_of(w))[:3]
         if not even:  # the Rust pass checks the values
             _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
         groups = {}
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
-            groups[(mp, cc)] = (t_min, _toplabel.pair_groups(pairs, cc, t_min))
+            if w is None:
+                groups[(mp, cc)] = (t_min, _toplabel.pair_groups(pairs, cc, t_min))
+                continue
+            tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t_min,
+                              num_bins=1)
+            tw = tr.weight_of(w)
+            gl = []
+            for g in range(k if cc else 1):
+                m = (tr.group == g) & (tw > 0)  # weight 0 drops a row
+                gl.append((tr.score[m].astype(dtype), tr.outcome[m] > 0.5, tw[m]))
+            groups[(mp, cc)] = (t_min, gl)
         # Commit (nothing below can fail on valid state).
         if self.num_classes is None:
             self._allocate(k, dtype)
         self._commit(even, groups)
         self._rows += pairs.n
-        self.n_samples += pairs.n
+        self.n_samples += pairs.n if w is None else _as_total(w.sum())
         return self
 
     def _commit(self, even: dict, groups: dict) -> None:
