@@ -306,3 +306,25 @@ def test_top_label_pairs_with_weights_equal_gce(f32):
         assert acc.compute().get(s.name, 8) == pytest.approx(
             calibkit.gce(confidence=conf, correct=correct, predicted=pred, num_classes=5,
                          num_bins=8, sample_weight=w, **kw), abs=1e-12)
+
+
+def test_dask_top_label_pairs_with_weights():
+    da = pytest.importorskip("dask.array")
+    import calibkit.dask as cdask
+
+    y, p, w = _data(41, 260, 4)
+    conf, pred = p.max(axis=1), p.argmax(axis=1)
+    correct = (pred == y).astype(np.int8)
+    specs = [s for s in SPACE if s.max_prob]
+    ch = 37
+    ev = cdask.evaluate(confidence=da.from_array(conf, chunks=ch),
+                        correct=da.from_array(correct, chunks=ch),
+                        predicted=da.from_array(pred, chunks=50), num_classes=4, space=specs,
+                        num_bins=(4, 10), sample_weight=da.from_array(w, chunks=61),
+                        scheduler="synchronous")
+    ref = calibkit.evaluate(y, p, specs, num_bins=(4, 10), sample_weight=w)
+    np.testing.assert_allclose(ev.values, ref.values, rtol=0, atol=1e-12)
+    got = cdask.gce(confidence=da.from_array(conf, chunks=ch), correct=da.from_array(correct, chunks=ch),
+                    binning="adaptive", num_bins=7, sample_weight=w, scheduler="synchronous")
+    assert got == pytest.approx(calibkit.gce(y, p, binning="adaptive", num_bins=7, sample_weight=w),
+                                abs=1e-12)

@@ -70,7 +70,7 @@ from ._validate import (
 from .bins import calibration_bins, reduce_bins
 from .errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
 from .evaluation import Evaluation
-from .trust.weights import as_sample_weight
+from .trust.weights import as_sample_weight, pair_triples
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -213,7 +213,9 @@ def _chunk_task(labels, probs, job):
     """One chunk's partial result for one pass (None for an empty chunk)."""
     if isinstance(probs, tuple):  # top-label pairs, from _prepare_pairs
         return _pairs_chunk_task(*probs, job)
-    if isinstance(probs, dict):  # probs and sample weights, from _prepare_weights
+    if isinstance(probs, dict):  # probs (or pairs) and sample weights, from _prepare_weights
+        if isinstance(probs["probs"], tuple):
+            return _weighted_pairs_chunk_task(*probs["probs"], probs["weight"], job)
         return _weighted_chunk_task(labels, probs["probs"], probs["weight"], job)
     if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
         return None
@@ -274,6 +276,27 @@ def _weighted_chunk_task(labels, probs, weight, job):
     for mp, cc, t in job["kept"]:
         g, sc, o, row = _native.score_rows(y, p, bool(mp), bool(cc), float(t))
         out["kept"][(mp, cc, t)] = [(g, sc.astype(p.dtype), o, w[row])]
+    return out
+
+
+def _weighted_pairs_chunk_task(confidence, correct, predicted, num_classes, weight, job):
+    """:func:`_weighted_chunk_task` of one chunk of top-label pairs."""
+    if np.shape(confidence)[0] == 0:
+        return None
+    pairs = _toplabel.resolve(None, None, confidence, correct, predicted, num_classes)
+    w = as_sample_weight(weight, pairs.n, allow_all_zero=True)
+    _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks the values
+    out: dict = {"rows": pairs.n, "weight": float(w.sum()), "even": {}, "kept": {}}
+    for mp, cc, t, b in job["even"]:
+        tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t, num_bins=b)
+        out["even"][(mp, cc, t, b)] = list(tr.stats(tr.weight_of(w))[:3])
+    for mp, cc, t in job["kept"]:
+        tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t,
+                          num_bins=1)
+        tw = tr.weight_of(w)
+        m = tw > 0  # weight 0 drops a row
+        out["kept"][(mp, cc, t)] = [(tr.group[m], tr.score[m].astype(pairs.confidence.dtype),
+                                     tr.outcome[m], tw[m])]
     return out
 
 
@@ -471,7 +494,8 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
         Fan-in of the tree that combines partial results.
     confidence, correct, predicted, num_classes : dask arrays of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs``, as in :func:`calibkit.gce`
-        (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``.
+        (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``
+        (``sample_weight`` works with it too).
     sample_weight : dask.array.Array (or array_like) of shape (N,), optional
         Finite weights >= 0 (0 drops a row; not all 0), rechunked to the row chunks of
         ``probs``: the result equals :func:`calibkit.gce` with the same weights (to 1e-12;
@@ -507,7 +531,6 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
         pairs = (confidence, correct, predicted, num_classes)
         _toplabel.require_top_label(_toplabel.Pairs(None, None, predicted, num_classes),
                                     max_prob, class_conditional, "calibkit.dask.gce")
-        _toplabel.reject_weights(sample_weight, "calibkit.dask.gce")
         if isinstance(num_bins, str):
             raise InvalidParameterError(
                 "calibkit.dask.gce: num_bins='auto' needs labels and probs; give an integer "
@@ -573,7 +596,6 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
     if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
         pairs = (confidence, correct, predicted, num_classes)
         space = _toplabel.toplabel_space(space, predicted is not None)
-        _toplabel.reject_weights(sample_weight, "calibkit.dask.evaluate")
         if isinstance(num_bins, str):
             raise InvalidParameterError(
                 "calibkit.dask.evaluate: num_bins='auto' needs labels and probs; give integer "
