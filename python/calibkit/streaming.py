@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _toplabel
+from . import _native, _toplabel
 from ._binstats import even_boundaries, grouped_bin_stats
 from ._groups import score_groups
 from ._kept import KeptScores, equal_state
@@ -177,8 +177,6 @@ def _kept_groups(y, p, w, max_prob: bool, class_conditional: bool, threshold: fl
         return score_groups(y, p, max_prob, class_conditional, threshold)
     if y.shape[0] == 0:  # every row had weight 0
         return [(p[:0, 0], np.zeros(0, bool), w) for _ in range(k if class_conditional else 1)]
-    from . import _native
-
     group, score, outcome, row = _native.score_rows(y, p, bool(max_prob),
                                                     bool(class_conditional), float(threshold))
     tw = w[row]
@@ -573,6 +571,12 @@ class Accumulator:
         self.n_samples += other.n_samples
         self._rows += other._rows
         return self
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        # accumulators pickled before weights and "auto" bins: unweighted, rows = n_samples
+        self.__dict__.setdefault("_auto", False)
+        self.__dict__.setdefault("_rows", int(self.n_samples))
 
     def copy(self) -> Accumulator:
         """An independent deep copy."""
