@@ -49,8 +49,9 @@ each kept score's weight beside it (8 more bytes per kept score, only once a wei
 seen), and :meth:`~Accumulator.compute` bins them with the primitive's weighted equal-mass rule
 (docs/weighted-bins.md). The result equals :func:`calibkit.gce` with the concatenated weights
 (1e-12) for any batching; integer weights equal repeated rows. The sketch mode takes integer
-weights only (each kept score enters its sketch ``weight`` times); a fractional weight is refused
-there with an error that names ``adaptive="exact"``.
+weights only (each kept score enters its sketch ``weight`` times, since DataSketches' KLL has no
+weighted update: the update's time and temporary memory grow with the batch's total weight); a
+fractional weight is refused there with an error that names ``adaptive="exact"``.
 
 **``num_bins="auto"``**: the bin count is chosen when :meth:`~Accumulator.compute` or
 :meth:`~Accumulator.bins` is called, by the rule of :mod:`calibkit.trust.auto_bins` applied to
