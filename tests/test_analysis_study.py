@@ -207,3 +207,31 @@ def test_run_study_on_user_models_skips_label_noise_by_default():
 def test_study_config_validation(kw, match):
     with pytest.raises(ValueError, match=match):
         StudyConfig(**kw)
+
+
+def test_report_files_carry_intervals_and_pvalues(study):
+    """report.md/html, results.json and the CSV hold each method's ECE interval and p-value,
+    equal to direct confidence_interval / calibration_test calls with the study's seed."""
+    result, _, out = study
+    m = result.models[0]
+    t = m.intervals
+    assert t.name == f"intervals_{m.name}"
+    assert list(t.index) == list(m.probs) and len(t.index) == 9
+    md = (out / "report.md").read_text()
+    assert t.title in md and t.to_markdown() in md
+    assert t.title in (out / "report.html").read_text()
+    jm = json.loads((out / "results.json").read_text())["models"][0]["intervals"]
+    assert jm["methods"] == list(m.probs) and jm["num_bins"] == m.report_bins
+    for i, name in enumerate(list(m.probs)[:3]):
+        ci = calibkit.confidence_interval(m.labels, m.probs[name], "ECE", num_bins=m.report_bins,
+                                          n_resamples=200, seed=result.config.seed)
+        test = calibkit.calibration_test(m.labels, m.probs[name], "ECE", num_bins=m.report_bins,
+                                         n_resamples=200, seed=result.config.seed)
+        assert jm["value"][i] == pytest.approx(
+            calibkit.ece(m.labels, m.probs[name], num_bins=m.report_bins), abs=1e-12)
+        assert (jm["low"][i], jm["high"][i], jm["pvalue"][i]) == pytest.approx(
+            (ci.low, ci.high, test.pvalue), abs=1e-12)
+        assert jm["low"][i] <= jm["high"][i] and 0 < jm["pvalue"][i] <= 1
+    with open(out / "tables" / f"{t.name}.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) == 10 and rows[0][1:] == ["value", "90% low", "90% high", "p (calibrated)"]

@@ -117,10 +117,18 @@ def test_accumulator_integer_weights_equal_weighted_gce():
     ref = calibkit.evaluate(y, p, space=names, num_bins=(4, 9), sample_weight=w)
     np.testing.assert_allclose(a.compute().values, ref.values, atol=1e-12)
     assert a.n_samples == int(w.sum())
-    with pytest.raises(InvalidParameterError, match="integer"):
-        a.update(y[:5], p[:5], sample_weight=np.full(5, 0.5))
+    before = a.copy()
     with pytest.raises(ShapeMismatchError):
         a.update(y[:5], p[:5], sample_weight=np.ones(4))
+    with pytest.raises(InvalidParameterError, match="finite and >= 0"):
+        a.update(y[:5], p[:5], sample_weight=[1, 1, -1, 1, 1])
+    assert a == before  # refused batches change nothing
+    pytest.importorskip("datasketches")
+    sk = Accumulator(names, num_bins=(4, 9), adaptive="sketch")
+    with pytest.raises(InvalidParameterError, match="adaptive='exact'"):
+        sk.update(y[:5], p[:5], sample_weight=np.full(5, 0.5))
+    sk.update(y, p, sample_weight=w)  # integer weights: repeated scores, exact below k
+    np.testing.assert_allclose(sk.compute().values, ref.values, atol=1e-12)
 
 
 def test_dask_integer_weights_equal_weighted_gce():
@@ -136,7 +144,7 @@ def test_dask_integer_weights_equal_weighted_gce():
     np.testing.assert_allclose(ev.values, ref.values, atol=1e-12)
     assert cdask.gce(y, p, sample_weight=w, scheduler="synchronous") == pytest.approx(
         calibkit.gce(y, p, sample_weight=w), abs=1e-12)
-    with pytest.raises(InvalidParameterError, match="integer"):
-        cdask.gce(y, p, sample_weight=w * 0.5, scheduler="synchronous")
+    with pytest.raises(InvalidParameterError, match="finite and >= 0"):
+        cdask.gce(y, p, sample_weight=w * -0.5 - 1, scheduler="synchronous")
     with pytest.raises(ShapeMismatchError):
         cdask.gce(y, p, sample_weight=w[:10], scheduler="synchronous")

@@ -506,8 +506,10 @@ def test_pair_weights_refused_where_no_weighted_path():
     conf, ok = np.array([0.9, 0.6, 0.7]), np.array([1, 0, 1])
     with pytest.raises(InvalidParameterError, match="sample_weight with top-label input"):
         calibkit.evaluate(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
-    with pytest.raises(InvalidParameterError, match="sample_weight with top-label input"):
-        calibkit.Accumulator("ECE").update(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
+    # the Accumulator has a weighted pair path (tests/test_weighted_streaming.py)
+    acc = calibkit.Accumulator("ECE").update(confidence=conf, correct=ok, sample_weight=[1, 2, 0.5])
+    assert acc.compute() == pytest.approx(
+        calibkit.ece(confidence=conf, correct=ok, sample_weight=[1, 2, 0.5]), abs=1e-12)
     with pytest.raises(TopLabelInputError):
         calibkit.sce(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
 

@@ -364,12 +364,8 @@ def _cmd_study(args) -> int:
         print(t.title)
         print(t.to_text())
         print()
-    from .analysis.trust_table import interval_table
-
-    for m in result.models:
-        t = interval_table(m.labels, m.probs, num_bins=m.report_bins,
-                           title=f"{m.name}: ECE ({m.report_bins} bins), 90% interval and "
-                                 f"calibration test per method")
+    for m in result.models:  # computed once by run_study, also in the written report
+        t = m.intervals
         print(t.title)
         print(t.to_text())
         print()

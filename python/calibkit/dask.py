@@ -16,6 +16,13 @@ partial results that are combined in a tree (``split_every`` at a time).
   passes in all (10M x 10 float32: 3; the CIFAR-100 records: 3). Only bucket counts (at most
   about 2**20 per pass) and a bounded number of scores (at most 2**22 per pass) ever travel.
 
+* **Sample weights** (``sample_weight=``, any finite weights >= 0): one pass. Each chunk yields
+  weighted even tables (:func:`calibkit.calibration_bins` with the chunk's weights) and, for
+  adaptive binning, its kept (group, score, outcome, weight) rows; those are gathered and binned
+  once by the weighted primitive (:func:`calibkit._binstats.grouped_bin_stats`), so the weighted
+  equal-mass edges are exactly those of :func:`calibkit.gce`. This gathers the kept scores of
+  adaptive metrics on the calling process (about 28-32 bytes each, see :func:`gce`).
+
 Every pass reads the input chunks again, so the inputs must give the same data each time
 (``persist()`` them if they are expensive or random without a seed); a change between passes is
 detected and raises :class:`calibkit._select.SelectionError`. All metrics of an
@@ -44,8 +51,8 @@ import re
 
 import numpy as np
 
-from . import _toplabel
-from ._binstats import grouped_bin_stats_at
+from . import _native, _toplabel
+from ._binstats import grouped_bin_stats, grouped_bin_stats_at
 from ._groups import score_groups
 from ._select import Selection, SelectionError, add_packed, scan_groups
 from ._params import as_bin_counts, as_int, check_gce_params, check_table
@@ -63,6 +70,7 @@ from ._validate import (
 from .bins import calibration_bins, reduce_bins
 from .errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
 from .evaluation import Evaluation
+from .trust.weights import as_sample_weight, pair_triples
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -126,7 +134,8 @@ def _prepare(labels, probs):
 
 # Row numbers in the messages of calibkit.errors: "probs[12, 3]", "row 12 of probs",
 # "labels[12]", "label_matrix[12, 3]" (and "at [12, 3]").
-_ROW_PATTERNS = re.compile(r"(probs\[|labels\[|confidence\[|correct\[|predicted\[|row |at \[)(\d+)")
+_ROW_PATTERNS = re.compile(r"(probs\[|labels\[|confidence\[|correct\[|predicted\[|sample_weight\[|row "
+                           r"|at \[)(\d+)")
 
 
 def _globalise_rows(exc: CalibkitError, start: int) -> CalibkitError:
@@ -204,6 +213,10 @@ def _chunk_task(labels, probs, job):
     """One chunk's partial result for one pass (None for an empty chunk)."""
     if isinstance(probs, tuple):  # top-label pairs, from _prepare_pairs
         return _pairs_chunk_task(*probs, job)
+    if isinstance(probs, dict):  # probs (or pairs) and sample weights, from _prepare_weights
+        if isinstance(probs["probs"], tuple):
+            return _weighted_pairs_chunk_task(*probs["probs"], probs["weight"], job)
+        return _weighted_chunk_task(labels, probs["probs"], probs["weight"], job)
     if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
         return None
     y, p = validate_inputs(labels, probs)
@@ -242,11 +255,72 @@ def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
     return out
 
 
+def _weighted_chunk_task(labels, probs, weight, job):
+    """One chunk's weighted partial result: weighted even tables, and the kept (group, score,
+    outcome, weight) of every adaptive grouping (rows of weight 0 dropped)."""
+    if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
+        return None
+    y, p = validate_inputs(labels, probs)
+    w = as_sample_weight(weight, y.shape[0], allow_all_zero=True)
+    calibration_bins(y, p, num_bins=1)  # the Rust pass checks every row's values
+    pos = w > 0
+    if not pos.all():
+        y, p, w = y[pos], np.ascontiguousarray(p[pos]), w[pos]
+    out: dict = {"rows": int(pos.size), "weight": float(w.sum()), "even": {}, "kept": {}}
+    if y.shape[0] == 0:
+        return out
+    for mp, cc, t, b in job["even"]:
+        tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
+                               threshold=t, num_bins=b, sample_weight=w)
+        out["even"][(mp, cc, t, b)] = [tab.counts, tab.sum_score, tab.sum_outcome]
+    for mp, cc, t in job["kept"]:
+        g, sc, o, row = _native.score_rows(y, p, bool(mp), bool(cc), float(t))
+        out["kept"][(mp, cc, t)] = [(g, sc.astype(p.dtype), o, w[row])]
+    return out
+
+
+def _weighted_pairs_chunk_task(confidence, correct, predicted, num_classes, weight, job):
+    """:func:`_weighted_chunk_task` of one chunk of top-label pairs."""
+    if np.shape(confidence)[0] == 0:
+        return None
+    pairs = _toplabel.resolve(None, None, confidence, correct, predicted, num_classes)
+    w = as_sample_weight(weight, pairs.n, allow_all_zero=True)
+    _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks the values
+    out: dict = {"rows": pairs.n, "weight": float(w.sum()), "even": {}, "kept": {}}
+    for mp, cc, t, b in job["even"]:
+        tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t, num_bins=b)
+        out["even"][(mp, cc, t, b)] = list(tr.stats(tr.weight_of(w))[:3])
+    for mp, cc, t in job["kept"]:
+        tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t,
+                          num_bins=1)
+        tw = tr.weight_of(w)
+        m = tw > 0  # weight 0 drops a row
+        out["kept"][(mp, cc, t)] = [(tr.group[m], tr.score[m].astype(pairs.confidence.dtype),
+                                     tr.outcome[m], tw[m])]
+    return out
+
+
+def _combine_weighted(parts):
+    """:func:`_combine` of weighted partial results (kept rows are listed, not copied)."""
+    out = {"rows": sum(q["rows"] for q in parts), "weight": sum(q["weight"] for q in parts),
+           "even": {}, "kept": {}}
+    for q in parts:
+        for key, arrays in q["even"].items():
+            have = out["even"].get(key)
+            out["even"][key] = list(arrays) if have is None else [
+                a + b for a, b in zip(have, arrays)]
+        for key, pieces in q["kept"].items():
+            out["kept"][key] = out["kept"].get(key, []) + pieces
+    return out
+
+
 def _combine(*parts):
     """Sum of partial results (never mutates its arguments)."""
     parts = [q for q in parts if q is not None]
     if not parts:
         return None
+    if "kept" in parts[0]:
+        return _combine_weighted(parts)
     out = {"rows": sum(q["rows"] for q in parts), "even": {}, "scan": {}, "count": {}}
     for section in ("even", "count"):
         for q in parts:
@@ -288,8 +362,49 @@ def _run_pass(lblocks, pblocks, job, scheduler, split_every):
 # ------------------------------------------------------------------------------------------------
 
 
+def _prepare_weights(pblocks, lblocks, n: int, sample_weight):
+    """``pblocks`` with each block's sample weights: dicts {"probs", "weight"} of delayed chunks."""
+    _, da = _import_dask()
+    if isinstance(sample_weight, (str, bytes)):
+        raise InputTypeError(
+            f"sample_weight must be an array of N = {n} non-negative numbers, got a string")
+    w = da.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ShapeMismatchError(
+            f"sample_weight must have shape ({n},), one weight per row, got shape {w.shape}")
+    starts = [start for _, start in lblocks] + [n]
+    w = w.rechunk((tuple(int(b - a) for a, b in zip(starts[:-1], starts[1:])),))
+    wblocks = w.to_delayed(optimize_graph=False).ravel()
+    return [{"probs": pb, "weight": wb} for pb, wb in zip(pblocks, wblocks)]
+
+
+def _weighted_values(lblocks, pblocks, n, k, space, num_bins, scheduler, split_every):
+    """The values table under sample weights: one pass (see :func:`gce`, ``sample_weight``)."""
+    even = sorted({(s.max_prob, s.class_conditional, s.threshold, b)
+                   for s in space if s.binning == "even" for b in num_bins})
+    kept = sorted({(s.max_prob, s.class_conditional, s.threshold)
+                   for s in space if s.binning == "adaptive"})
+    res = _run_pass(lblocks, pblocks, {"even": even, "kept": kept}, scheduler, split_every)
+    if res is None or res["rows"] != n:  # pragma: no cover - guarded by _prepare
+        raise SelectionError("the chunks held fewer rows than the arrays' shape says")
+    if not res["weight"] > 0:
+        raise InvalidParameterError(
+            "sample_weight is zero everywhere: at least one row needs a positive weight")
+    tables = {("even",) + key: tab for key, tab in res["even"].items()}
+    for mp, cc, t in kept:
+        pieces = res["kept"].get((mp, cc, t), [])
+        g, sc, o, w = (np.concatenate([q[i] for q in pieces]) for i in range(4))
+        for b in num_bins:
+            c, ss, so, _ = grouped_bin_stats(g, sc, o, w, num_groups=k if cc else 1,
+                                             binning="adaptive", num_bins=b)
+            tables[("adaptive", mp, cc, t, b)] = [c, ss, so]
+    return tables
+
+
 def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split_every,
-            pairs=None):
+            pairs=None, sample_weight=None):
     split_every = as_int(split_every, "split_every", minimum=2)
     for s in space:
         for b in num_bins:
@@ -301,6 +416,11 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
     for s in space:
         for b in num_bins:
             check_table(k if s.class_conditional else 1, b)
+    if sample_weight is not None:
+        pblocks = _prepare_weights(pblocks, lblocks, n, sample_weight)
+        tables = _weighted_values(lblocks, pblocks, n, k, space, num_bins, scheduler,
+                                  split_every)
+        return _reduce(tables, space, num_bins), n, k
     even = sorted({(s.max_prob, s.class_conditional, s.threshold, b)
                    for s in space if s.binning == "even" for b in num_bins})
     akeys = sorted({(s.max_prob, s.class_conditional, s.threshold)
@@ -339,13 +459,18 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
                 raise SelectionError("the counting pass saw other data than the selection passes"
                                      "; the input chunks changed between passes")
             tables[("adaptive", mp, cc, t, b)] = tab
+    return _reduce(tables, space, num_bins), n, k
+
+
+def _reduce(tables, space, num_bins) -> np.ndarray:
+    """The (len(space), len(num_bins)) values of the per-metric tables."""
     values = np.empty((len(space), len(num_bins)))
     for i, s in enumerate(space):
         for j, b in enumerate(num_bins):
-            c, ss, so = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)]
+            c, ss, so = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)][:3]
             values[i, j] = reduce_bins(c, ss, so, norm=s.norm,
                                        class_conditional=s.class_conditional)
-    return values, n, k
+    return values
 
 
 def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True,
@@ -369,10 +494,18 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
         Fan-in of the tree that combines partial results.
     confidence, correct, predicted, num_classes : dask arrays of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs``, as in :func:`calibkit.gce`
-        (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``.
+        (max-prob metrics only); chunked by rows, rechunked to the chunks of ``confidence``
+        (``sample_weight`` works with it too).
     sample_weight : dask.array.Array (or array_like) of shape (N,), optional
-        Integer weights >= 0 (repeat counts; 0 drops a row): the result equals
-        :func:`calibkit.gce` with the same weights. Fractional weights are refused here.
+        Finite weights >= 0 (0 drops a row; not all 0), rechunked to the row chunks of
+        ``probs``: the result equals :func:`calibkit.gce` with the same weights (to 1e-12;
+        integer weights equal repeated rows). One pass: each chunk yields weighted even tables
+        and, for adaptive binning, its kept ``(group, score, outcome, weight)`` rows, which are
+        gathered and binned once by the weighted primitive (docs/weighted-bins.md). Memory of
+        that gather, on the process that calls ``gce``: about 28 bytes per kept score with
+        float32 input and 32 with float64 (N kept scores for a max-prob metric, N * K for an
+        all-probabilities one, fewer with a threshold), so a weighted adaptive metric needs its
+        kept scores to fit in one machine's memory; weighted even binning does not.
 
     Returns
     -------
@@ -398,7 +531,6 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
         pairs = (confidence, correct, predicted, num_classes)
         _toplabel.require_top_label(_toplabel.Pairs(None, None, predicted, num_classes),
                                     max_prob, class_conditional, "calibkit.dask.gce")
-        _toplabel.reject_weights(sample_weight, "calibkit.dask.gce")
         if isinstance(num_bins, str):
             raise InvalidParameterError(
                 "calibkit.dask.gce: num_bins='auto' needs labels and probs; give an integer "
@@ -412,12 +544,8 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
     if not single:
         raise InputTypeError(f"num_bins must be one integer here, got {num_bins!r}; use "
                              "calibkit.dask.evaluate for several bin counts")
-    if sample_weight is not None:
-        from .trust.weights import dask_repeat_rows
-
-        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
     values, _, _ = _values(labels, probs, MetricSpace([spec]), bins, scheduler, split_every,
-                           pairs)
+                           pairs, sample_weight)
     return float(values[0, 0])
 
 
@@ -444,7 +572,8 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
         :func:`calibkit.evaluate` (default space: the max-prob metrics the input allows; the
         result's ``top_label_only`` is True).
     sample_weight : dask.array.Array (or array_like) of shape (N,), optional
-        Integer weights >= 0, as in :func:`gce`.
+        Finite weights >= 0, as in :func:`gce` (one pass for every metric; the kept rows of
+        each adaptive grouping are gathered, with the memory cost given there).
 
     Returns
     -------
@@ -467,7 +596,6 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
     if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
         pairs = (confidence, correct, predicted, num_classes)
         space = _toplabel.toplabel_space(space, predicted is not None)
-        _toplabel.reject_weights(sample_weight, "calibkit.dask.evaluate")
         if isinstance(num_bins, str):
             raise InvalidParameterError(
                 "calibkit.dask.evaluate: num_bins='auto' needs labels and probs; give integer "
@@ -478,10 +606,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
 
         num_bins = resolve_num_bins(num_bins, labels, probs)
     bins, _ = as_bin_counts(num_bins)
-    if sample_weight is not None:
-        from .trust.weights import dask_repeat_rows
-
-        labels, probs = dask_repeat_rows(labels, probs, sample_weight, scheduler)
-    values, n, k = _values(labels, probs, space, bins, scheduler, split_every, pairs)
+    values, n, k = _values(labels, probs, space, bins, scheduler, split_every, pairs,
+                           sample_weight)
     return Evaluation(values, space, bins, n_samples=n, num_classes=k,
                       top_label_only=pairs is not None)

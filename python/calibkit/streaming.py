@@ -43,6 +43,24 @@ What is kept, per score group of docs/spec.md:
   for nearly calibrated models. Use the exact mode (or :mod:`calibkit.dask`) when the metric must
   be exact.
 
+**Sample weights** (``update(..., sample_weight=w)``, any finite ``w >= 0``; 0 drops a row):
+even tables hold weighted sums (float64 counts: total weights); the exact adaptive mode keeps
+each kept score's weight beside it (8 more bytes per kept score, only once a weighted batch was
+seen), and :meth:`~Accumulator.compute` bins them with the primitive's weighted equal-mass rule
+(docs/weighted-bins.md). The result equals :func:`calibkit.gce` with the concatenated weights
+(1e-12) for any batching; integer weights equal repeated rows. The sketch mode takes integer
+weights only (each kept score enters its sketch ``weight`` times, since DataSketches' KLL has no
+weighted update: the update's time and temporary memory grow with the batch's total weight); a
+fractional weight is refused there with an error that names ``adaptive="exact"``.
+
+**``num_bins="auto"``**: the bin count is chosen when :meth:`~Accumulator.compute` or
+:meth:`~Accumulator.bins` is called, by the rule of :mod:`calibkit.trust.auto_bins` applied to
+the rows seen so far (that of :func:`calibkit.gce` for one metric, of
+:func:`calibkit.evaluate` for a space), with the same
+:class:`~calibkit.errors.FewSamplesWarning`. Since any count may be asked for, "auto" implies
+the exact mode for *every* metric, even-binning ones included: the kept scores (and weights)
+are held, about 4 or 8 bytes per kept score (plus 8 with weights) instead of a fixed-size table.
+
 Bad input never half-applies: a batch whose K or float dtype differs from the first batch, an
 invalid batch, or a merge of accumulators built for different metrics, bin counts, modes, K or
 dtype raises a specific error and leaves the accumulator as it was.
@@ -65,7 +83,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _toplabel
+from . import _native, _toplabel
 from ._binstats import even_boundaries, grouped_bin_stats
 from ._groups import score_groups
 from ._kept import KeptScores, equal_state
@@ -80,6 +98,8 @@ from ._validate import (
 )
 from .bins import CalibrationBins, calibration_bins, reduce_bins
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from .trust.auto_bins import auto_num_bins, warn_if_few
+from .trust.weights import as_sample_weight, pair_triples
 from .evaluation import Evaluation
 
 __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
@@ -136,6 +156,38 @@ def _check_batch(labels, probs):
     return y, p, p.shape[1], p.dtype
 
 
+def _as_total(x):
+    """A total weight as int when it is integral (so integer weights count like rows)."""
+    x = float(x)
+    return int(x) if x.is_integer() else x
+
+
+def _add(acc: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """``acc + part`` in place when the dtypes allow; int64 counts become float64 total weights
+    once a weighted table arrives."""
+    if acc.dtype.kind == "i" and np.asarray(part).dtype.kind == "f":
+        return acc + part
+    acc += part
+    return acc
+
+
+def _kept_groups(y, p, w, max_prob: bool, class_conditional: bool, threshold: float, k: int):
+    """Per group ``(scores, outcomes)``, or with weights ``(scores, outcomes, weights)``, of one
+    validated batch (rows of weight 0 already dropped)."""
+    if w is None:
+        return score_groups(y, p, max_prob, class_conditional, threshold)
+    if y.shape[0] == 0:  # every row had weight 0
+        return [(p[:0, 0], np.zeros(0, bool), w) for _ in range(k if class_conditional else 1)]
+    group, score, outcome, row = _native.score_rows(y, p, bool(max_prob),
+                                                    bool(class_conditional), float(threshold))
+    tw = w[row]
+    out = []
+    for g in range(k if class_conditional else 1):
+        m = group == g
+        out.append((score[m].astype(p.dtype), outcome[m] > 0.5, tw[m]))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # The accumulator
 # ------------------------------------------------------------------------------------------------
@@ -153,9 +205,11 @@ class Accumulator:
         threshold, norm)``), or a :class:`calibkit.space.MetricSpace` / list of those (a space,
         e.g. ``calibkit.space.metric_space()`` for the paper's 32). Default: ECE, or the metric
         given by ``**gce_params``.
-    num_bins : int or sequence of int, default 15
+    num_bins : int, sequence of int or "auto", default 15
         Bin count(s). Adaptive state is shared by all bin counts; even binning keeps one small
-        table per bin count.
+        table per bin count. ``"auto"``: chosen from the rows seen when the result is asked
+        for (see the module docstring: every metric then keeps its exact kept scores, and
+        ``adaptive`` must be "exact").
     adaptive : {"exact", "sketch"}, default "exact"
         How adaptive-binning metrics are accumulated (see the module docstring): keep the kept
         scores (exact, memory ~ 4 or 8 bytes per kept score) or two KLL sketches per group
@@ -170,9 +224,10 @@ class Accumulator:
     Attributes
     ----------
     space : calibkit.space.MetricSpace
-    num_bins : tuple of int
-    n_samples : int
-        Rows seen so far.
+    num_bins : tuple of int or "auto"
+    n_samples : int or float
+        Rows seen so far; with sample weights the total weight (a float once a weight was
+        fractional).
     num_classes : int or None
         K, fixed by the first batch.
     dtype : numpy.dtype or None
@@ -192,23 +247,42 @@ class Accumulator:
     >>> table = a.merge(pickle.loads(pickle.dumps(b))).compute()
     >>> bool(abs(table.get("SCE", 20) - calibkit.sce(labels, probs, num_bins=20)) < 1e-12)
     True
+
+    Fractional weights, and a bin count chosen at the end:
+
+    >>> w = rng.uniform(0, 2, size=400)
+    >>> c = Accumulator("ACE", num_bins="auto")
+    >>> _ = c.update(labels[:100], probs[:100], sample_weight=w[:100])
+    >>> _ = c.update(labels[100:], probs[100:], sample_weight=w[100:])
+    >>> ref = calibkit.ace(labels, probs, num_bins="auto", sample_weight=w)
+    >>> bool(abs(c.compute() - ref) < 1e-12)
+    True
     """
 
     def __init__(self, metric=None, *, num_bins=15, adaptive: str = "exact",
                  sketch_k: int = DEFAULT_SKETCH_K, **gce_params):
         space, single_metric = _as_space(metric, gce_params)
-        bins, single_bins = as_bin_counts(num_bins)
+        auto = isinstance(num_bins, str) and num_bins == "auto"
+        bins, single_bins = ("auto", True) if auto else as_bin_counts(num_bins)
         adaptive = as_choice(adaptive, "adaptive", _ADAPTIVE_MODES,
                              " ('exact' keeps the kept scores, 'sketch' uses bounded-memory KLL "
                              "sketches)")
+        if auto and adaptive != "exact":
+            raise InvalidParameterError(
+                "num_bins='auto' keeps the exact kept scores of every metric (the bin count is "
+                "chosen at compute() time), so it needs adaptive='exact'; pass adaptive='exact' "
+                "or an integer num_bins"
+            )
         sketch_k = as_int(sketch_k, "sketch_k (KLL's k)", 8, 65535)
         self.space = space
         self.num_bins = bins
         self.adaptive = adaptive
         self.sketch_k = int(sketch_k)
+        self._auto = auto
         self._scalar = single_metric and single_bins
-        even = [s for s in space if s.binning == "even"]
-        adapt = [s for s in space if s.binning == "adaptive"]
+        # with "auto" every metric bins kept scores at compute() time, even ones included
+        even = [] if auto else [s for s in space if s.binning == "even"]
+        adapt = list(space) if auto else [s for s in space if s.binning == "adaptive"]
         if adapt and adaptive == "sketch":
             load_datasketches()  # fail now, with the install hint, rather than at update()
         self._even_keys = sorted({(s.max_prob, s.class_conditional, s.threshold) for s in even})
@@ -222,6 +296,7 @@ class Accumulator:
             self._adaptive_keys = sorted({(s.max_prob, s.class_conditional, s.threshold)
                                           for s in adapt})
         self.n_samples = 0
+        self._rows = 0  # rows seen, each once (weights aside): the N of num_bins="auto"
         self.num_classes: int | None = None
         self.dtype: np.dtype | None = None
         self._even: dict = {}
@@ -260,10 +335,11 @@ class Accumulator:
             batch (n = 0) is allowed and changes nothing but fixes K and the dtype if it is the
             first.
         sample_weight : array_like of shape (n,), optional
-            Integer weights (>= 0): row i counts ``sample_weight[i]`` times (0 drops it), so the
-            result equals :func:`calibkit.gce` with the same weights; fractional weights are
-            refused here (:class:`calibkit.errors.InvalidParameterError`). ``n_samples``
-            counts the weighted rows.
+            Finite weights >= 0 (checked as by :func:`calibkit.gce`; 0 drops a row, a batch of
+            zeros adds nothing), so that the result equals :func:`calibkit.gce` with the
+            concatenated weights; integer weights equal repeated rows. Also with top-label
+            input. ``adaptive="sketch"`` takes integer weights only. ``n_samples`` adds the
+            total weight.
         confidence, correct, predicted, num_classes : array_like of shape (n,) and int, optional
             Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`),
             for accumulators of max-prob metrics only (class-conditional ones also need
@@ -291,14 +367,11 @@ class Accumulator:
         pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes,
                                   allow_empty=True)
         if pairs is not None:
-            _toplabel.reject_weights(sample_weight, "Accumulator.update")
-            return self._update_pairs(pairs)
-        if sample_weight is not None:
-            from .trust.weights import repeat_rows
-
-            labels, probs = repeat_rows(labels, probs, sample_weight, "Accumulator.update")
+            return self._update_pairs(pairs, self._weights(sample_weight, pairs.n))
         y, p, k, dtype = _check_batch(labels, probs)
-        if self.num_classes is None:  # the tables' size is known once K is
+        n = 0 if y is None else y.shape[0]
+        w = self._weights(sample_weight, n)
+        if self.num_classes is None and not self._auto:  # the tables' size is known once K is
             for s in self.space:
                 for b in self.num_bins:
                     check_table(k if s.class_conditional else 1, b)
@@ -318,39 +391,49 @@ class Accumulator:
                 self._allocate(k, dtype)
             return self
         # Compute everything the batch contributes before touching the state.
+        if w is not None:
+            calibration_bins(y, p, num_bins=1)  # the Rust pass checks every row's values
+            pos = w > 0  # weight 0 drops a row
+            if not pos.all():
+                y, p, w = y[pos], np.ascontiguousarray(p[pos]), w[pos]
         even = {}
-        for mp, cc, t in self._even_keys:
-            for b in self.num_bins:
-                tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
-                                       threshold=t, num_bins=b)
-                even[(mp, cc, t, b)] = (tab.counts, tab.sum_score, tab.sum_outcome)
-        if not even:  # the Rust pass checks values (finite, in range, row sums, label range)
+        if y.shape[0]:
+            for mp, cc, t in self._even_keys:
+                for b in self.num_bins:
+                    tab = calibration_bins(y, p, binning="even", max_prob=mp,
+                                           class_conditional=cc, threshold=t, num_bins=b,
+                                           sample_weight=w)
+                    even[(mp, cc, t, b)] = (tab.counts, tab.sum_score, tab.sum_outcome)
+        if not even and w is None:  # the Rust pass checks values (finite, range, sums, labels)
             calibration_bins(y, p, num_bins=1)
         groups = {}
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
-            groups[(mp, cc)] = (t_min, score_groups(y, p, mp, cc, t_min))
+            groups[(mp, cc)] = (t_min, _kept_groups(y, p, w, mp, cc, t_min, k))
         # Commit (nothing below can fail on valid state).
         if self.num_classes is None:
             self._allocate(k, dtype)
-        for key, parts in even.items():
-            for acc, part in zip(self._even[key], parts):
-                acc += part
-        for (mp, cc, t), state in self._adaptive_state.items():
-            t_min, gl = groups[(mp, cc)]
-            for g, (s, o) in enumerate(gl):
-                if t > t_min:
-                    keep = s > np.float64(t)
-                    s, o = s[keep], o[keep]
-                if isinstance(state, KeptScores):
-                    state.add(g, s, o)
-                else:
-                    state.update(g, s, o)
-        self.n_samples += y.shape[0]
+        self._commit(even, groups)
+        self._rows += n
+        self.n_samples += n if w is None else _as_total(w.sum())
         return self
 
-    def _update_pairs(self, pairs) -> Accumulator:
-        """:meth:`update` with top-label input (:mod:`calibkit._toplabel`)."""
+    def _weights(self, sample_weight, n: int):
+        """Checked float64 weights of a batch of ``n`` rows (None stays None)."""
+        if sample_weight is None:
+            return None
+        w = as_sample_weight(sample_weight, n, allow_all_zero=True)
+        if self.adaptive == "sketch" and self._adaptive_keys and not np.all(w == np.round(w)):
+            i = int(np.flatnonzero(w != np.round(w))[0])
+            raise InvalidParameterError(
+                f"sample_weight[{i}] is {w[i]}: adaptive='sketch' takes integer sample weights "
+                f"only (KLL sketches count items); build the Accumulator with adaptive='exact' "
+                f"for fractional weights"
+            )
+        return w
+
+    def _update_pairs(self, pairs, w=None) -> Accumulator:
+        """:meth:`update` with top-label input (:mod:`calibkit._toplabel`) and checked weights."""
         for s in self.space:
             _toplabel.require_top_label(pairs, s.max_prob, s.class_conditional,
                                         f"Accumulator metric {s.name}")
@@ -375,31 +458,59 @@ class Accumulator:
         even = {}
         for mp, cc, t in self._even_keys:
             for b in self.num_bins:
-                even[(mp, cc, t, b)] = _toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3]
+                if w is None:
+                    even[(mp, cc, t, b)] = _toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3]
+                else:
+                    tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t,
+                                      num_bins=b)
+                    even[(mp, cc, t, b)] = tr.stats(tr.weight_of(w))[:3]
         if not even:  # the Rust pass checks the values
             _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
         groups = {}
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
-            groups[(mp, cc)] = (t_min, _toplabel.pair_groups(pairs, cc, t_min))
+            if w is None:
+                groups[(mp, cc)] = (t_min, _toplabel.pair_groups(pairs, cc, t_min))
+                continue
+            tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t_min,
+                              num_bins=1)
+            tw = tr.weight_of(w)
+            gl = []
+            for g in range(k if cc else 1):
+                m = (tr.group == g) & (tw > 0)  # weight 0 drops a row
+                gl.append((tr.score[m].astype(dtype), tr.outcome[m] > 0.5, tw[m]))
+            groups[(mp, cc)] = (t_min, gl)
         # Commit (nothing below can fail on valid state).
         if self.num_classes is None:
             self._allocate(k, dtype)
+        self._commit(even, groups)
+        self._rows += pairs.n
+        self.n_samples += pairs.n if w is None else _as_total(w.sum())
+        return self
+
+    def _commit(self, even: dict, groups: dict) -> None:
+        """Add a batch's even tables and kept groups ``{(mp, cc): (t_min, [(s, o, w), ...])}``
+        (w None: every weight 1) into the state."""
         for key, parts in even.items():
-            for acc, part in zip(self._even[key], parts):
-                acc += part
+            tabs = self._even[key]
+            for i, part in enumerate(parts):
+                tabs[i] = _add(tabs[i], part)
         for (mp, cc, t), state in self._adaptive_state.items():
             t_min, gl = groups[(mp, cc)]
-            for g, (s, o) in enumerate(gl):
+            for g, item in enumerate(gl):
+                s, o = item[0], item[1]
+                w = item[2] if len(item) > 2 else None
                 if t > t_min:
                     keep = s > np.float64(t)
                     s, o = s[keep], o[keep]
+                    w = None if w is None else w[keep]
                 if isinstance(state, KeptScores):
-                    state.add(g, s, o)
+                    state.add(g, s, o, w)
                 else:
+                    if w is not None:  # integer weights (checked): repeated scores
+                        reps = w.astype(np.int64)
+                        s, o = np.repeat(s, reps), np.repeat(o, reps)
                     state.update(g, s, o)
-        self.n_samples += pairs.n
-        return self
 
     def merge(self, other: Accumulator) -> Accumulator:
         """Add the state of ``other`` (built on other data) into this accumulator.
@@ -449,8 +560,9 @@ class Accumulator:
         if self.num_classes is None:
             self._allocate(other.num_classes, other.dtype)
         for key, tables in other._even.items():
-            for acc, part in zip(self._even[key], tables):
-                acc += part
+            mine = self._even[key]
+            for i, part in enumerate(tables):
+                mine[i] = _add(mine[i], part)
         for key, state in other._adaptive_state.items():
             mine = self._adaptive_state[key]
             if isinstance(mine, KeptScores):
@@ -458,7 +570,14 @@ class Accumulator:
             else:
                 mine.merge(state)
         self.n_samples += other.n_samples
+        self._rows += other._rows
         return self
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        # accumulators pickled before weights and "auto" bins: unweighted, rows = n_samples
+        self.__dict__.setdefault("_auto", False)
+        self.__dict__.setdefault("_rows", int(self.n_samples))
 
     def copy(self) -> Accumulator:
         """An independent deep copy."""
@@ -467,21 +586,22 @@ class Accumulator:
         return pickle.loads(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
 
     # -- results -----------------------------------------------------------------------------------
-    def _adaptive_tables(self, mp: bool, cc: bool, thresholds) -> dict:
-        """{(threshold, B): [counts, sum_score, sum_outcome, edges]} of one adaptive grouping.
+    def _kept_tables(self, mp: bool, cc: bool, wanted, bins) -> dict:
+        """{(binning, threshold, B): [counts, sum_score, sum_outcome, edges]} of one grouping
+        binned from its kept state, for ``(binning, threshold)`` in ``wanted``.
 
-        Exact mode bins the kept scores, sketch mode the sketches' retained items with their
-        integer weights (each stands for ``weight`` equal scores), with the binning primitive
-        (:func:`calibkit._binstats.grouped_bin_stats`).
+        Exact mode bins the kept scores (with their sample weights, if any), sketch mode the
+        sketches' retained items with their integer weights (each stands for ``weight`` equal
+        scores), with the binning primitive (:func:`calibkit._binstats.grouped_bin_stats`).
         """
         g_count = self.num_classes if cc else 1
         out = {}
         if self.adaptive == "exact":
             state = next(st for (m, c, _), st in self._adaptive_state.items() if (m, c) == (mp, cc))
-        for t in thresholds:
+        for binning, t in sorted(wanted):
             if self.adaptive == "exact":
-                g, s, o = state.rows(t)
-                w = None
+                g, s, o, w = state.rows(t)
+                weighted = w is not None
             else:
                 sketch = self._adaptive_state[(mp, cc, t)]
                 parts = [sketch.weighted_sample(i) for i in range(g_count)]
@@ -489,43 +609,64 @@ class Accumulator:
                                     for i, (v, _, _) in enumerate(parts)])
                 s, w, o = (np.concatenate([p[j] for p in parts]) for j in range(3))
                 w = w.astype(np.float64)
-            for b in self.num_bins:
+                weighted = False  # the sketch's weights count scores
+            for b in bins:
                 c, ss, so, e = grouped_bin_stats(g, s, o, w, num_groups=g_count,
-                                                 binning="adaptive", num_bins=b)
-                e[:, 0] = t
-                out[(t, b)] = [np.rint(c).astype(np.int64), ss, so, e]
+                                                 binning=binning, num_bins=b)
+                if binning == "adaptive":
+                    e[:, 0] = t
+                out[(binning, t, b)] = [c if weighted else np.rint(c).astype(np.int64), ss, so, e]
         return out
 
-    def _tables(self, specs) -> dict:
+    def _tables(self, specs, bins) -> dict:
         """(binning, max_prob, cc, threshold, B) -> [counts, sum_score, sum_outcome, edges]."""
         out = {}
         wanted: dict = {}
         for s in specs:
-            if s.binning == "adaptive":
-                wanted.setdefault((s.max_prob, s.class_conditional), set()).add(s.threshold)
+            if self._auto or s.binning == "adaptive":
+                wanted.setdefault((s.max_prob, s.class_conditional), set()).add(
+                    (s.binning, s.threshold))
         for (mp, cc), ts in wanted.items():
-            for (t, b), tab in self._adaptive_tables(mp, cc, sorted(ts)).items():
-                out[("adaptive", mp, cc, t, b)] = tab
+            for (binning, t, b), tab in self._kept_tables(mp, cc, ts, bins).items():
+                out[(binning, mp, cc, t, b)] = tab
         for key, (c, ss, so) in self._even.items():
             b = key[-1]
             out[("even",) + key] = [c, ss, so, np.tile(even_boundaries(b), (c.shape[0], 1))]
         return out
 
-    def bins(self, metric=None, num_bins: int | None = None) -> CalibrationBins:
+    def _auto_bins(self, spec=None) -> int:
+        """The ``"auto"`` bin count for the rows seen (:mod:`calibkit.trust.auto_bins`): that of
+        :func:`calibkit.gce` for one metric, of :func:`calibkit.evaluate` for a space."""
+        if spec is None:
+            return auto_num_bins(self._rows, self.num_classes)
+        return auto_num_bins(self._rows, self.num_classes, max_prob=spec.max_prob,
+                             class_conditional=spec.class_conditional)
+
+    def _bin_counts(self) -> tuple:
+        """The bin counts of :meth:`compute` (``"auto"`` resolved from the rows seen)."""
+        if not self._auto:
+            return self.num_bins
+        return (self._auto_bins(self.space[0] if len(self.space) == 1 else None),)
+
+    def bins(self, metric=None, num_bins=None) -> CalibrationBins:
         """The per-group, per-bin table of one metric (what a reliability diagram is drawn from).
 
         Parameters
         ----------
         metric : metric, optional
             One of :attr:`space` (a name, spec, ...); default: the only metric.
-        num_bins : int, optional
-            One of :attr:`num_bins`; default: the only bin count.
+        num_bins : int or "auto", optional
+            One of :attr:`num_bins`; default: the only bin count. With ``num_bins="auto"``
+            accumulators the count is chosen now from the rows seen, as :func:`calibkit.gce`
+            does for that metric (and a :class:`~calibkit.errors.FewSamplesWarning` is issued
+            when the bins hold too few predictions).
 
         Returns
         -------
         calibkit.CalibrationBins
             As :func:`calibkit.calibration_bins` would return on all the data seen (estimated
-            edges and sums for adaptive metrics in sketch mode); ``.error(norm)`` is the metric.
+            edges and sums for adaptive metrics in sketch mode; float counts, the total
+            weights, once a weighted batch was seen); ``.error(norm)`` is the metric.
 
         Examples
         --------
@@ -542,17 +683,27 @@ class Accumulator:
             raise InvalidParameterError(
                 f"bins: this accumulator holds {len(self.space)} metrics; name one of "
                 f"{self.space.names}")
-        if num_bins is None:
-            if len(self.num_bins) != 1:
-                raise InvalidParameterError(f"bins: pass num_bins, one of {self.num_bins}")
-            num_bins = self.num_bins[0]
-        num_bins = as_num_bins(num_bins)
-        if num_bins not in self.num_bins:
-            raise InvalidParameterError(
-                f"bins: num_bins={num_bins!r} was not accumulated; use one of {self.num_bins}")
-        self._require_data()
+        if self._auto:
+            if num_bins not in (None, "auto"):
+                raise InvalidParameterError(
+                    f"bins: this accumulator was built with num_bins='auto'; pass no num_bins "
+                    f"(or 'auto'), got {num_bins!r}")
+            self._require_data()
+            num_bins = self._auto_bins(spec)
+        else:
+            if num_bins is None:
+                if len(self.num_bins) != 1:
+                    raise InvalidParameterError(f"bins: pass num_bins, one of {self.num_bins}")
+                num_bins = self.num_bins[0]
+            num_bins = as_num_bins(num_bins)
+            if num_bins not in self.num_bins:
+                raise InvalidParameterError(
+                    f"bins: num_bins={num_bins!r} was not accumulated; use one of {self.num_bins}")
+            self._require_data()
         key = (spec.binning, spec.max_prob, spec.class_conditional, spec.threshold, num_bins)
-        c, ss, so, edges = (a.copy() for a in self._tables([spec])[key])
+        c, ss, so, edges = (a.copy() for a in self._tables([spec], (num_bins,))[key])
+        if self._auto:
+            warn_if_few(c)
         return CalibrationBins(c, ss, so, edges, self.num_classes, spec.binning,
                                spec.class_conditional, spec.max_prob, spec.threshold)
 
@@ -579,16 +730,19 @@ class Accumulator:
             No rows have been seen yet (like :func:`calibkit.gce` on empty input).
         """
         self._require_data()
-        tables = self._tables(self.space)
-        values = np.empty((len(self.space), len(self.num_bins)))
+        bins = self._bin_counts()
+        tables = self._tables(self.space, bins)
+        values = np.empty((len(self.space), len(bins)))
         for i, s in enumerate(self.space):
-            for j, b in enumerate(self.num_bins):
+            for j, b in enumerate(bins):
                 c, ss, so, _ = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)]
                 values[i, j] = reduce_bins(c, ss, so, norm=s.norm,
                                            class_conditional=s.class_conditional)
+        if self._auto and self._scalar:
+            warn_if_few(c)  # as calibkit.gce(num_bins="auto") warns
         if self._scalar:
             return float(values[0, 0])
-        return Evaluation(values, self.space, self.num_bins, n_samples=self.n_samples,
+        return Evaluation(values, self.space, bins, n_samples=self.n_samples,
                           num_classes=self.num_classes)
 
     # -- introspection -----------------------------------------------------------------------------
@@ -630,6 +784,7 @@ class Accumulator:
     def __repr__(self) -> str:
         what = self.space.names[0] if len(self.space) == 1 else f"{len(self.space)} metrics"
         k = "?" if self.num_classes is None else self.num_classes
-        bins = self.num_bins if len(self.num_bins) > 1 else self.num_bins[0]
+        bins = self.num_bins if self._auto or len(self.num_bins) > 1 else self.num_bins[0]
+        bins = repr(bins) if self._auto else bins
         return (f"Accumulator({what}, num_bins={bins}, adaptive={self.adaptive!r}, "
                 f"n_samples={self.n_samples}, K={k}, nbytes={self.nbytes})")

@@ -467,6 +467,13 @@ def _results_json(result) -> dict:
                 "columns": list(m.conditionality.probs),
                 "values": m.conditionality.values,
             },
+            "intervals": None if m.intervals is None else {
+                "metric": "ECE", "num_bins": m.report_bins, "confidence": 0.90,
+                "methods": list(m.intervals.index),
+                **{key: [float(row[j]) for row in m.intervals.data]
+                   for j, key in enumerate(("value", "low", "high", "pvalue"))},
+                "note": m.intervals.note,
+            },
         })
     noise = None
     if result.label_noise is not None:
@@ -544,6 +551,8 @@ def write_report(result, out_dir: str | Path) -> dict:
     for m in result.models:
         t = m.methods_table()
         doc.table(t, csv_of(t))
+        if m.intervals is not None:
+            doc.table(m.intervals, csv_of(m.intervals))
         rel = F.reliability_figure(m.labels, m.probs["uncalibrated"], num_bins=m.report_bins,
                                    title=f"{m.name}: uncalibrated test predictions")
         rf = fig(rel, f"reliability_{m.name}")

@@ -39,6 +39,7 @@ from .label_noise import LabelNoiseResult, label_noise_study
 from .properties import group_by_property
 from .ranking import bin_sensitivity, metric_rank_correlations, rank_order_table
 from .tables import Table
+from .trust_table import interval_table
 from .temperature import (
     DEFAULT_TEMPERATURES,
     TemperatureResult,
@@ -198,6 +199,11 @@ class ModelStudy:
         Rank correlation between metric orderings at the report bin count.
     temperature : TemperatureResult
     conditionality : ConditionalityResult
+    intervals : Table or None
+        Per method: ECE at the report bin count, its 90% basic bootstrap interval and the
+        calibration test's p-value (:func:`calibkit.analysis.trust_table.interval_table`, 200
+        resamples, the study's seed); written to report.md/html, results.json and
+        tables/intervals_<model>.csv.
     """
 
     name: str
@@ -220,6 +226,7 @@ class ModelStudy:
     conditionality: ConditionalityResult
     n_val: int = 0
     logits: np.ndarray | None = None
+    intervals: Table | None = None
 
     def bin_column(self, num_bins: int) -> int:
         """Position of ``num_bins`` in :attr:`num_bins`."""
@@ -368,7 +375,8 @@ class StudyResult:
         """Every table of the report, in report order."""
         out: list[Table] = []
         for m in self.models:
-            out += [m.methods_table(), m.rank_order(), m.first_counts()]
+            out += [m.methods_table()] + ([m.intervals] if m.intervals is not None else [])
+            out += [m.rank_order(), m.first_counts()]
         out.append(self.bin_sensitivity_table())
         for m in self.models:
             out.append(m.sensitivity_table())
@@ -567,6 +575,14 @@ def run_study(
             bar.describe(f"{ms.name}: class conditionality")
             cond = class_conditionality(ms, num_bins=cfg.report_bins, random_state=cfg.seed)
             timings[f"{ms.name}: class conditionality"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            bar.describe(f"{ms.name}: intervals and calibration tests")
+            intervals = interval_table(
+                ms.test.labels, probs, num_bins=int(cfg.report_bins), seed=cfg.seed,
+                name=f"intervals_{ms.name}",
+                title=f"{ms.name}: ECE ({cfg.report_bins} bins), 90% interval and calibration "
+                      f"test per method")
+            timings[f"{ms.name}: intervals and calibration tests"] = time.perf_counter() - t0
             bar.update()
             studies.append(
                 ModelStudy(
@@ -576,6 +592,7 @@ def run_study(
                     space=space, sensitivity_spearman=sens_r, sensitivity_kendall=sens_t,
                     corr_spearman=corr_r, corr_kendall=corr_t, temperature=temp,
                     conditionality=cond, n_val=len(ms.val), logits=np.asarray(ms.test.logits),
+                    intervals=intervals,
                 )
             )
         noise = None

@@ -9,8 +9,11 @@ __all__ = ["interval_table"]
 
 
 def interval_table(labels, probs_by_method: dict, *, metric="ECE", num_bins: int = 15,
-                   n_resamples: int = 200, seed: int = 0, title: str | None = None) -> Table:
+                   n_resamples: int = 200, seed: int = 0, title: str | None = None,
+                   name: str = "intervals") -> Table:
     """One row per method: the metric, its 90% basic bootstrap interval and the test's p-value.
+
+    ``name`` is the table's file name (``tables/<name>.csv`` in a study report).
 
     Examples
     --------
@@ -25,15 +28,15 @@ def interval_table(labels, probs_by_method: dict, *, metric="ECE", num_bins: int
     import calibkit
 
     rows, index = [], []
-    for name, p in probs_by_method.items():
+    for method, p in probs_by_method.items():
         ci = calibkit.confidence_interval(labels, p, metric, num_bins=num_bins,
                                           n_resamples=n_resamples, seed=seed)
         test = calibkit.calibration_test(labels, p, metric, num_bins=num_bins,
                                          n_resamples=n_resamples, seed=seed)
         rows.append([ci.value, ci.low, ci.high, test.pvalue])
-        index.append(str(name))
+        index.append(str(method))
     return Table(
-        name="intervals",
+        name=name,
         title=title or f"{ci.metric} ({num_bins} bins) with its 90% interval and calibration test",
         index=index,
         columns=["value", "90% low", "90% high", "p (calibrated)"],

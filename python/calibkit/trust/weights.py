@@ -28,8 +28,8 @@ from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
 from .._validate import validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
-__all__ = ["as_sample_weight", "Triples", "form_triples", "repeat_rows", "pair_triples",
-           "weighted_bins", "weighted_evaluate"]
+__all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weighted_bins",
+           "weighted_evaluate"]
 
 
 def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False) -> np.ndarray:
@@ -170,79 +170,3 @@ def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
         for j, b in enumerate(bins):
             out[i, j] = replace(tr, binning=spec.binning, num_bins=int(b)).error(tw, spec.norm)
     return out
-
-
-def repeat_rows(labels, probs, sample_weight, where: str):
-    """``(labels, probs)`` with row i repeated ``sample_weight[i]`` times (integer weights only).
-
-    For the entry points whose state is built from rows (``Accumulator.update``,
-    ``calibkit.dask``): integer weights are repeat counts by definition, so this is exact; a
-    batch whose weights are all 0 adds nothing. Fractional weights are refused there.
-    """
-    y = np.asarray(labels)
-    p = np.asarray(probs)
-    n = int(y.shape[0]) if y.ndim else 0
-    w = as_sample_weight(sample_weight, n, allow_all_zero=True)
-    if not np.all(w == np.round(w)):
-        i = int(np.flatnonzero(w != np.round(w))[0])
-        raise InvalidParameterError(
-            f"sample_weight[{i}] is {w[i]}: {where} takes integer sample weights (repeat counts) "
-            f"only; use calibkit.gce / calibkit.evaluate on the whole data for fractional weights"
-        )
-    rep = np.repeat(np.arange(n), w.astype(np.int64))
-    return y[rep], p[rep]
-
-
-def _block_repeat_count(wb, where):
-    w = np.asarray(wb, dtype=np.float64)
-    bad = ~(np.isfinite(w) & (w >= 0) & (w == np.round(w)))
-    if bad.any():
-        v = w[int(np.flatnonzero(bad)[0])]
-        raise InvalidParameterError(
-            f"sample_weight holds {v}: {where} takes finite integer sample weights >= 0 (repeat "
-            f"counts); use calibkit.gce / calibkit.evaluate on in-memory data for fractional weights"
-        )
-    return np.array([int(w.sum())], dtype=np.int64)
-
-
-def dask_repeat_rows(labels, probs, sample_weight, scheduler=None):
-    """Dask arrays with row i repeated ``sample_weight[i]`` times (integer weights only).
-
-    One extra pass reads the weights (checked chunk by chunk) to learn the new chunk sizes;
-    the repetition itself happens lazily inside each chunk.
-    """
-    import dask
-    import dask.array as da
-
-    if isinstance(sample_weight, (str, bytes)):
-        raise InputTypeError("sample_weight must be an array of non-negative integer weights")
-    p = da.asarray(probs)
-    y = da.asarray(labels)
-    w = da.asarray(sample_weight)
-    if w.dtype.kind not in "biuf":
-        raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
-    if w.ndim != 1 or w.shape[0] != p.shape[0]:
-        raise ShapeMismatchError(
-            f"sample_weight must have shape ({p.shape[0]},), one weight per row, got shape {w.shape}"
-        )
-    if p.ndim == 2 and len(p.chunks[1]) > 1:
-        p = p.rechunk({1: -1})
-    rows = p.chunks[0]
-    y = y.rechunk((rows,))
-    w = w.rechunk((rows,))
-    where = "calibkit.dask"
-    counts = w.map_blocks(_block_repeat_count, where, chunks=((1,) * len(rows),),
-                          dtype=np.int64)
-    (sizes,) = dask.compute(counts, scheduler=scheduler)
-    sizes = tuple(int(c) for c in sizes)
-    if sum(sizes) == 0:
-        raise InvalidParameterError("sample_weight is zero everywhere: at least one row needs a positive weight")
-    y2 = da.map_blocks(lambda a, b: np.repeat(a, b.astype(np.int64)), y, w,
-                       chunks=(sizes,), dtype=y.dtype)
-    if p.ndim == 1:
-        p2 = da.map_blocks(lambda a, b: np.repeat(a, b.astype(np.int64)), p, w,
-                           chunks=(sizes,), dtype=p.dtype)
-    else:
-        p2 = da.map_blocks(lambda a, b: np.repeat(a, b[:, 0].astype(np.int64), axis=0), p,
-                           w[:, None], chunks=(sizes, p.chunks[1]), dtype=p.dtype)
-    return y2, p2
