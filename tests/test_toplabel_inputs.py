@@ -502,16 +502,25 @@ def test_pair_weights_equal_repeated_pairs(binning, class_conditional):
     np.testing.assert_allclose(t.sum_outcome, r.sum_outcome, atol=1e-9)
 
 
-def test_pair_weights_refused_where_no_weighted_path():
-    conf, ok = np.array([0.9, 0.6, 0.7]), np.array([1, 0, 1])
-    with pytest.raises(InvalidParameterError, match="sample_weight with top-label input"):
-        calibkit.evaluate(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
-    # the Accumulator has a weighted pair path (tests/test_weighted_streaming.py)
-    acc = calibkit.Accumulator("ECE").update(confidence=conf, correct=ok, sample_weight=[1, 2, 0.5])
+def test_pair_weights_everywhere():
+    rng = np.random.default_rng(8)
+    conf = np.round(rng.uniform(0.2, 1.0, 300), 2)
+    ok = rng.uniform(size=300) < conf
+    pred = rng.integers(0, 3, 300)
+    w = rng.uniform(0, 2, 300)
+    ev = calibkit.evaluate(confidence=conf, correct=ok, predicted=pred, num_classes=3,
+                           sample_weight=w, num_bins=(5, 15))
+    for spec in ev.space:
+        for b in (5, 15):
+            want = calibkit.gce(confidence=conf, correct=ok, predicted=pred, num_classes=3,
+                                sample_weight=w, num_bins=b, **spec.kwargs())
+            assert abs(ev.get(spec.name, b) - want) < 1e-12, (spec.name, b)
+    # the Accumulator has a weighted pair path too (tests/test_weighted_streaming.py)
+    acc = calibkit.Accumulator("ECE").update(confidence=conf, correct=ok, sample_weight=w)
     assert acc.compute() == pytest.approx(
-        calibkit.ece(confidence=conf, correct=ok, sample_weight=[1, 2, 0.5]), abs=1e-12)
+        calibkit.ece(confidence=conf, correct=ok, sample_weight=w), abs=1e-12)
     with pytest.raises(TopLabelInputError):
-        calibkit.sce(confidence=conf, correct=ok, sample_weight=[1, 1, 1])
+        calibkit.sce(confidence=conf, correct=ok, sample_weight=w)
 
 
 def test_trust_estimators_take_top_label_input():

@@ -225,16 +225,6 @@ def require_top_label(pairs: Pairs, max_prob: bool, class_conditional: bool,
         )
 
 
-def reject_weights(sample_weight, what: str) -> None:
-    """Refuses ``sample_weight`` where top-label input has no weighted path yet."""
-    if sample_weight is not None:
-        raise InvalidParameterError(
-            f"{what}: sample_weight with top-label input (confidence=, correct=) is not "
-            f"supported here; weighted top-label metrics: calibkit.gce, the named metrics and "
-            f"calibkit.calibration_bins with confidence=, correct=, sample_weight="
-        )
-
-
 def pair_groups(pairs: Pairs, class_conditional: bool,
                 threshold: float) -> list[tuple[np.ndarray, np.ndarray]]:
     """The kept ``(scores, outcomes)`` of each group, as :func:`calibkit._groups.score_groups`

@@ -272,8 +272,7 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
     """:func:`evaluate` without the binning-free estimators."""
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     if pairs is not None:
-        _toplabel.reject_weights(sample_weight, "calibkit.evaluate")
-        return _evaluate_pairs(pairs, space, num_bins)
+        return _evaluate_pairs(pairs, space, num_bins, sample_weight)
     if is_multilabel(labels, probs):
         if sample_weight is not None:
             raise InvalidParameterError(
@@ -308,14 +307,34 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
     )
 
 
-def _evaluate_pairs(pairs, space, num_bins) -> Evaluation:
+def _evaluate_pairs(pairs, space, num_bins, sample_weight=None) -> Evaluation:
     """:func:`evaluate` of top-label input (see its ``confidence`` parameter)."""
     space = _toplabel.toplabel_space(space, pairs.predicted is not None)
+    if isinstance(num_bins, str):
+        from .trust.auto_bins import resolve_auto
+
+        num_bins = resolve_auto(num_bins, None, None, pairs)
     bins = _as_num_bins(num_bins)
     for spec in space:
         for b in bins:
             check_gce_params(spec.binning, spec.norm, spec.threshold, b)
-    values = _toplabel.evaluate(pairs, space.to_tuples(), list(bins))
+    if sample_weight is None:
+        values = _toplabel.evaluate(pairs, space.to_tuples(), list(bins))
+    else:  # one weighted table per (grouping, bin count), every norm reduced from it
+        from .trust.weights import as_sample_weight, pair_triples
+
+        w = as_sample_weight(sample_weight, pairs.n)
+        values = np.empty((len(space), len(bins)))
+        tables = {}
+        for i, spec in enumerate(space):
+            for j, b in enumerate(bins):
+                key = (spec.binning, spec.class_conditional, spec.threshold, b)
+                if key not in tables:
+                    tr = pair_triples(pairs, binning=spec.binning,
+                                      class_conditional=spec.class_conditional,
+                                      threshold=spec.threshold, num_bins=b)
+                    tables[key] = tr.bins(tr.weight_of(w))
+                values[i, j] = tables[key].error(spec.norm)
     return Evaluation(values, space, bins, n_samples=pairs.n, num_classes=pairs.num_classes,
                       top_label_only=True)
 
