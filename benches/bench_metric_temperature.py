@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench_metrics import cpu_model
+from _machine import cpu_model
 from bench_recalibration import synthetic
 
 from calibkit.recalibration import MetricTemperatureScaling, TemperatureScaling

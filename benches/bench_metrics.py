@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 import calibkit
+from _machine import cpu_model
 from calibkit import reference
 
 METRICS = {
@@ -108,7 +109,6 @@ def numpy_ace(y, p, b=15):
         v, o = v[order], o[order]
         pos = np.minimum(np.round(np.linspace(0, v.size, b, endpoint=False)).astype(int), v.size - 1)
         idx = np.searchsorted(v[pos[1:]], v, side="right")
-        cnt = np.bincount(idx, minlength=b)
         errs.append(np.abs(np.bincount(idx, o, minlength=b) - np.bincount(idx, v, minlength=b)).sum() / v.size)
     return float(np.mean(errs))
 
@@ -126,20 +126,6 @@ def um_call(name, y, p, b=15):
     return um.gce(y, p, binning_scheme=kw["binning"], max_prob=kw["max_prob"],
                   class_conditional=kw["class_conditional"], norm=kw["norm"],
                   threshold=kw["threshold"], num_bins=b)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux /proc/cpuinfo; the platform's processor string elsewhere)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown"
 
 
 def main(argv=None):

@@ -18,17 +18,7 @@ import time
 import numpy as np
 
 import calibkit
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
+from _machine import cpu_model
 
 
 def best(f, repeat: int) -> float:

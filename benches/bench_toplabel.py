@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 import calibkit
-from bench_metrics import METRICS, cpu_model, make_data
+from _machine import cpu_model
+from bench_metrics import METRICS, make_data
 
 
 def main(argv=None) -> None:

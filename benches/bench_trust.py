@@ -17,24 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 
 import numpy as np
 
 import calibkit
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from _machine import cpu_model
 
 
 def _time(fn, repeat: int) -> float:
@@ -60,7 +49,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     args = ap.parse_args(argv)
     rep = 3 if args.quick else 5
-    print(f"CPU: {_cpu()}; {os.cpu_count()} logical CPUs; RAYON_NUM_THREADS="
+    print(f"CPU: {cpu_model()}; {os.cpu_count()} logical CPUs; RAYON_NUM_THREADS="
           f"{os.environ.get('RAYON_NUM_THREADS', '(all)')}")
 
     y, p = _data(10_000, 10)
