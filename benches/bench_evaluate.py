@@ -12,7 +12,9 @@ mark (``VmHWM`` in /proc/self/status, reset through /proc/self/clear_refs when a
 tracemalloc does not see Rust allocations; a sampling thread reading ``VmRSS`` cross-checks it.
 
 Targets (issue 3): (50k, 1000) float32 in under 1.5 s on 2 cores, >= 100x faster than the
-paper's library, peak extra memory <= the input size.
+paper's library, peak extra memory <= the input size; issue 14: at most 20x the ``np.sum``
+floor (the float64-accumulating sum the issue measured with this benchmark; the native float32
+``np.sum`` is printed too). The CPU model is printed first.
 
 Usage::
 
@@ -35,6 +37,7 @@ import numpy as np
 
 import calibkit
 from calibkit.space import evaluate, metric_space
+from _machine import cpu_model
 
 NUM_BINS = (10, 20, 30, 40, 50)
 
@@ -152,6 +155,7 @@ def main(argv=None):
     ap.add_argument("--skip-memory", action="store_true")
     args = ap.parse_args(argv)
 
+    print(f"CPU: {cpu_model()}", flush=True)
     print(f"data: ({args.n}, {args.k}) float32, {os.cpu_count()} CPUs", flush=True)
     labels, probs = make_data(args.n, args.k)
     input_bytes = probs.nbytes + labels.nbytes
@@ -159,13 +163,20 @@ def main(argv=None):
     print(f"input: {input_bytes / 1e6:.1f} MB; {len(space)} metrics x {len(NUM_BINS)} bin "
           f"counts = {len(space) * len(NUM_BINS)} values", flush=True)
 
+    # Two floors: the one the targets were set against (issue 3 and issue 14 quote this
+    # benchmark: np.sum accumulating in float64), and NumPy's native float32 sum, which reads
+    # the same bytes with cheaper arithmetic. Both are printed so no ratio hides the other.
     floor, _ = timed(lambda: np.sum(probs, dtype=np.float64), 5)
-    print(f"np.sum over the input (memory floor): {floor * 1e3:9.1f} ms", flush=True)
+    floor32, _ = timed(lambda: np.sum(probs), 5)
+    print(f"np.sum over the input (memory floor): {floor * 1e3:9.1f} ms   "
+          f"(np.sum(probs, dtype=float64); native float32 np.sum: {floor32 * 1e3:.1f} ms)",
+          flush=True)
 
     evaluate(labels, probs, num_bins=(15,), space=["ECE"])  # warm-up (import, thread pool)
     t_eval, ev = timed(lambda: evaluate(labels, probs, num_bins=NUM_BINS), args.repeats)
     print(f"calibkit.evaluate (160 values):       {t_eval:9.3f} s   "
-          f"({t_eval / floor:.0f}x np.sum; target < 1.5 s)", flush=True)
+          f"({t_eval / floor:.1f}x np.sum, target <= 20x; {t_eval / floor32:.1f}x the float32 "
+          f"np.sum; target < 1.5 s)", flush=True)
 
     results = {"evaluate_s": t_eval}
     if not args.skip_loop:
