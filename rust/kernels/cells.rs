@@ -117,7 +117,8 @@ pub fn table_cells<T: Score>(
     let mut out = Vec::with_capacity(scores.len());
     for (i, s) in scores.iter().enumerate() {
         let s = s.to_f64();
-        if threshold.is_some_and(|t| !(s > t)) {
+        // kept only when `s > t` (a NaN score is not kept)
+        if threshold.is_some_and(|t| s <= t || s.is_nan()) {
             out.push(DROPPED);
             continue;
         }
