@@ -202,3 +202,13 @@ def grouped_bin_stats_at(
     npt.NDArray[np.float64],
     npt.NDArray[np.float64],
 ]: ...
+
+# Per-entry cells of a table (rust/py/cells.rs)
+def table_cells(
+    scores: npt.NDArray[np.float64],
+    groups: npt.NDArray[np.int64] | None,
+    num_groups: int,
+    num_bins: int,
+    edges: npt.NDArray[np.float64] | None = None,
+    threshold: float | None = None,
+) -> npt.NDArray[np.uint32]: ...

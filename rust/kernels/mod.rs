@@ -34,6 +34,7 @@ mod simd;
 
 pub mod allprobs_hist;
 pub mod allprobs_even;
+pub mod cells;
 pub mod chunks;
 pub mod edges;
 pub mod grouped;

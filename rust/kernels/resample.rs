@@ -16,6 +16,7 @@ use rayon::prelude::*;
 
 use crate::kernels::grouped::{grouped_bin_stats, GroupedRows};
 use crate::kernels::reduce::reduce;
+use crate::kernels::spec::MAX_TABLE_CELLS;
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 /// Cell value of an entry that is not kept (below the threshold, or no outcome).
@@ -171,8 +172,16 @@ impl Cells<'_> {
     /// Checks every length and every cell index, so that the loops below can index freely.
     pub fn check(&self) -> Result<(), KernelError> {
         let n = self.rows();
-        let cells = self.groups.checked_mul(self.nb).ok_or_else(|| KernelError::Shape("table too large".into()))?;
-        if self.width == 0 || self.cell.len() != n * self.width || self.score.len() != n * self.width {
+        // The table is allocated per resample block: refuse one beyond the metric kernels'
+        // limit before allocating (an allocation failure aborts the process).
+        let cells = self.groups.checked_mul(self.nb).filter(|&c| c <= MAX_TABLE_CELLS).ok_or_else(|| {
+            KernelError::Parameter(format!(
+                "a table of {} groups x {} bins is beyond the limit of {MAX_TABLE_CELLS} cells; use fewer bins",
+                self.groups, self.nb
+            ))
+        })?;
+        let entries = n.checked_mul(self.width);
+        if self.width == 0 || entries != Some(self.cell.len()) || entries != Some(self.score.len()) {
             return Err(KernelError::Shape(format!(
                 "cells and scores must hold {n} x {} entries, got {} and {}",
                 self.width,
@@ -293,7 +302,7 @@ pub fn bootstrap(
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
     cells.check()?;
-    if cells.width == 1 && scheme == Scheme::Poisson {
+    if cells.width == 1 && scheme == Scheme::Poisson && cells.groups * cells.nb <= FAST_CELLS {
         return Ok(bootstrap_top(cells, norm, class_conditional, seed, n_resamples));
     }
     let n = cells.rows();
@@ -313,6 +322,10 @@ pub fn bootstrap(
 
 /// Resamples sharing one pass over the rows in [`bootstrap_top`].
 const LANES: usize = 8;
+/// Largest table of the one-entry-per-row loops ([`bootstrap_top`], [`consistency_top`]): they
+/// hold `LANES` copies of it per block, so larger tables (up to the metric kernels' limit) take
+/// the general loops, which hold one (same numbers either way).
+const FAST_CELLS: usize = 1 << 16;
 
 /// [`bootstrap`] for one entry per row and Poisson weights: `LANES` resamples share each read
 /// of a row (independent accumulators, so the adds of different resamples overlap), each row's
@@ -419,7 +432,7 @@ pub fn consistency(
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
     cells.check()?;
-    if cells.width == 1 {
+    if cells.width == 1 && cells.groups * cells.nb <= FAST_CELLS {
         return Ok(consistency_top(cells, norm, class_conditional, seed, n_resamples));
     }
     let n = cells.rows();

@@ -19,6 +19,7 @@ macro_rules! dispatch {
 }
 
 mod binning_free;
+mod cells;
 pub(crate) mod errors;
 mod grouped;
 mod pairs;
@@ -165,6 +166,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats_at, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::adaptive_positions, m)?)?;
     trust::register(m)?;
+    cells::register(m)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::spec::MAX_BINS)?;

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from .. import _native
 from .._binstats import grouped_bin_stats
 from ..errors import InvalidParameterError
 from ._base import (
@@ -83,8 +84,12 @@ def bin_edges(scores: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
 
 
 def _assign(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Bin index of each score: the number of inner edges ``<= x`` (left-closed bins)."""
-    return np.searchsorted(edges[1:-1], x, side="right")
+    """Bin index of each score: the number of inner edges ``<= x`` (left-closed bins), by the
+    kernel's rule (``_native.table_cells`` at the given edges, ``rust/kernels/cells.rs``)."""
+    x = np.asarray(x, dtype=np.float64)
+    e = np.ascontiguousarray(edges, dtype=np.float64).reshape(1, -1)
+    cells = _native.table_cells(np.ascontiguousarray(x.reshape(-1)), None, 1, e.shape[1] - 1, e)
+    return cells.astype(np.intp).reshape(x.shape)
 
 
 def fit_histogram(x: np.ndarray, t: np.ndarray, edges: np.ndarray):

@@ -1,10 +1,12 @@
 """The per-entry work shared by every resampling method: each kept score's cell, once.
 
 A *cell* is ``group * nb + bin`` of the table :func:`calibkit.calibration_bins` returns. The
-bins come from that table's edges (computed by the Rust kernels, never restated here): an
-entry goes to the bin numbered by how many of its group's upper edges are ``<= score`` (SPEC's
-left-closed rule, the one the edges are defined by), which for even bins and for adaptive bins
-alike reproduces the kernel's table exactly (tested: the cells' sums equal the kernel's).
+kernel assigns it (``_native.table_cells``, ``rust/kernels/cells.rs``) by the metric kernels'
+own rules, never restated here: even bins by the even kernels' bin function, adaptive bins by
+the number of the group's inner edges ``<= score`` (left-closed) at the table's edges, and
+``DROPPED`` for a score at or below the threshold. So the cells reproduce the kernel's table
+exactly (tested: their counts are the table's counts, with scores on edges, at 1 and at the
+threshold).
 
 Layout handed to the Rust resamplers (``rust/kernels/resample.rs``): ``cell`` (N, W) uint32
 with ``DROPPED`` for scores at or below the threshold, ``score`` (N, W) float64 and ``hit`` (N,)
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _native
 from ..bins import CalibrationBins, calibration_bins
 from ..space import MetricSpec
 from .._validate import validate_inputs
@@ -49,10 +52,16 @@ class RowCells:
         return int(self.bins.counts.shape[1])
 
 
-def _bins_of(scores64: np.ndarray, edges_row: np.ndarray) -> np.ndarray:
-    # SPEC: the bin of s is the number of upper edges <= s (left-closed bins).
-    upper = edges_row[1:-1]
-    return np.searchsorted(upper, scores64, side="right").astype(np.int64)
+def _cells(scores: np.ndarray, groups, b: CalibrationBins, spec: MetricSpec,
+           num_bins: int) -> np.ndarray:
+    """The kernel's cell of each score (1-D) of table ``b``, ``DROPPED`` at or below the
+    threshold; ``groups`` (1-D, or None for one group) are the scores' groups."""
+    edges = (None if spec.binning == "even"
+             else np.ascontiguousarray(b.edges, dtype=np.float64))
+    g = None if groups is None else np.ascontiguousarray(groups, dtype=np.int64)
+    return _native.table_cells(np.ascontiguousarray(scores, dtype=np.float64), g,
+                               int(b.counts.shape[0]), int(num_bins), edges,
+                               float(spec.threshold))
 
 
 def pair_cells(pairs, spec: MetricSpec, num_bins: int) -> RowCells:
@@ -65,17 +74,9 @@ def pair_cells(pairs, spec: MetricSpec, num_bins: int) -> RowCells:
                                       spec.threshold, num_bins)
     b = CalibrationBins(counts, ss, so, edges, pairs.k, spec.binning, spec.class_conditional,
                         True, spec.threshold)
-    nb = b.counts.shape[1]
     top = np.ascontiguousarray(pairs.confidence, dtype=np.float64)
-    n = top.shape[0]
-    keep = top > np.float64(spec.threshold)
-    group = (np.asarray(pairs.predicted, dtype=np.int64) if spec.class_conditional
-             else np.zeros(n, dtype=np.int64))
-    bins = np.zeros(n, dtype=np.int64)
-    for g in np.unique(group[keep]):
-        m = keep & (group == g)
-        bins[m] = _bins_of(top[m], b.edges[g])
-    cell = np.where(keep, group * nb + bins, DROPPED).astype(np.uint32)[:, None]
+    group = pairs.predicted if spec.class_conditional else None
+    cell = _cells(top, group, b, spec, num_bins)[:, None]
     hit = np.where(pairs.correct.astype(bool), 0, DROPPED).astype(np.uint32)
     return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
 
@@ -85,30 +86,17 @@ def row_cells(labels, probs, spec: MetricSpec, num_bins: int) -> RowCells:
     y, p = validate_inputs(labels, probs)
     b = calibration_bins(y, p, num_bins=num_bins, binning=spec.binning, max_prob=spec.max_prob,
                          class_conditional=spec.class_conditional, threshold=spec.threshold)
-    nb = b.counts.shape[1]
-    thr = np.float64(spec.threshold)
     n, k = p.shape
     if spec.max_prob:
         pred = np.argmax(p, axis=1)
         top = np.take_along_axis(p, pred[:, None], axis=1)[:, 0].astype(np.float64)
-        keep = top > thr
-        group = pred if spec.class_conditional else np.zeros(n, dtype=np.int64)
-        bins = np.zeros(n, dtype=np.int64)
-        for g in np.unique(group[keep]):
-            m = keep & (group == g)
-            bins[m] = _bins_of(top[m], b.edges[g])
-        cell = np.where(keep, group * nb + bins, DROPPED).astype(np.uint32)[:, None]
+        cell = _cells(top, pred if spec.class_conditional else None, b, spec, num_bins)[:, None]
         hit = np.where(pred == y, 0, DROPPED).astype(np.uint32)
         return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
-    s = np.asarray(p, dtype=np.float64)
-    cell = np.full((n, k), DROPPED, dtype=np.uint32)
-    for c in range(k):
-        col = s[:, c]
-        keep = col > thr
-        g = c if spec.class_conditional else 0
-        cell[keep, c] = g * nb + _bins_of(col[keep], b.edges[g])
-    return RowCells(np.ascontiguousarray(cell), np.ascontiguousarray(s), y.astype(np.uint32), b,
-                    spec, num_bins)
+    s = np.ascontiguousarray(p, dtype=np.float64)
+    cols = np.tile(np.arange(k, dtype=np.int64), n) if spec.class_conditional else None
+    cell = _cells(s.reshape(-1), cols, b, spec, num_bins).reshape(n, k)
+    return RowCells(cell, s, y.astype(np.uint32), b, spec, num_bins)
 
 
 def triples(rc) -> Triples:

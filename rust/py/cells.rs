@@ -1,0 +1,49 @@
+//! Glue of the per-entry cells ([`crate::kernels::cells`]): array extraction, GIL release,
+//! error mapping. No computing.
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+
+use super::errors::{guard, to_py};
+use super::DETACH_ENTRIES;
+use crate::kernels::cells::{table_cells as kernel, TableBins};
+
+/// table_cells(scores, groups, num_groups, num_bins, edges=None, threshold=None) -> uint32 (N,)
+///
+/// The cell `group * nb + bin` of each score in a table: even bins of `num_bins` when `edges`
+/// is None (nb = num_bins + 1), else the bins at `edges` (num_groups, num_bins + 1) (nb =
+/// num_bins); `2**32 - 1` where `score <= threshold`.
+#[pyfunction]
+#[pyo3(signature = (scores, groups, num_groups, num_bins, edges=None, threshold=None))]
+fn table_cells<'py>(
+    py: Python<'py>,
+    scores: PyReadonlyArray1<'py, f64>,
+    groups: Option<PyReadonlyArray1<'py, i64>>,
+    num_groups: usize,
+    num_bins: usize,
+    edges: Option<PyReadonlyArray2<'py, f64>>,
+    threshold: Option<f64>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    guard(py, || {
+        let slice = |name: &str| {
+            pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous (calibkit copies before this call)"))
+        };
+        let s = scores.as_slice().map_err(|_| slice("scores"))?;
+        let g = match &groups {
+            Some(a) => Some(a.as_slice().map_err(|_| slice("groups"))?),
+            None => None,
+        };
+        let bins = match &edges {
+            Some(e) => TableBins::Edges { num_bins, edges: e.as_slice().map_err(|_| slice("edges"))? },
+            None => TableBins::Even(num_bins),
+        };
+        let work = || kernel(s, g, num_groups, &bins, threshold);
+        let res = if s.len() >= DETACH_ENTRIES { py.detach(work) } else { work() };
+        Ok(res.map_err(|e| to_py(py, e))?.into_pyarray(py))
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(table_cells, m)?)?;
+    Ok(())
+}
