@@ -109,6 +109,8 @@ def test_table_cells_binding_edges_ones_and_thresholds():
     two = np.array([[0.0, 0.5, 1.0], [0.0, 0.1, 1.0]])
     cells = _native.table_cells(s, g, 2, 2, two)
     assert np.array_equal(cells, g * 2 + np.where(g == 0, s >= 0.5, s >= 0.1))
+    # by_column: the flattened (N, 2) matrix's columns are the groups (here, g = index % 2)
+    assert np.array_equal(_native.table_cells(s, None, 2, 2, two, None, True), cells)
 
 
 @pytest.mark.parametrize("args", [
@@ -120,6 +122,8 @@ def test_table_cells_binding_edges_ones_and_thresholds():
     (np.array([np.nan]), None, 1, 3),                       # NaN has no bin
     (np.array([0.5]), None, 1, 3, np.array([[0.0, 0.6, 0.2, 1.0]])),  # decreasing edges
     (np.array([0.5]), None, 1, 3, np.array([[0.0, 0.6, 1.0]])),       # wrong shape
+    (np.array([0.5, 0.6, 0.7]), None, 2, 3, None, None, True),  # not rows of 2 columns
+    (np.array([0.5]), np.array([0]), 1, 3, None, None, True),   # ids and by_column together
 ])
 def test_table_cells_refuses_bad_arguments(args):
     with pytest.raises(CalibkitError):

@@ -28,6 +28,7 @@ from calibkit.errors import (
     TopLabelInputError,
 )
 from calibkit.space import metric_space
+from calibkit._params import MAX_TABLE_CELLS
 from calibkit.streaming import Accumulator
 
 from conftest import SHARED_DATA, load_shared
@@ -313,7 +314,7 @@ def test_predicted_and_num_classes_checked():
         calibkit.ece(confidence=C, correct=OK, predicted=[-1, 1, 2], num_classes=3)
     with pytest.raises(InvalidLabelsError, match="predicted"):
         calibkit.cce(confidence=C, correct=OK, predicted=[0.5, 1, 2], num_classes=3)
-    for k in (0, True, 2.5, "3"):
+    for k in (0, True, 2.5, "3", 2**64 + 3, MAX_TABLE_CELLS + 1):
         with pytest.raises(InvalidParameterError, match="num_classes"):
             calibkit.cce(confidence=C, correct=OK, predicted=[0, 1, 0], num_classes=k)
     with pytest.raises(InvalidParameterError, match="num_classes"):

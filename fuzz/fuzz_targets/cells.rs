@@ -6,7 +6,7 @@
 //! mismatched lengths): a value or an error, never a panic.
 #![no_main]
 
-use calibkit::kernels::cells::{table_cells, TableBins, DROPPED};
+use calibkit::kernels::cells::{table_cells, Groups, TableBins, DROPPED};
 use calibkit::kernels::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
 use calibkit::kernels::Binning;
 use calibkit_fuzz::*;
@@ -23,10 +23,10 @@ fuzz_target!(|data: &[u8]| {
         let g: Vec<i64> = (0..n.saturating_sub((mode >> 4) as usize % 2)).map(|_| r.u8() as i8 as i64).collect();
         let e: Vec<f64> = (0..(r.u16() as usize)).map(|_| if r.u8() == 0 { f64::NAN } else { r.u8() as f64 / 255.0 }).collect();
         let thr = if r.bool() { Some(r.f64()) } else { None };
-        let _ = table_cells(&s, Some(&g), ng, &TableBins::Even(b), thr);
-        let _ = table_cells(&s, None, ng, &TableBins::Edges { num_bins: b, edges: &e }, thr);
+        let _ = table_cells(&s, Groups::Ids(&g), ng, &TableBins::Even(b), thr);
+        let _ = table_cells(&s, Groups::One, ng, &TableBins::Edges { num_bins: b, edges: &e }, thr);
         let s32: Vec<f32> = s.iter().map(|&v| v as f32).collect();
-        let _ = table_cells(&s32, Some(&g), ng, &TableBins::Edges { num_bins: b, edges: &e }, thr);
+        let _ = table_cells(&s32, Groups::Ids(&g), ng, &TableBins::Edges { num_bins: b, edges: &e }, thr);
         return;
     }
     let ng = 1 + (r.u8() % 5) as usize;
@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
     let kept = |i: usize| thr.is_none_or(|t| s[i] > t);
     // even bins
     let upper: Vec<f64> = (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect();
-    let c = table_cells(&s, Some(&g), ng, &TableBins::Even(b), thr).expect("valid input");
+    let c = table_cells(&s, Groups::Ids(&g), ng, &TableBins::Even(b), thr).expect("valid input");
     for i in 0..n {
         let want = if kept(i) { g[i] as u32 * (b as u32 + 1) + upper.iter().filter(|&&e| e <= s[i]).count() as u32 } else { DROPPED };
         assert_eq!(c[i], want, "even B={b} s={} thr={thr:?}", s[i]);
@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
     let o = vec![0.0; n];
     let rows = GroupedRows { groups: Some(&g), scores: &s, outcomes: &o, weights: None, num_groups: ng };
     let st = grouped_bin_stats(&rows, Binning::Even, b).expect("valid input");
-    let all = table_cells(&s, Some(&g), ng, &TableBins::Even(b), None).expect("valid input");
+    let all = table_cells(&s, Groups::Ids(&g), ng, &TableBins::Even(b), None).expect("valid input");
     let mut counts = vec![0.0; st.count.len()];
     for &ci in &all {
         counts[ci as usize] += 1.0;
@@ -80,14 +80,14 @@ fuzz_target!(|data: &[u8]| {
         edges.extend(inner);
         edges.push(1.0);
     }
-    let c = table_cells(&s, Some(&g), ng, &TableBins::Edges { num_bins: b, edges: &edges }, thr).expect("valid input");
+    let c = table_cells(&s, Groups::Ids(&g), ng, &TableBins::Edges { num_bins: b, edges: &edges }, thr).expect("valid input");
     for i in 0..n {
         let gi = g[i] as usize;
         let inner = &edges[gi * (b + 1) + 1..gi * (b + 1) + b];
         let want = if kept(i) { (gi * b + inner.iter().filter(|&&e| e <= s[i]).count()) as u32 } else { DROPPED };
         assert_eq!(c[i], want, "edges B={b} s={} thr={thr:?}", s[i]);
     }
-    let all = table_cells(&s, Some(&g), ng, &TableBins::Edges { num_bins: b, edges: &edges }, None).expect("valid input");
+    let all = table_cells(&s, Groups::Ids(&g), ng, &TableBins::Edges { num_bins: b, edges: &edges }, None).expect("valid input");
     let flat: Vec<f64> = (0..ng).flat_map(|gi| edges[gi * (b + 1) + 1..gi * (b + 1) + b].iter().map(|&e| if e.is_nan() { 0.0 } else { e })).collect();
     let st = grouped_bin_stats_at(&rows, &flat, b).expect("valid edges");
     let mut counts = vec![0.0; st.count.len()];

@@ -211,4 +211,5 @@ def table_cells(
     num_bins: int,
     edges: npt.NDArray[np.float64] | None = None,
     threshold: float | None = None,
+    by_column: bool = False,
 ) -> npt.NDArray[np.uint32]: ...

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _native
 from ._validate import as_labels
+from ._params import MAX_TABLE_CELLS
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -140,6 +141,12 @@ def _as_num_classes(num_classes) -> int:
     k = int(num_classes)
     if k < 1:
         raise InvalidParameterError(f"num_classes must be a positive integer (>= 1), got {k}")
+    if k > MAX_TABLE_CELLS:
+        # A class-conditional table has at least one cell per class.
+        raise InvalidParameterError(
+            f"num_classes is {k}, more than the {MAX_TABLE_CELLS} cells a per-(class, bin) table "
+            f"may have; pass the real number of classes"
+        )
     return k
 
 

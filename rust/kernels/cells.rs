@@ -20,6 +20,18 @@ use crate::kernels::{KernelError, Score};
 /// Cell of a score at or below the threshold (the resamplers' [`crate::kernels::resample::DROPPED`]).
 pub const DROPPED: u32 = crate::kernels::resample::DROPPED;
 
+/// Which group each score is in.
+#[derive(Debug, Clone, Copy)]
+pub enum Groups<'a> {
+    /// Every score in group 0.
+    One,
+    /// `ids[i]` is the group of `scores[i]`.
+    Ids(&'a [i64]),
+    /// The scores are a row-major (rows, `num_groups`) matrix and each column is a group (the
+    /// class-conditional all-probabilities grouping), with no per-entry id array.
+    Columns,
+}
+
 /// How the bins of the table are defined.
 #[derive(Debug, Clone, Copy)]
 pub enum TableBins<'a> {
@@ -29,8 +41,8 @@ pub enum TableBins<'a> {
     Edges { num_bins: usize, edges: &'a [f64] },
 }
 
-/// The cell of every score (`scores[i]` in group `groups[i]`, 0 when `None`), or [`DROPPED`]
-/// when `scores[i] <= threshold`.
+/// The cell of every score (`scores[i]` in the group [`Groups`] gives it), or [`DROPPED`] when
+/// `scores[i] <= threshold`.
 ///
 /// Errors: no group, a group id outside `[0, num_groups)`, a bin count outside
 /// `1..=MAX_BINS`, a table beyond `MAX_TABLE_CELLS`, edges of the wrong length or a group's
@@ -38,7 +50,7 @@ pub enum TableBins<'a> {
 /// whose group has no edges (all NaN: a table group with no scores).
 pub fn table_cells<T: Score>(
     scores: &[T],
-    groups: Option<&[i64]>,
+    groups: Groups<'_>,
     num_groups: usize,
     bins: &TableBins<'_>,
     threshold: Option<f64>,
@@ -68,7 +80,15 @@ pub fn table_cells<T: Score>(
             return Err(KernelError::Parameter("threshold is NaN; pass a number".into()));
         }
     }
-    if let Some(g) = groups {
+    if let Groups::Columns = groups {
+        if !scores.len().is_multiple_of(num_groups) {
+            return Err(KernelError::Shape(format!(
+                "{} scores do not form rows of {num_groups} columns (one group per column)",
+                scores.len()
+            )));
+        }
+    }
+    if let Groups::Ids(g) = groups {
         if g.len() != scores.len() {
             return Err(KernelError::Shape(format!(
                 "groups has {} entries but scores has {}; pass one group per score",
@@ -126,7 +146,11 @@ pub fn table_cells<T: Score>(
             return Err(KernelError::Parameter(format!("scores[{i}] is NaN: it has no bin")));
         }
         // group ids were checked above; `get` keeps an id changed meanwhile in bounds
-        let g = groups.map_or(0, |g| g.get(i).map_or(0, |&x| (x.max(0) as usize).min(num_groups - 1)));
+        let g = match groups {
+            Groups::One => 0,
+            Groups::Ids(g) => g.get(i).map_or(0, |&x| (x.max(0) as usize).min(num_groups - 1)),
+            Groups::Columns => i % num_groups,
+        };
         let bin = match *bins {
             TableBins::Even(_) => even.bin(s),
             TableBins::Edges { .. } => match inner[g] {
@@ -156,11 +180,11 @@ mod tests {
         s.extend(e.boundaries().iter().flat_map(|&x| [x.next_down(), x.next_up()]));
         s.extend([0.3, 0.7, 1.0 + 1e-9]);
         let g: Vec<i64> = (0..s.len()).map(|i| (i % 3) as i64).collect();
-        let c = table_cells(&s, Some(&g), 3, &TableBins::Even(b), None).unwrap();
+        let c = table_cells(&s, Groups::Ids(&g), 3, &TableBins::Even(b), None).unwrap();
         for i in 0..s.len() {
             assert_eq!(c[i] as usize, g[i] as usize * (b + 1) + e.bin(s[i]), "{}", s[i]);
         }
-        let t = table_cells(&s, None, 1, &TableBins::Even(b), Some(0.3)).unwrap();
+        let t = table_cells(&s, Groups::One, 1, &TableBins::Even(b), Some(0.3)).unwrap();
         for i in 0..s.len() {
             assert_eq!(t[i] == DROPPED, s[i] <= 0.3, "{}", s[i]);
         }
@@ -170,32 +194,45 @@ mod tests {
     fn edge_cells_are_left_closed() {
         let edges = [0.1, 0.2, 0.5, 0.5, 1.0, 0.0, f64::NAN, f64::NAN, f64::NAN, 1.0];
         let s = [0.2, 0.19, 0.5, 0.7, 1.0, 0.0];
-        let c = table_cells(&s, None, 2, &TableBins::Edges { num_bins: 4, edges: &edges }, None).unwrap();
+        let c = table_cells(&s, Groups::One, 2, &TableBins::Edges { num_bins: 4, edges: &edges }, None).unwrap();
         assert_eq!(c, vec![1, 0, 3, 3, 3, 0]);
-        let c = table_cells(&s, None, 2, &TableBins::Edges { num_bins: 4, edges: &edges }, Some(0.19)).unwrap();
+        let c = table_cells(&s, Groups::One, 2, &TableBins::Edges { num_bins: 4, edges: &edges }, Some(0.19)).unwrap();
         assert_eq!(c, vec![1, DROPPED, 3, 3, 3, DROPPED]);
         // group 1 has no edges: its scores have no cell
-        assert!(table_cells(&s, Some(&[0, 0, 0, 0, 0, 1]), 2, &TableBins::Edges { num_bins: 4, edges: &edges }, None).is_err());
+        assert!(table_cells(&s, Groups::Ids(&[0, 0, 0, 0, 0, 1]), 2, &TableBins::Edges { num_bins: 4, edges: &edges }, None).is_err());
     }
 
     #[test]
     fn bad_arguments_are_errors() {
         let s = [0.5];
         let even = TableBins::Even(3);
-        assert!(table_cells(&s, None, 0, &even, None).is_err());
-        assert!(table_cells(&s, Some(&[1]), 1, &even, None).is_err());
-        assert!(table_cells(&s, Some(&[-1]), 1, &even, None).is_err());
-        assert!(table_cells(&s, Some(&[]), 1, &even, None).is_err());
-        assert!(table_cells(&s, None, 1, &TableBins::Even(0), None).is_err());
-        assert!(table_cells(&s, None, 1, &TableBins::Even(MAX_BINS + 1), None).is_err());
-        assert!(table_cells(&s, None, usize::MAX, &even, None).is_err());
-        assert!(table_cells(&s, None, 1, &even, Some(f64::NAN)).is_err());
-        assert!(table_cells(&[f64::NAN], None, 1, &even, None).is_err());
-        assert_eq!(table_cells(&[f64::NAN], None, 1, &even, Some(0.0)).unwrap(), vec![DROPPED]);
+        assert!(table_cells(&s, Groups::One, 0, &even, None).is_err());
+        assert!(table_cells(&s, Groups::Ids(&[1]), 1, &even, None).is_err());
+        assert!(table_cells(&s, Groups::Ids(&[-1]), 1, &even, None).is_err());
+        assert!(table_cells(&s, Groups::Ids(&[]), 1, &even, None).is_err());
+        assert!(table_cells(&s, Groups::One, 1, &TableBins::Even(0), None).is_err());
+        assert!(table_cells(&s, Groups::One, 1, &TableBins::Even(MAX_BINS + 1), None).is_err());
+        assert!(table_cells(&s, Groups::One, usize::MAX, &even, None).is_err());
+        assert!(table_cells(&s, Groups::One, 1, &even, Some(f64::NAN)).is_err());
+        assert!(table_cells(&[f64::NAN], Groups::One, 1, &even, None).is_err());
+        assert_eq!(table_cells(&[f64::NAN], Groups::One, 1, &even, Some(0.0)).unwrap(), vec![DROPPED]);
         let bad = [0.0, 0.6, 0.2, 1.0];
-        assert!(table_cells(&s, None, 1, &TableBins::Edges { num_bins: 3, edges: &bad }, None).is_err());
+        assert!(table_cells(&s, Groups::One, 1, &TableBins::Edges { num_bins: 3, edges: &bad }, None).is_err());
         let part_nan = [0.0, 0.6, f64::NAN, 1.0];
-        assert!(table_cells(&s, None, 1, &TableBins::Edges { num_bins: 3, edges: &part_nan }, None).is_err());
-        assert!(table_cells(&s, None, 1, &TableBins::Edges { num_bins: 3, edges: &bad[..3] }, None).is_err());
+        assert!(table_cells(&s, Groups::One, 1, &TableBins::Edges { num_bins: 3, edges: &part_nan }, None).is_err());
+        assert!(table_cells(&s, Groups::One, 1, &TableBins::Edges { num_bins: 3, edges: &bad[..3] }, None).is_err());
+        assert!(table_cells(&[0.1, 0.2, 0.3], Groups::Columns, 2, &even, None).is_err());
+    }
+
+    #[test]
+    fn columns_are_ids_by_column() {
+        let s: Vec<f64> = (0..24).map(|i| ((i * 7) % 11) as f64 / 10.0).collect();
+        let ids: Vec<i64> = (0..24).map(|i| (i % 4) as i64).collect();
+        for bins in [TableBins::Even(5), TableBins::Edges { num_bins: 2, edges: &[0.0, 0.3, 1.0, 0.0, 0.5, 1.0, 0.0, 0.1, 1.0, 0.0, 0.9, 1.0] }] {
+            for thr in [None, Some(0.25)] {
+                let by_col = table_cells(&s, Groups::Columns, 4, &bins, thr).unwrap();
+                assert_eq!(by_col, table_cells(&s, Groups::Ids(&ids), 4, &bins, thr).unwrap());
+            }
+        }
     }
 }

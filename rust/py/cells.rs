@@ -6,15 +6,18 @@ use pyo3::prelude::*;
 
 use super::errors::{guard, to_py};
 use super::DETACH_ENTRIES;
-use crate::kernels::cells::{table_cells as kernel, TableBins};
+use crate::kernels::cells::{table_cells as kernel, Groups, TableBins};
+use crate::kernels::KernelError;
 
-/// table_cells(scores, groups, num_groups, num_bins, edges=None, threshold=None) -> uint32 (N,)
+/// table_cells(scores, groups, num_groups, num_bins, edges=None, threshold=None, by_column=False) -> uint32 (N,)
 ///
 /// The cell `group * nb + bin` of each score in a table: even bins of `num_bins` when `edges`
 /// is None (nb = num_bins + 1), else the bins at `edges` (num_groups, num_bins + 1) (nb =
-/// num_bins); `2**32 - 1` where `score <= threshold`.
+/// num_bins); `2**32 - 1` where `score <= threshold`. Groups: `groups[i]`, or every score in
+/// group 0 when `groups` is None, or with `by_column=True` (and `groups` None) the column of
+/// `scores` read as a row-major (N / num_groups, num_groups) matrix.
 #[pyfunction]
-#[pyo3(signature = (scores, groups, num_groups, num_bins, edges=None, threshold=None))]
+#[pyo3(signature = (scores, groups, num_groups, num_bins, edges=None, threshold=None, by_column=false))]
 fn table_cells<'py>(
     py: Python<'py>,
     scores: PyReadonlyArray1<'py, f64>,
@@ -23,15 +26,21 @@ fn table_cells<'py>(
     num_bins: usize,
     edges: Option<PyReadonlyArray2<'py, f64>>,
     threshold: Option<f64>,
+    by_column: bool,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     guard(py, || {
         let slice = |name: &str| {
             pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous (calibkit copies before this call)"))
         };
         let s = scores.as_slice().map_err(|_| slice("scores"))?;
-        let g = match &groups {
-            Some(a) => Some(a.as_slice().map_err(|_| slice("groups"))?),
-            None => None,
+        let g = match (&groups, by_column) {
+            (Some(_), true) => {
+                let msg = "groups must be None with by_column=True (the columns are the groups)";
+                return Err(to_py(py, KernelError::Parameter(msg.into())));
+            }
+            (Some(a), false) => Groups::Ids(a.as_slice().map_err(|_| slice("groups"))?),
+            (None, true) => Groups::Columns,
+            (None, false) => Groups::One,
         };
         let bins = match &edges {
             Some(e) => TableBins::Edges { num_bins, edges: e.as_slice().map_err(|_| slice("edges"))? },

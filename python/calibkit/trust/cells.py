@@ -53,15 +53,16 @@ class RowCells:
 
 
 def _cells(scores: np.ndarray, groups, b: CalibrationBins, spec: MetricSpec,
-           num_bins: int) -> np.ndarray:
+           num_bins: int, by_column: bool = False) -> np.ndarray:
     """The kernel's cell of each score (1-D) of table ``b``, ``DROPPED`` at or below the
-    threshold; ``groups`` (1-D, or None for one group) are the scores' groups."""
+    threshold; ``groups`` (1-D, or None for one group) are the scores' groups, or with
+    ``by_column`` the scores are a flattened (N, K) matrix whose columns are the groups."""
     edges = (None if spec.binning == "even"
              else np.ascontiguousarray(b.edges, dtype=np.float64))
     g = None if groups is None else np.ascontiguousarray(groups, dtype=np.int64)
     return _native.table_cells(np.ascontiguousarray(scores, dtype=np.float64), g,
                                int(b.counts.shape[0]), int(num_bins), edges,
-                               float(spec.threshold))
+                               float(spec.threshold), by_column)
 
 
 def pair_cells(pairs, spec: MetricSpec, num_bins: int) -> RowCells:
@@ -94,8 +95,8 @@ def row_cells(labels, probs, spec: MetricSpec, num_bins: int) -> RowCells:
         hit = np.where(pred == y, 0, DROPPED).astype(np.uint32)
         return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
     s = np.ascontiguousarray(p, dtype=np.float64)
-    cols = np.tile(np.arange(k, dtype=np.int64), n) if spec.class_conditional else None
-    cell = _cells(s.reshape(-1), cols, b, spec, num_bins).reshape(n, k)
+    cell = _cells(s.reshape(-1), None, b, spec, num_bins,
+                  by_column=spec.class_conditional).reshape(n, k)
     return RowCells(cell, s, y.astype(np.uint32), b, spec, num_bins)
 
 
