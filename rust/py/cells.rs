@@ -18,6 +18,7 @@ use crate::kernels::KernelError;
 /// `scores` read as a row-major (N / num_groups, num_groups) matrix.
 #[pyfunction]
 #[pyo3(signature = (scores, groups, num_groups, num_bins, edges=None, threshold=None, by_column=false))]
+#[allow(clippy::too_many_arguments)]
 fn table_cells<'py>(
     py: Python<'py>,
     scores: PyReadonlyArray1<'py, f64>,
