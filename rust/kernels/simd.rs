@@ -1,61 +1,120 @@
 //! The one SIMD layer: one CPU feature check for the whole crate ([`level`], detected once
 //! and cached), and one way to dispatch.
 //!
-//! Every vectorised kernel is a portable function plus its AVX2 twin, and one dispatcher that
-//! asks [`level`] which to run:
-//! - loops the compiler vectorises on its own are written once and compiled twice by
-//!   [`multiversion!`] (baseline x86-64, and with AVX2 enabled);
+//! Every vectorised kernel is a portable function plus its AVX2 twin (and, where it was measured
+//! to pay, an AVX-512 twin), and one dispatcher that asks [`level`] which to run:
+//! - loops the compiler vectorises on its own are written once and compiled for each level by
+//!   [`multiversion!`];
 //! - kernels written with intrinsics have a portable function next to them (`*_portable`), which
-//!   is the production fallback and what the tests compare the AVX2 twin to, bitwise.
+//!   is the production fallback and what the tests compare the vector twins to, bitwise.
 //!
-//! Only AVX2 is enabled, never FMA: no kernel uses an FMA intrinsic, and Rust never contracts
-//! `a * b + c` into an FMA on its own, so both copies give bitwise-identical results; only the
-//! speed differs.
+//! No FMA is ever used: no kernel calls an FMA intrinsic, and Rust never contracts `a * b + c`
+//! into an FMA nor reassociates a sum on its own (even where a target feature makes FMA
+//! available), so every copy gives bitwise-identical results; only the speed differs.
+//!
+//! # Levels
+//! [`Level::Avx512`] needs AVX-512 F, BW, DQ and VL (and implies AVX2: [`avx2`] stays true, so
+//! the AVX2 twins run wherever no AVX-512 twin exists). `CALIBKIT_SIMD` (read once, on the first
+//! call of [`level`]) caps the level: `portable`, `avx2` or `avx512` (case-insensitive); a cap
+//! above what the CPU has, an empty or an unknown value leaves the detected level. It exists to
+//! compare the paths on one machine (tests/test_dispatch.py checks that every level gives
+//! bitwise the same metric values; benchmarks run once per level) and to rule out a
+//! miscompiled path in the field.
+//!
+//! # Where AVX-512 is used (measured, see docs/simd.md)
+//! AVX-512 is used where it was measured to pay more than 5% at the benchmarks; see the
+//! `Kernel` records and docs/simd.md for the figures and what was dropped.
 //!
 //! Under `cargo test`, each dispatcher records which path it took ([`record`]), so that a test
-//! (`tests_simd`) fails when a kernel takes the portable path on a CPU that has AVX2.
+//! (`tests_simd`) fails when a kernel takes the portable path on a CPU that has AVX2, or a
+//! kernel with an AVX-512 twin a lesser path on a CPU that has AVX-512.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// The instruction set the dispatchers use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The instruction set the dispatchers use (ordered: a level implies the ones below it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     /// Baseline code (SSE2 on x86-64, or any other architecture).
     Portable,
     /// x86-64 with AVX2.
     Avx2,
+    /// x86-64 with AVX2 and AVX-512 F, BW, DQ and VL.
+    Avx512,
 }
 
-/// 0: not detected yet; 1: portable; 2: AVX2.
+impl Level {
+    /// Every level, lowest first.
+    pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
+
+    /// The name `CALIBKIT_SIMD` takes for this level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+}
+
+/// 0: not detected yet; else 1 + the level's index.
 static LEVEL: AtomicU8 = AtomicU8::new(0);
 
-/// The instruction set of this CPU, detected on the first call and cached. The one CPU
-/// feature check of the crate.
+/// The instruction set the dispatchers use: this CPU's, capped by `CALIBKIT_SIMD`; detected on
+/// the first call and cached. The one CPU feature check of the crate.
 #[inline]
 pub fn level() -> Level {
+    #[cfg(test)]
+    if let Some(l) = FORCED.with(|f| f.get()) {
+        return l;
+    }
     match LEVEL.load(Ordering::Relaxed) {
         1 => Level::Portable,
         2 => Level::Avx2,
+        3 => Level::Avx512,
         _ => {
-            let l = detect();
-            LEVEL.store(if l == Level::Avx2 { 2 } else { 1 }, Ordering::Relaxed);
+            let l = detect().min(allowed());
+            LEVEL.store(1 + l as u8, Ordering::Relaxed);
             l
         }
     }
 }
 
-fn detect() -> Level {
+/// The level `CALIBKIT_SIMD` allows (the highest when unset).
+pub fn allowed() -> Level {
+    cap(std::env::var("CALIBKIT_SIMD").ok().as_deref())
+}
+
+/// What this CPU has.
+pub fn detect() -> Level {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        return Level::Avx2;
+    {
+        use std::is_x86_feature_detected as has;
+        if has!("avx2") {
+            if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+                return Level::Avx512;
+            }
+            return Level::Avx2;
+        }
     }
     Level::Portable
 }
 
-/// Whether the AVX2 twins run (the CPU has AVX2).
+/// The cap a `CALIBKIT_SIMD` value sets (no cap when unset, empty or unknown).
+fn cap(var: Option<&str>) -> Level {
+    let v = var.unwrap_or("").trim();
+    Level::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(v)).unwrap_or(Level::Avx512)
+}
+
+/// Whether the AVX2 twins run (the CPU has AVX2, and `CALIBKIT_SIMD` allows it).
 #[inline]
 pub fn avx2() -> bool {
-    level() == Level::Avx2
+    level() >= Level::Avx2
+}
+
+/// Whether the AVX-512 twins run (the CPU has AVX-512, and `CALIBKIT_SIMD` allows it).
+#[inline]
+pub fn avx512() -> bool {
+    level() == Level::Avx512
 }
 
 /// The vectorised kernels, as the dispatch records name them.
@@ -73,29 +132,78 @@ pub enum Kernel {
     PairCells,
 }
 
-/// Per kernel, how many times its dispatcher took the portable and the AVX2 path, in this
-/// process (tests only).
+/// Room for this many kernels in the records (more than the enum has).
 #[cfg(test)]
-static TAKEN: [[std::sync::atomic::AtomicUsize; 2]; 8] = [const { [const { std::sync::atomic::AtomicUsize::new(0) }; 2] }; 8];
+const RECORDED: usize = 32;
+
+/// Per kernel and level, how many times its dispatcher took that path, in this process (tests
+/// only).
+#[cfg(test)]
+static TAKEN: [[std::sync::atomic::AtomicUsize; 3]; RECORDED] =
+    [const { [const { std::sync::atomic::AtomicUsize::new(0) }; 3] }; RECORDED];
 
 /// Records that the dispatcher of `kernel` took `level` (tests only; nothing in release code).
 #[inline(always)]
 pub fn record(kernel: Kernel, level: Level) {
+    // (Not while `with_level` caps this thread: those paths are taken on purpose.)
     #[cfg(test)]
-    TAKEN[kernel as usize][(level == Level::Avx2) as usize].fetch_add(1, Ordering::Relaxed);
+    if FORCED.with(|f| f.get()).is_none() {
+        TAKEN[kernel as usize][level as usize].fetch_add(1, Ordering::Relaxed);
+    }
     #[cfg(not(test))]
     let _ = (kernel, level);
 }
 
-/// (portable, AVX2) dispatches of `kernel` so far in this process (tests only).
+/// (portable, vector: AVX2 or AVX-512) dispatches of `kernel` so far in this process (tests
+/// only).
 #[cfg(test)]
 pub fn taken(kernel: Kernel) -> [usize; 2] {
-    let t = &TAKEN[kernel as usize];
-    [t[0].load(Ordering::Relaxed), t[1].load(Ordering::Relaxed)]
+    let [p, a, b] = taken_at(kernel);
+    [p, a + b]
 }
 
-/// Defines `fn name<T: Bound>(args) -> ret` (or `fn name(args)`) whose body is compiled for
-/// both instruction sets, dispatched on [`level`].
+/// (portable, AVX2, AVX-512) dispatches of `kernel` so far in this process (tests only).
+#[cfg(test)]
+pub fn taken_at(kernel: Kernel) -> [usize; 3] {
+    let t = &TAKEN[kernel as usize];
+    [t[0].load(Ordering::Relaxed), t[1].load(Ordering::Relaxed), t[2].load(Ordering::Relaxed)]
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The level [`with_level`] forces on this thread (tests only).
+    static FORCED: std::cell::Cell<Option<Level>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with the dispatchers of this thread capped at `cap` (never above what the CPU
+/// has), to compare the paths bitwise in one process (tests only; work that rayon sends to
+/// other threads is not capped, so use inputs small enough to stay on this thread).
+#[cfg(test)]
+pub fn with_level<R>(cap: Level, f: impl FnOnce() -> R) -> R {
+    let l = cap.min(detect());
+    let old = FORCED.with(|c| c.replace(Some(l)));
+    let r = f();
+    FORCED.with(|c| c.set(old));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_parses_each_level_and_ignores_the_rest() {
+        assert_eq!(cap(Some("portable")), Level::Portable);
+        assert_eq!(cap(Some(" AVX2 ")), Level::Avx2);
+        assert_eq!(cap(Some("avx512")), Level::Avx512);
+        for v in [None, Some(""), Some("sse"), Some("avx-512")] {
+            assert_eq!(cap(v), Level::Avx512, "{v:?}");
+        }
+    }
+}
+
+/// Defines `fn name<T: Bound>(args) -> ret` (or `fn name(args)`) whose body is compiled once
+/// per level (baseline x86-64, AVX2, AVX-512), dispatched on [`level`].
 macro_rules! multiversion {
     ($(#[$m:meta])* $vis:vis fn $name:ident<$g:ident: $b:path>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$m])*
@@ -104,9 +212,20 @@ macro_rules! multiversion {
             fn inner<$g: $b>($($arg: $ty),*) -> $ret $body
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+                fn avx512<$g: $b>($($arg: $ty),*) -> $ret {
+                    inner($($arg),*)
+                }
                 #[target_feature(enable = "avx2")]
                 fn avx2<$g: $b>($($arg: $ty),*) -> $ret {
                     inner($($arg),*)
+                }
+                if $crate::kernels::simd::avx512() {
+                    $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx512);
+                    // SAFETY: `avx512` needs only the features `simd::avx512()` found on this
+                    // CPU; the body is safe code (bounds-checked indexing), so it is in bounds
+                    // whatever the data, even if another thread changes it meanwhile.
+                    return unsafe { avx512($($arg),*) };
                 }
                 if $crate::kernels::simd::avx2() {
                     $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx2);
@@ -128,9 +247,18 @@ macro_rules! multiversion {
             fn inner($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+                fn avx512($($arg: $ty),*) {
+                    inner($($arg),*)
+                }
                 #[target_feature(enable = "avx2")]
                 fn avx2($($arg: $ty),*) {
                     inner($($arg),*)
+                }
+                if $crate::kernels::simd::avx512() {
+                    $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx512);
+                    // SAFETY: as above.
+                    return unsafe { avx512($($arg),*) };
                 }
                 if $crate::kernels::simd::avx2() {
                     $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx2);
