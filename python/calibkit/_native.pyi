@@ -202,3 +202,7 @@ def grouped_bin_stats_at(
     npt.NDArray[np.float64],
     npt.NDArray[np.float64],
 ]: ...
+
+# The SIMD layer (rust/py/simd.rs): "portable", "avx2" or "avx512", the instruction set the
+# kernels dispatch on (this CPU's, capped by CALIBKIT_SIMD, read once per process).
+def simd_level() -> str: ...

@@ -1,33 +1,48 @@
 //! The one SIMD layer: one CPU feature check for the whole crate ([`level`], detected once
 //! and cached), and one way to dispatch.
 //!
-//! Every vectorised kernel is a portable function plus its AVX2 twin (and, where it was measured
-//! to pay, an AVX-512 twin), and one dispatcher that asks [`level`] which to run:
-//! - loops the compiler vectorises on its own are written once and compiled for each level by
-//!   [`multiversion!`];
+//! Every vectorised kernel is a portable function plus its AVX2 twin, and one dispatcher that
+//! asks [`level`] (through [`avx2`]) which to run:
+//! - loops the compiler vectorises on its own are written once and compiled twice by
+//!   [`multiversion!`] (baseline x86-64, and with AVX2 enabled);
 //! - kernels written with intrinsics have a portable function next to them (`*_portable`), which
-//!   is the production fallback and what the tests compare the vector twins to, bitwise.
+//!   is the production fallback and what the tests compare the AVX2 twin to, bitwise.
 //!
-//! No FMA is ever used: no kernel calls an FMA intrinsic, and Rust never contracts `a * b + c`
-//! into an FMA nor reassociates a sum on its own (even where a target feature makes FMA
-//! available), so every copy gives bitwise-identical results; only the speed differs.
+//! Only AVX2 is enabled, never FMA: no kernel uses an FMA intrinsic, and Rust never contracts
+//! `a * b + c` into an FMA nor reassociates a sum on its own, so every copy gives
+//! bitwise-identical results; only the speed differs.
 //!
-//! # Levels
-//! [`Level::Avx512`] needs AVX-512 F, BW, DQ and VL (and implies AVX2: [`avx2`] stays true, so
-//! the AVX2 twins run wherever no AVX-512 twin exists). `CALIBKIT_SIMD` (read once, on the first
-//! call of [`level`]) caps the level: `portable`, `avx2` or `avx512` (case-insensitive); a cap
-//! above what the CPU has, an empty or an unknown value leaves the detected level. It exists to
-//! compare the paths on one machine (tests/test_dispatch.py checks that every level gives
-//! bitwise the same metric values; benchmarks run once per level) and to rule out a
-//! miscompiled path in the field.
+//! # Levels, and the `CALIBKIT_SIMD` cap
+//! [`Level::Avx512`] is detected (AVX2 and AVX-512 F, BW, DQ and VL) and implies AVX2: [`avx2`]
+//! is true there, so every AVX2 twin runs on such CPUs. `CALIBKIT_SIMD`, read once on the
+//! first call of [`level`], caps the level: `portable`, `avx2` or `avx512` (case-insensitive);
+//! unset, empty, unknown, or above what the CPU has, it leaves the detected level. It compares
+//! the paths on one machine (tests/test_dispatch.py checks that every level gives bitwise the
+//! same metric values; benchmarks run once per level, back to back) and rules out a vector path
+//! in the field (`CALIBKIT_SIMD=portable`).
 //!
-//! # Where AVX-512 is used (measured, see docs/simd.md)
-//! AVX-512 is used where it was measured to pay more than 5% at the benchmarks; see the
-//! `Kernel` records and docs/simd.md for the figures and what was dropped.
+//! # No AVX-512 twin: measured not to pay (docs/simd.md has the figures)
+//! Two AVX-512 paths were built, tested bitwise against the portable functions, and measured
+//! on an AMD EPYC (Zen 4, 2 cores), in one process, one thread, on thread CPU time, best of 31
+//! interleaved rounds at (20000, 1000):
+//! - an AVX-512 twin of the long-row top-label scan (`toplabel_scan::long_row`: the 8 lanes in
+//!   one register, the strict `>` as a compare mask and a masked move; f32 rows two chunks per
+//!   step): ECE, class-conditional ECE and RMSCE 2-5% slower on float64 and 7% slower on
+//!   float32 than the AVX2 twin. The scan is bound by the per-lane sum's dependency chain in
+//!   cache and by memory out of it, not by instruction count; interleaving 2 or 4 rows (which
+//!   AVX-512's 32 registers allow) ran 25% faster in cache but 1.5-2x slower from memory;
+//! - a third [`multiversion!`] copy with AVX-512 enabled (the compiler's own 512-bit loops):
+//!   every metric within +-3.5% of the AVX2 copy at (20000, 1000), (200000, 100) and
+//!   (1000000, 10), float32 and float64.
+//!
+//! Neither passed the bar (more than 5% faster at the benchmarks), so both were removed (they
+//! are in the history, commit "SIMD: AVX-512 level ... for measurement", to re-measure on a CPU
+//! with full-width 512-bit units, where the balance may differ). A new AVX-512 twin goes behind
+//! this same [`level`], next to its AVX2 twin, tested bitwise against the portable function.
 //!
 //! Under `cargo test`, each dispatcher records which path it took ([`record`]), so that a test
-//! (`tests_simd`) fails when a kernel takes the portable path on a CPU that has AVX2, or a
-//! kernel with an AVX-512 twin a lesser path on a CPU that has AVX-512.
+//! (`tests_simd`) fails when a kernel takes the portable path on a CPU that has AVX2 (AVX-512
+//! CPUs included).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -111,12 +126,6 @@ pub fn avx2() -> bool {
     level() >= Level::Avx2
 }
 
-/// Whether the AVX-512 twins run (the CPU has AVX-512, and `CALIBKIT_SIMD` allows it).
-#[inline]
-pub fn avx512() -> bool {
-    level() == Level::Avx512
-}
-
 /// The vectorised kernels, as the dispatch records name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {
@@ -187,23 +196,8 @@ pub fn with_level<R>(cap: Level, f: impl FnOnce() -> R) -> R {
     r
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cap_parses_each_level_and_ignores_the_rest() {
-        assert_eq!(cap(Some("portable")), Level::Portable);
-        assert_eq!(cap(Some(" AVX2 ")), Level::Avx2);
-        assert_eq!(cap(Some("avx512")), Level::Avx512);
-        for v in [None, Some(""), Some("sse"), Some("avx-512")] {
-            assert_eq!(cap(v), Level::Avx512, "{v:?}");
-        }
-    }
-}
-
-/// Defines `fn name<T: Bound>(args) -> ret` (or `fn name(args)`) whose body is compiled once
-/// per level (baseline x86-64, AVX2, AVX-512), dispatched on [`level`].
+/// Defines `fn name<T: Bound>(args) -> ret` (or `fn name(args)`) whose body is compiled for
+/// both instruction sets (baseline x86-64, and with AVX2 enabled), dispatched on [`level`].
 macro_rules! multiversion {
     ($(#[$m:meta])* $vis:vis fn $name:ident<$g:ident: $b:path>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$m])*
@@ -212,20 +206,9 @@ macro_rules! multiversion {
             fn inner<$g: $b>($($arg: $ty),*) -> $ret $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
-                fn avx512<$g: $b>($($arg: $ty),*) -> $ret {
-                    inner($($arg),*)
-                }
                 #[target_feature(enable = "avx2")]
                 fn avx2<$g: $b>($($arg: $ty),*) -> $ret {
                     inner($($arg),*)
-                }
-                if $crate::kernels::simd::avx512() {
-                    $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx512);
-                    // SAFETY: `avx512` needs only the features `simd::avx512()` found on this
-                    // CPU; the body is safe code (bounds-checked indexing), so it is in bounds
-                    // whatever the data, even if another thread changes it meanwhile.
-                    return unsafe { avx512($($arg),*) };
                 }
                 if $crate::kernels::simd::avx2() {
                     $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx2);
@@ -247,18 +230,9 @@ macro_rules! multiversion {
             fn inner($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
-                fn avx512($($arg: $ty),*) {
-                    inner($($arg),*)
-                }
                 #[target_feature(enable = "avx2")]
                 fn avx2($($arg: $ty),*) {
                     inner($($arg),*)
-                }
-                if $crate::kernels::simd::avx512() {
-                    $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx512);
-                    // SAFETY: as above.
-                    return unsafe { avx512($($arg),*) };
                 }
                 if $crate::kernels::simd::avx2() {
                     $crate::kernels::simd::record($crate::kernels::simd::Kernel::Multiversion, $crate::kernels::simd::Level::Avx2);
@@ -273,3 +247,18 @@ macro_rules! multiversion {
 }
 
 pub(crate) use multiversion;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_parses_each_level_and_ignores_the_rest() {
+        assert_eq!(cap(Some("portable")), Level::Portable);
+        assert_eq!(cap(Some(" AVX2 ")), Level::Avx2);
+        assert_eq!(cap(Some("avx512")), Level::Avx512);
+        for v in [None, Some(""), Some("sse"), Some("avx-512")] {
+            assert_eq!(cap(v), Level::Avx512, "{v:?}");
+        }
+    }
+}

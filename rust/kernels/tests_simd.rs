@@ -1,8 +1,9 @@
 //! The SIMD layer: the one feature check agrees with the CPU, every vectorised kernel's
 //! dispatcher takes its AVX2 twin on a CPU that has AVX2 (the test fails if one takes the
-//! portable path there), every kernel with an AVX-512 twin takes it on a CPU that has AVX-512
-//! (the test fails if one takes a lesser path there), every level gives bitwise the same
-//! metrics, and the vector row checks are bitwise the portable ones. (Each
+//! portable path there, AVX-512 CPUs included), a kernel with an AVX-512 twin takes it on a
+//! CPU that has AVX-512 (none has one: see `simd`'s docs; the test fails if one takes a lesser
+//! path there), every level gives bitwise the same metrics, and the vector row checks are
+//! bitwise the portable ones. (Each
 //! kernel's twin is compared bitwise with its production portable function next to it:
 //! `compact`, `toplabel_even::cells_of`, `transpose`, `allprobs_even`, `tests_scan`, and
 //! `EvenEdges::bin4` in `tests`.)
@@ -40,9 +41,10 @@ fn softmax(n: usize, k: usize, sharp: f64, seed: u64) -> (Vec<f64>, Vec<i64>) {
     (p, y)
 }
 
-/// The kernels that have an AVX-512 twin (or compiled copy): on a CPU with AVX-512 they take
-/// it, never their AVX2 or portable path.
-const WITH_AVX512: [Kernel; 2] = [Kernel::LongRowScan, Kernel::Multiversion];
+/// The kernels that have an AVX-512 twin: on a CPU with AVX-512 they take it, never their AVX2
+/// or portable path. None yet (measured not to pay, see `simd`'s docs); every other vector
+/// kernel takes its AVX2 twin on such a CPU.
+const WITH_AVX512: [Kernel; 0] = [];
 
 fn metric(binning: Binning, max_prob: bool, class_conditional: bool, threshold: f64) -> GceSpec {
     GceSpec { grouping: Grouping { binning, max_prob, class_conditional, threshold }, norm: Norm::L1, num_bins: 15 }
@@ -60,7 +62,7 @@ fn specs() -> [GceSpec; 6] {
 }
 
 #[test]
-fn every_kernel_takes_its_best_twin() {
+fn every_kernel_takes_its_best_vector_twin() {
     #[cfg(target_arch = "x86_64")]
     let has = std::is_x86_feature_detected!("avx2");
     #[cfg(not(target_arch = "x86_64"))]
@@ -111,11 +113,15 @@ fn every_kernel_takes_its_best_twin() {
         ) {
             assert_eq!(portable, 0, "{kernel:?} took its portable path on a CPU with {level:?}");
         }
-        if level == Level::Avx512 && WITH_AVX512.contains(&kernel) {
-            assert_eq!(after[1] - before[i][1], 0, "{kernel:?} took its AVX2 path on a CPU with AVX-512");
-        }
-        if level == Level::Avx2 {
-            assert_eq!(after[2] - before[i][2], 0, "{kernel:?} took an AVX-512 path on a CPU without it");
+        // Every vector dispatch at the best level this kernel has on this CPU.
+        let best = if WITH_AVX512.contains(&kernel) { level } else { level.min(Level::Avx2) };
+        for l in [Level::Avx2, Level::Avx512] {
+            let took = after[l as usize] - before[i][l as usize];
+            if l == best {
+                assert_eq!(took, vector, "{kernel:?} took a lesser vector path than {best:?} on a CPU with {level:?}");
+            } else {
+                assert_eq!(took, 0, "{kernel:?} took {l:?} where its best path is {best:?} (CPU: {level:?})");
+            }
         }
     }
 }
@@ -209,8 +215,11 @@ fn vector_row_checks_equal_portable() {
     }
 }
 
-/// Speed of each level, in one process, one thread, interleaved rounds, best of each (not a
-/// test: `cargo test --release level_speed -- --ignored --nocapture`).
+/// Speed of the portable and the vector paths, in one process, one thread, on thread CPU time
+/// (time descheduled on a shared machine does not count), interleaved rounds, best of each
+/// (not a test: `SHAPE=20000x1000 ROUNDS=31 ONLY=ece,sce cargo test --release level_speed --
+/// --ignored --nocapture`). The AVX-512 decision in `simd`'s docs was measured this way.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 #[ignore]
 fn level_speed() {
@@ -251,7 +260,7 @@ fn level_speed() {
         metric(Binning::Adaptive, false, true, 0.01),
         GceSpec { norm: Norm::L2, ..metric(Binning::Adaptive, true, false, 0.0) },
     ];
-    let levels: Vec<Level> = Level::ALL.into_iter().filter(|&l| l >= Level::Avx2 && l <= simd::detect()).collect();
+    let levels: Vec<Level> = vec![Level::Portable, simd::detect()];
     let only = std::env::var("ONLY").ok();
     let rounds: usize = std::env::var("ROUNDS").map(|v| v.parse().unwrap()).unwrap_or(7);
     for dtype in ["f64", "f32"] {
@@ -288,7 +297,7 @@ fn level_speed() {
         for (mi, name) in names.iter().enumerate() {
             let row: Vec<String> = levels.iter().enumerate().map(|(li, l)| format!("{l:?} {:7.2} ms", best[mi][li] * 1e3)).collect();
             let gain = best[mi][0] / best[mi][levels.len() - 1];
-            println!("{dtype} ({n}, {k}) {name:6} {}  AVX2/last {gain:.3}", row.join("  "));
+            println!("{dtype} ({n}, {k}) {name:6} {}  portable/vector {gain:.3}", row.join("  "));
         }
     }
 }

@@ -15,10 +15,9 @@
 //!
 //! Rows of more than 16 classes take [`long_row`]: eight lanes of the value type (running
 //! maximum with the strict `>`, the chunk where it was raised as a float, sum, minimum), in
-//! two f64 AVX2 registers (one f32 register for maximum, index and minimum of f32 rows) or one
-//! AVX-512 register (two chunks per step for f32 rows), combined once per row
-//! ([`long_row_portable`] is their portable twin: bitwise the same argmax, maximum, sum and
-//! bad-value flag, so checks and errors are unchanged).
+//! two f64 AVX2 registers (one f32 register for maximum, index and minimum of f32 rows),
+//! combined once per row ([`long_row_portable`] is its portable twin: bitwise the same
+//! argmax, maximum, sum and bad-value flag, so checks and errors are unchanged).
 
 use std::ops::Range;
 
@@ -313,40 +312,24 @@ pub fn long_row_portable<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
 }
 
 /// First argmax (lowest column on ties, strict `>`), maximum, sum and bad-value flag of a long
-/// row: the AVX-512 or AVX2 twin where the CPU has it, else [`long_row_portable`]; bitwise the
-/// same.
+/// row: the AVX2 twin where the CPU has it, else [`long_row_portable`]; bitwise the same.
 #[inline]
 pub fn long_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     #[cfg(target_arch = "x86_64")]
-    {
-        use crate::kernels::simd::{self, record, Kernel, Level};
-        // The f32 lane index is exact below 2^24 chunks.
-        let f32_exact = row.len() / LONG_LANES < (1 << 24);
-        if simd::avx512() {
-            if let Some(r) = T::as_f64s(row) {
-                record(Kernel::LongRowScan, Level::Avx512);
-                // SAFETY: AVX-512 F is present (checked above). `long_row_f64` reads only
-                // inside `r` (bounds from its length, not from the values), so a concurrent
-                // writer can change the results but not make a read go out of bounds.
-                return unsafe { long_x86_512::long_row_f64(r) };
-            }
-            if let Some(r) = T::as_f32s(row).filter(|_| f32_exact) {
-                record(Kernel::LongRowScan, Level::Avx512);
-                // SAFETY: as above, for `long_row_f32` (whose index bound was checked above).
-                return unsafe { long_x86_512::long_row_f32(r) };
-            }
+    if crate::kernels::simd::avx2() {
+        use crate::kernels::simd::{record, Kernel, Level};
+        if let Some(r) = T::as_f64s(row) {
+            record(Kernel::LongRowScan, Level::Avx2);
+            // SAFETY: AVX2 is present (checked above). `long_row_f64` reads only inside `r`
+            // (bounds from its length, not from the values), so a concurrent writer can change
+            // the results but not make a read go out of bounds.
+            return unsafe { long_x86::long_row_f64(r) };
         }
-        if simd::avx2() {
-            if let Some(r) = T::as_f64s(row) {
+        if let Some(r) = T::as_f32s(row) {
+            // The f32 lane index is exact below 2^24 chunks.
+            if r.len() / LONG_LANES < (1 << 24) {
                 record(Kernel::LongRowScan, Level::Avx2);
-                // SAFETY: AVX2 is present (checked above). `long_row_f64` reads only inside `r`
-                // (bounds from its length, not from the values), so a concurrent writer can
-                // change the results but not make a read go out of bounds.
-                return unsafe { long_x86::long_row_f64(r) };
-            }
-            if let Some(r) = T::as_f32s(row).filter(|_| f32_exact) {
-                record(Kernel::LongRowScan, Level::Avx2);
-                // SAFETY: as above, for `long_row_f32` (whose index bound was checked above).
+                // SAFETY: as above, for `long_row_f32`.
                 return unsafe { long_x86::long_row_f32(r) };
             }
         }
@@ -456,233 +439,5 @@ pub mod long_x86 {
         }
         let base = chunks * LONG_LANES;
         combine(&l, &row[base..], base)
-    }
-}
-
-/// The AVX-512 twins of [`long_row_portable`], one per element type: the eight lanes in one
-/// register, the strict `>` of the scan as a compare mask and a masked move (where AVX2 needs
-/// two registers and a blend per four lanes).
-#[cfg(target_arch = "x86_64")]
-pub mod long_x86_512 {
-    use super::{combine, LongLanes, LONG_LANES};
-    use std::arch::x86_64::*;
-
-    /// [`super::long_row_portable`] for f64 rows with AVX-512: lanes 0..8 in one register.
-    ///
-    /// # Safety
-    /// AVX-512 F must be available.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn long_row_f64(row: &[f64]) -> (usize, f64, f64, bool) {
-        let chunks = row.len() / LONG_LANES;
-        let p = row.as_ptr();
-        let mut l = LongLanes { max: [0.0; 8], at: [0.0; 8], sum: [0.0; 8], min: [0.0; 8] };
-        // SAFETY: chunk c reads p[8c..8c+8] with c < row.len() / 8, inside `row`; the bounds
-        // come from the slice length only, so a concurrent writer changes at most the values
-        // read (and so the results), never where the reads go. The stores write the
-        // 8-element arrays of `l`. AVX-512 F is available (the function's contract).
-        unsafe {
-            let mut m = _mm512_set1_pd(f64::NEG_INFINITY);
-            let mut a = _mm512_setzero_pd();
-            let mut s = _mm512_setzero_pd();
-            let mut n = _mm512_set1_pd(f64::INFINITY);
-            let mut idx = _mm512_setzero_pd();
-            let one = _mm512_set1_pd(1.0);
-            for c in 0..chunks {
-                let v = _mm512_loadu_pd(p.add(c * LONG_LANES));
-                // max(v, m) is `v > m ? v : m` and min(v, n) is `v < n ? v : n`: the scalar
-                // updates, NaN and signed zeros included.
-                let g = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(v, m);
-                m = _mm512_max_pd(v, m);
-                a = _mm512_mask_mov_pd(a, g, idx);
-                s = _mm512_add_pd(s, v);
-                n = _mm512_min_pd(v, n);
-                idx = _mm512_add_pd(idx, one);
-            }
-            _mm512_storeu_pd(l.max.as_mut_ptr(), m);
-            _mm512_storeu_pd(l.at.as_mut_ptr(), a);
-            _mm512_storeu_pd(l.sum.as_mut_ptr(), s);
-            _mm512_storeu_pd(l.min.as_mut_ptr(), n);
-        }
-        let base = chunks * LONG_LANES;
-        combine(&l, &row[base..], base)
-    }
-
-    /// [`super::long_row_portable`] for f32 rows with AVX-512: two chunks (16 values) per step,
-    /// maximum, argmax and minimum in 16 f32 lanes (lanes j and j + 8 are the portable lane j's
-    /// even and odd chunks, merged once per row: the larger maximum, the earlier chunk on a
-    /// tie), the sums in 8 f64 lanes (each value widened exactly and added in chunk order, as
-    /// the portable scan adds them).
-    ///
-    /// # Safety
-    /// AVX-512 F must be available, and `row.len() / 8 < 2^24` (the f32 lane index is exact).
-    #[target_feature(enable = "avx512f")]
-    #[allow(clippy::needless_range_loop)] // lane j of several arrays
-    pub unsafe fn long_row_f32(row: &[f32]) -> (usize, f64, f64, bool) {
-        let chunks = row.len() / LONG_LANES;
-        let p = row.as_ptr();
-        let mut l = LongLanes { max: [0.0; 8], at: [0.0; 8], sum: [0.0; 8], min: [0.0; 8] };
-        let (mut mx, mut at, mut mn) = ([0f32; 16], [0f32; 16], [0f32; 16]);
-        // SAFETY: step q reads p[16q..16q+16] with q < chunks / 2, so 16q + 16 <= 8 * chunks <=
-        // row.len(); the last odd chunk is a masked load of p[8c..8c+8] with c = chunks - 1
-        // (the other lanes are not read). The bounds come from the slice length only, so a
-        // concurrent writer changes at most the values read (and so the results), never where
-        // the reads go. The stores write 16-element (and 8-element) arrays. AVX-512 F is
-        // available (the function's contract).
-        unsafe {
-            let mut m = _mm512_set1_ps(f32::NEG_INFINITY);
-            let mut a = _mm512_setzero_ps();
-            let mut s = _mm512_setzero_pd();
-            let mut n = _mm512_set1_ps(f32::INFINITY);
-            let mut idx = _mm512_setr_ps(0., 0., 0., 0., 0., 0., 0., 0., 1., 1., 1., 1., 1., 1., 1., 1.);
-            let two = _mm512_set1_ps(2.0);
-            let high = |v: __m512| _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
-            for q in 0..chunks / 2 {
-                let v = _mm512_loadu_ps(p.add(q * 2 * LONG_LANES));
-                let g = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, m);
-                m = _mm512_max_ps(v, m);
-                a = _mm512_mask_mov_ps(a, g, idx);
-                n = _mm512_min_ps(v, n);
-                s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-                s = _mm512_add_pd(s, _mm512_cvtps_pd(high(v)));
-                idx = _mm512_add_ps(idx, two);
-            }
-            if chunks % 2 == 1 {
-                // The last chunk in lanes 0..8; lanes 8..16 hold NaN, which never raises the
-                // maximum nor lowers the minimum, and are not added.
-                let v = _mm512_mask_loadu_ps(_mm512_set1_ps(f32::NAN), 0x00ff, p.add((chunks - 1) * LONG_LANES));
-                let g = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, m);
-                m = _mm512_max_ps(v, m);
-                a = _mm512_mask_mov_ps(a, g, idx);
-                n = _mm512_min_ps(v, n);
-                s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-            }
-            _mm512_storeu_ps(mx.as_mut_ptr(), m);
-            _mm512_storeu_ps(at.as_mut_ptr(), a);
-            _mm512_storeu_ps(mn.as_mut_ptr(), n);
-            _mm512_storeu_pd(l.sum.as_mut_ptr(), s);
-        }
-        for j in 0..LONG_LANES {
-            // The odd chunks' lane wins if larger, or equal and raised earlier: the value and
-            // chunk of the first occurrence of the lane's maximum, signed zeros included (a
-            // lane never raised keeps -inf and chunk 0 on both sides).
-            let odd = mx[j + 8] > mx[j] || (mx[j + 8] == mx[j] && at[j + 8] < at[j]);
-            let w = if odd { j + 8 } else { j };
-            l.max[j] = mx[w] as f64;
-            l.at[j] = at[w] as f64;
-            l.min[j] = if mn[j + 8] < mn[j] { mn[j + 8] } else { mn[j] } as f64;
-        }
-        let base = chunks * LONG_LANES;
-        combine(&l, &row[base..], base)
-    }
-
-    /// [`long_row_f64`] of `R` consecutive rows of `k` values (the first `R * k` values of `p`),
-    /// interleaved: their dependency chains are independent, so they overlap.
-    ///
-    /// # Safety
-    /// AVX-512 F must be available.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn long_rows_f64<const R: usize>(p: &[f64], k: usize) -> [(usize, f64, f64, bool); R] {
-        assert!(R * k <= p.len());
-        let chunks = k / LONG_LANES;
-        let ptr = p.as_ptr();
-        let mut l = [LongLanes { max: [0.0; 8], at: [0.0; 8], sum: [0.0; 8], min: [0.0; 8] }; R];
-        // SAFETY: row r, chunk c reads p[r k + 8c..r k + 8c + 8] with r < R and c < k / 8, inside
-        // the first R k values of `p` (asserted); the bounds come from `k` and the slice length
-        // only, so a concurrent writer changes at most the values read, never where the reads
-        // go. The stores write the 8-element arrays of `l`. AVX-512 F is available.
-        unsafe {
-            let mut m = [_mm512_set1_pd(f64::NEG_INFINITY); R];
-            let mut a = [_mm512_setzero_pd(); R];
-            let mut s = [_mm512_setzero_pd(); R];
-            let mut n = [_mm512_set1_pd(f64::INFINITY); R];
-            let mut idx = _mm512_setzero_pd();
-            let one = _mm512_set1_pd(1.0);
-            for c in 0..chunks {
-                for r in 0..R {
-                    let v = _mm512_loadu_pd(ptr.add(r * k + c * LONG_LANES));
-                    let g = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(v, m[r]);
-                    m[r] = _mm512_max_pd(v, m[r]);
-                    a[r] = _mm512_mask_mov_pd(a[r], g, idx);
-                    s[r] = _mm512_add_pd(s[r], v);
-                    n[r] = _mm512_min_pd(v, n[r]);
-                }
-                idx = _mm512_add_pd(idx, one);
-            }
-            for r in 0..R {
-                _mm512_storeu_pd(l[r].max.as_mut_ptr(), m[r]);
-                _mm512_storeu_pd(l[r].at.as_mut_ptr(), a[r]);
-                _mm512_storeu_pd(l[r].sum.as_mut_ptr(), s[r]);
-                _mm512_storeu_pd(l[r].min.as_mut_ptr(), n[r]);
-            }
-        }
-        let base = chunks * LONG_LANES;
-        std::array::from_fn(|r| combine(&l[r], &p[r * k + base..(r + 1) * k], base))
-    }
-
-    /// [`long_row_f32`] of `R` consecutive rows of `k` values (the first `R * k` values of `p`),
-    /// interleaved.
-    ///
-    /// # Safety
-    /// AVX-512 F must be available, and `k / 8 < 2^24`.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn long_rows_f32<const R: usize>(p: &[f32], k: usize) -> [(usize, f64, f64, bool); R] {
-        assert!(R * k <= p.len());
-        let chunks = k / LONG_LANES;
-        let ptr = p.as_ptr();
-        let mut l = [LongLanes { max: [0.0; 8], at: [0.0; 8], sum: [0.0; 8], min: [0.0; 8] }; R];
-        let (mut mx, mut at, mut mn) = ([[0f32; 16]; R], [[0f32; 16]; R], [[0f32; 16]; R]);
-        // SAFETY: row r, step q reads p[r k + 16q..r k + 16q + 16] with q < (k / 8) / 2, and the
-        // last odd chunk is a masked load of p[r k + 8c..r k + 8c + 8] with c = k / 8 - 1: all
-        // inside the first R k values of `p` (asserted); the bounds come from `k` and the slice
-        // length only, so a concurrent writer changes at most the values read, never where the
-        // reads go. The stores write 16- and 8-element arrays. AVX-512 F is available.
-        unsafe {
-            let mut m = [_mm512_set1_ps(f32::NEG_INFINITY); R];
-            let mut a = [_mm512_setzero_ps(); R];
-            let mut s = [_mm512_setzero_pd(); R];
-            let mut n = [_mm512_set1_ps(f32::INFINITY); R];
-            let mut idx = _mm512_setr_ps(0., 0., 0., 0., 0., 0., 0., 0., 1., 1., 1., 1., 1., 1., 1., 1.);
-            let two = _mm512_set1_ps(2.0);
-            let high = |v: __m512| _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
-            for q in 0..chunks / 2 {
-                for r in 0..R {
-                    let v = _mm512_loadu_ps(ptr.add(r * k + q * 2 * LONG_LANES));
-                    let g = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, m[r]);
-                    m[r] = _mm512_max_ps(v, m[r]);
-                    a[r] = _mm512_mask_mov_ps(a[r], g, idx);
-                    n[r] = _mm512_min_ps(v, n[r]);
-                    s[r] = _mm512_add_pd(s[r], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-                    s[r] = _mm512_add_pd(s[r], _mm512_cvtps_pd(high(v)));
-                }
-                idx = _mm512_add_ps(idx, two);
-            }
-            if chunks % 2 == 1 {
-                for r in 0..R {
-                    let v = _mm512_mask_loadu_ps(_mm512_set1_ps(f32::NAN), 0x00ff, ptr.add(r * k + (chunks - 1) * LONG_LANES));
-                    let g = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, m[r]);
-                    m[r] = _mm512_max_ps(v, m[r]);
-                    a[r] = _mm512_mask_mov_ps(a[r], g, idx);
-                    n[r] = _mm512_min_ps(v, n[r]);
-                    s[r] = _mm512_add_pd(s[r], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-                }
-            }
-            for r in 0..R {
-                _mm512_storeu_ps(mx[r].as_mut_ptr(), m[r]);
-                _mm512_storeu_ps(at[r].as_mut_ptr(), a[r]);
-                _mm512_storeu_ps(mn[r].as_mut_ptr(), n[r]);
-                _mm512_storeu_pd(l[r].sum.as_mut_ptr(), s[r]);
-            }
-        }
-        for r in 0..R {
-            for j in 0..LONG_LANES {
-                let odd = mx[r][j + 8] > mx[r][j] || (mx[r][j + 8] == mx[r][j] && at[r][j + 8] < at[r][j]);
-                let w = if odd { j + 8 } else { j };
-                l[r].max[j] = mx[r][w] as f64;
-                l[r].at[j] = at[r][w] as f64;
-                l[r].min[j] = if mn[r][j + 8] < mn[r][j] { mn[r][j + 8] } else { mn[r][j] } as f64;
-            }
-        }
-        let base = chunks * LONG_LANES;
-        std::array::from_fn(|r| combine(&l[r], &p[r * k + base..(r + 1) * k], base))
     }
 }
