@@ -213,3 +213,6 @@ def table_cells(
     threshold: float | None = None,
     by_column: bool = False,
 ) -> npt.NDArray[np.uint32]: ...
+# The SIMD layer (rust/py/simd.rs): "portable", "avx2" or "avx512", the instruction set the
+# kernels dispatch on (this CPU's, capped by CALIBKIT_SIMD, read once per process).
+def simd_level() -> str: ...

@@ -30,7 +30,7 @@
 //! entry points.
 
 #[macro_use]
-mod simd;
+pub(crate) mod simd;
 
 pub mod allprobs_hist;
 pub mod allprobs_even;

@@ -2,60 +2,128 @@
 //! and cached), and one way to dispatch.
 //!
 //! Every vectorised kernel is a portable function plus its AVX2 twin, and one dispatcher that
-//! asks [`level`] which to run:
+//! asks [`level`] (through [`avx2`]) which to run:
 //! - loops the compiler vectorises on its own are written once and compiled twice by
 //!   [`multiversion!`] (baseline x86-64, and with AVX2 enabled);
 //! - kernels written with intrinsics have a portable function next to them (`*_portable`), which
 //!   is the production fallback and what the tests compare the AVX2 twin to, bitwise.
 //!
 //! Only AVX2 is enabled, never FMA: no kernel uses an FMA intrinsic, and Rust never contracts
-//! `a * b + c` into an FMA on its own, so both copies give bitwise-identical results; only the
-//! speed differs.
+//! `a * b + c` into an FMA nor reassociates a sum on its own, so every copy gives
+//! bitwise-identical results; only the speed differs.
+//!
+//! # Levels, and the `CALIBKIT_SIMD` cap
+//! [`Level::Avx512`] is detected (AVX2 and AVX-512 F, BW, DQ and VL) and implies AVX2: [`avx2`]
+//! is true there, so every AVX2 twin runs on such CPUs. `CALIBKIT_SIMD`, read once on the
+//! first call of [`level`], caps the level: `portable`, `avx2` or `avx512` (case-insensitive);
+//! unset, empty, unknown, or above what the CPU has, it leaves the detected level. It compares
+//! the paths on one machine (tests/test_dispatch.py checks that every level gives bitwise the
+//! same metric values; benchmarks run once per level, back to back) and rules out a vector path
+//! in the field (`CALIBKIT_SIMD=portable`).
+//!
+//! # No AVX-512 twin: measured not to pay (docs/simd.md has the figures)
+//! Two AVX-512 paths were built, tested bitwise against the portable functions, and measured
+//! on an AMD EPYC (Zen 4, 2 cores), in one process, one thread, on thread CPU time, best of 31
+//! interleaved rounds at (20000, 1000):
+//! - an AVX-512 twin of the long-row top-label scan (`toplabel_scan::long_row`: the 8 lanes in
+//!   one register, the strict `>` as a compare mask and a masked move; f32 rows two chunks per
+//!   step): ECE, class-conditional ECE and RMSCE 2-5% slower on float64 and 7% slower on
+//!   float32 than the AVX2 twin. The scan is bound by the per-lane sum's dependency chain in
+//!   cache and by memory out of it, not by instruction count; interleaving 2 or 4 rows (which
+//!   AVX-512's 32 registers allow) ran 25% faster in cache but 1.5-2x slower from memory;
+//! - a third [`multiversion!`] copy with AVX-512 enabled (the compiler's own 512-bit loops):
+//!   every metric within +-3.5% of the AVX2 copy at (20000, 1000), (200000, 100) and
+//!   (1000000, 10), float32 and float64.
+//!
+//! Neither passed the bar (more than 5% faster at the benchmarks), so both were removed (they
+//! are in the history, commit "SIMD: AVX-512 level ... for measurement", to re-measure on a CPU
+//! with full-width 512-bit units, where the balance may differ). A new AVX-512 twin goes behind
+//! this same [`level`], next to its AVX2 twin, tested bitwise against the portable function.
 //!
 //! Under `cargo test`, each dispatcher records which path it took ([`record`]), so that a test
-//! (`tests_simd`) fails when a kernel takes the portable path on a CPU that has AVX2.
+//! (`tests_simd`) fails when a kernel takes the portable path on a CPU that has AVX2 (AVX-512
+//! CPUs included).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// The instruction set the dispatchers use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The instruction set the dispatchers use (ordered: a level implies the ones below it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     /// Baseline code (SSE2 on x86-64, or any other architecture).
     Portable,
     /// x86-64 with AVX2.
     Avx2,
+    /// x86-64 with AVX2 and AVX-512 F, BW, DQ and VL.
+    Avx512,
 }
 
-/// 0: not detected yet; 1: portable; 2: AVX2.
+impl Level {
+    /// Every level, lowest first.
+    pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
+
+    /// The name `CALIBKIT_SIMD` takes for this level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+}
+
+/// 0: not detected yet; else 1 + the level's index.
 static LEVEL: AtomicU8 = AtomicU8::new(0);
 
-/// The instruction set of this CPU, detected on the first call and cached. The one CPU
-/// feature check of the crate.
+/// The instruction set the dispatchers use: this CPU's, capped by `CALIBKIT_SIMD`; detected on
+/// the first call and cached. The one CPU feature check of the crate.
 #[inline]
 pub fn level() -> Level {
+    #[cfg(test)]
+    if let Some(l) = FORCED.with(|f| f.get()) {
+        return l;
+    }
     match LEVEL.load(Ordering::Relaxed) {
         1 => Level::Portable,
         2 => Level::Avx2,
+        3 => Level::Avx512,
         _ => {
-            let l = detect();
-            LEVEL.store(if l == Level::Avx2 { 2 } else { 1 }, Ordering::Relaxed);
+            let l = detect().min(allowed());
+            LEVEL.store(1 + l as u8, Ordering::Relaxed);
             l
         }
     }
 }
 
-fn detect() -> Level {
+/// The level `CALIBKIT_SIMD` allows (the highest when unset).
+pub fn allowed() -> Level {
+    cap(std::env::var("CALIBKIT_SIMD").ok().as_deref())
+}
+
+/// What this CPU has.
+pub fn detect() -> Level {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        return Level::Avx2;
+    {
+        use std::is_x86_feature_detected as has;
+        if has!("avx2") {
+            if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+                return Level::Avx512;
+            }
+            return Level::Avx2;
+        }
     }
     Level::Portable
 }
 
-/// Whether the AVX2 twins run (the CPU has AVX2).
+/// The cap a `CALIBKIT_SIMD` value sets (no cap when unset, empty or unknown).
+fn cap(var: Option<&str>) -> Level {
+    let v = var.unwrap_or("").trim();
+    Level::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(v)).unwrap_or(Level::Avx512)
+}
+
+/// Whether the AVX2 twins run (the CPU has AVX2, and `CALIBKIT_SIMD` allows it).
 #[inline]
 pub fn avx2() -> bool {
-    level() == Level::Avx2
+    level() >= Level::Avx2
 }
 
 /// The vectorised kernels, as the dispatch records name them.
@@ -73,29 +141,63 @@ pub enum Kernel {
     PairCells,
 }
 
-/// Per kernel, how many times its dispatcher took the portable and the AVX2 path, in this
-/// process (tests only).
+/// Room for this many kernels in the records (more than the enum has).
 #[cfg(test)]
-static TAKEN: [[std::sync::atomic::AtomicUsize; 2]; 8] = [const { [const { std::sync::atomic::AtomicUsize::new(0) }; 2] }; 8];
+const RECORDED: usize = 32;
+
+/// Per kernel and level, how many times its dispatcher took that path, in this process (tests
+/// only).
+#[cfg(test)]
+static TAKEN: [[std::sync::atomic::AtomicUsize; 3]; RECORDED] =
+    [const { [const { std::sync::atomic::AtomicUsize::new(0) }; 3] }; RECORDED];
 
 /// Records that the dispatcher of `kernel` took `level` (tests only; nothing in release code).
 #[inline(always)]
 pub fn record(kernel: Kernel, level: Level) {
+    // (Not while `with_level` caps this thread: those paths are taken on purpose.)
     #[cfg(test)]
-    TAKEN[kernel as usize][(level == Level::Avx2) as usize].fetch_add(1, Ordering::Relaxed);
+    if FORCED.with(|f| f.get()).is_none() {
+        TAKEN[kernel as usize][level as usize].fetch_add(1, Ordering::Relaxed);
+    }
     #[cfg(not(test))]
     let _ = (kernel, level);
 }
 
-/// (portable, AVX2) dispatches of `kernel` so far in this process (tests only).
+/// (portable, vector: AVX2 or AVX-512) dispatches of `kernel` so far in this process (tests
+/// only).
 #[cfg(test)]
 pub fn taken(kernel: Kernel) -> [usize; 2] {
+    let [p, a, b] = taken_at(kernel);
+    [p, a + b]
+}
+
+/// (portable, AVX2, AVX-512) dispatches of `kernel` so far in this process (tests only).
+#[cfg(test)]
+pub fn taken_at(kernel: Kernel) -> [usize; 3] {
     let t = &TAKEN[kernel as usize];
-    [t[0].load(Ordering::Relaxed), t[1].load(Ordering::Relaxed)]
+    [t[0].load(Ordering::Relaxed), t[1].load(Ordering::Relaxed), t[2].load(Ordering::Relaxed)]
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The level [`with_level`] forces on this thread (tests only).
+    static FORCED: std::cell::Cell<Option<Level>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with the dispatchers of this thread capped at `cap` (never above what the CPU
+/// has), to compare the paths bitwise in one process (tests only; work that rayon sends to
+/// other threads is not capped, so use inputs small enough to stay on this thread).
+#[cfg(test)]
+pub fn with_level<R>(cap: Level, f: impl FnOnce() -> R) -> R {
+    let l = cap.min(detect());
+    let old = FORCED.with(|c| c.replace(Some(l)));
+    let r = f();
+    FORCED.with(|c| c.set(old));
+    r
 }
 
 /// Defines `fn name<T: Bound>(args) -> ret` (or `fn name(args)`) whose body is compiled for
-/// both instruction sets, dispatched on [`level`].
+/// both instruction sets (baseline x86-64, and with AVX2 enabled), dispatched on [`level`].
 macro_rules! multiversion {
     ($(#[$m:meta])* $vis:vis fn $name:ident<$g:ident: $b:path>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$m])*
@@ -145,3 +247,18 @@ macro_rules! multiversion {
 }
 
 pub(crate) use multiversion;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_parses_each_level_and_ignores_the_rest() {
+        assert_eq!(cap(Some("portable")), Level::Portable);
+        assert_eq!(cap(Some(" AVX2 ")), Level::Avx2);
+        assert_eq!(cap(Some("avx512")), Level::Avx512);
+        for v in [None, Some(""), Some("sse"), Some("avx-512")] {
+            assert_eq!(cap(v), Level::Avx512, "{v:?}");
+        }
+    }
+}

@@ -165,7 +165,7 @@ fn bits(r: (usize, f64, f64, bool)) -> (usize, u64, u64, bool) {
 fn long_rows(k: usize, seed: u64) -> Vec<Vec<f64>> {
     let mut r = rng(seed);
     let mut out = Vec::new();
-    for n in 0..60 {
+    for n in 0..120 {
         let mut row: Vec<f64> = rows(1, k, seed + n).into_iter().collect();
         match n % 10 {
             1 => {
@@ -185,6 +185,31 @@ fn long_rows(k: usize, seed: u64) -> Vec<Vec<f64>> {
                     row[j] = m;
                 }
             }
+            9 => match n / 10 % 3 {
+                // The maximum tied in one lane, in an odd chunk before an even one, with signed
+                // zeros, or at exactly 1.
+                0 => {
+                    row[8 + 3] = 0.75;
+                    if k > 19 {
+                        row[16 + 3] = 0.75;
+                    }
+                    row[3] = -0.0;
+                }
+                1 => {
+                    row.iter_mut().for_each(|v| *v = 0.0);
+                    row[(r() * k as f64) as usize] = 1.0;
+                    row[k - 1] = -0.0;
+                }
+                // The range limits exactly, and just outside.
+                _ => {
+                    use super::validate::RANGE_TOL;
+                    row[(r() * k as f64) as usize] = -RANGE_TOL;
+                    row[(r() * k as f64) as usize] = 1.0 + RANGE_TOL;
+                    if n % 20 == 9 {
+                        row[(r() * k as f64) as usize] = f64::from_bits((1.0 + RANGE_TOL).to_bits() + 1);
+                    }
+                }
+            },
             _ => {}
         }
         out.push(row);
@@ -195,15 +220,20 @@ fn long_rows(k: usize, seed: u64) -> Vec<Vec<f64>> {
 #[test]
 fn long_row_scan_is_the_scalar_definition_on_both_paths() {
     use super::toplabel_scan::{long_row, long_row_portable};
-    for k in [17usize, 23, 24, 31, 64, 100, 1000, 1003] {
+    for k in [17usize, 23, 24, 31, 32, 40, 64, 100, 1000, 1003] {
         for (i, row) in long_rows(k, k as u64).into_iter().enumerate() {
             let row32: Vec<f32> = row.iter().map(|&v| v as f32).collect();
             let want = bits(long_scalar(&row));
             let want32 = bits(long_scalar(&row32));
             assert_eq!(bits(long_row_portable(&row)), want, "portable f64 K={k} row {i}");
             assert_eq!(bits(long_row_portable(&row32)), want32, "portable f32 K={k} row {i}");
-            assert_eq!(bits(long_row(&row)), want, "dispatched f64 K={k} row {i}");
-            assert_eq!(bits(long_row(&row32)), want32, "dispatched f32 K={k} row {i}");
+            // The dispatcher at every level this CPU has.
+            for l in super::simd::Level::ALL.into_iter().filter(|&l| l <= super::simd::detect()) {
+                super::simd::with_level(l, || {
+                    assert_eq!(bits(long_row(&row)), want, "dispatched f64 K={k} row {i} {l:?}");
+                    assert_eq!(bits(long_row(&row32)), want32, "dispatched f32 K={k} row {i} {l:?}");
+                });
+            }
             #[cfg(target_arch = "x86_64")]
             if std::is_x86_feature_detected!("avx2") {
                 use super::toplabel_scan::long_x86;

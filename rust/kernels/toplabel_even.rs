@@ -131,7 +131,10 @@ fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> bool 
     #[cfg(target_arch = "x86_64")]
     if simd::avx2() {
         simd::record(simd::Kernel::Cells, simd::Level::Avx2);
-        // SAFETY: the CPU has AVX2, the only feature `x86::cells_of` is compiled for.
+        // SAFETY: the CPU has AVX2, the only feature `x86::cells_of` is compiled for. It reads
+        // the thread's own buffers and `labels` within lengths it asserts; a label changed by
+        // another thread meanwhile gives another outcome or the labels error, and cells are
+        // table cells whatever the values (bins clamped, predictions < K), indexed with checks.
         let (done, ok) = unsafe { x86::cells_of(bn, labels, b, n) };
         return cells_of_portable(bn, labels, b, done..n) & ok;
     }

@@ -47,7 +47,10 @@ pub fn scan<T: Wide>(probs: &[T], k: usize, rows: Range<usize>, conf: &mut [f64]
                     $($k => {
                         record(Kernel::TopLabelScan, Level::Avx2);
                         // SAFETY: AVX2 is present (checked above), the bounds were asserted
-                        // above, and every load is inside a row of `rows`.
+                        // above, and every load is inside a row of `rows`. Where the loads go
+                        // depends on the shape only, so a concurrent writer changes at most the
+                        // values (and so the results or the suspect flags the scalar checks
+                        // then decide on), never makes a read go out of bounds.
                         return Some(unsafe { x86::scan::<T, $k>(probs, rows, conf, pred) });
                     })*
                     _ => {}
@@ -147,7 +150,10 @@ mod x86 {
     /// with the scalar scan's strict `>`: the same maximum and argmax, NaN included.
     #[inline(always)]
     unsafe fn four_rows<T: Wide, const K: usize>(p: *const T, acc: &mut Acc) -> (__m256d, __m256d) {
-        // SAFETY: the loads read rows 0..4 of K values from p (the caller guarantees 4 * K readable values), columns c0..c0+t of each row with t <= K - c0; AVX2 is available. Offsets depend on K only, never on values.
+        // SAFETY: the loads read rows 0..4 of K values from p (the caller guarantees 4 * K
+        // readable values), columns c0..c0+t of each row with t <= K - c0; AVX2 is available.
+        // Offsets depend on K only, never on values, so a value changed during the call changes
+        // the results, not where the reads go.
         unsafe {
             let mut m = _mm256_set1_pd(f64::NEG_INFINITY);
             let mut arg = _mm256_setzero_pd();
@@ -193,7 +199,13 @@ mod x86 {
 
     #[target_feature(enable = "avx2")]
     pub unsafe fn scan<T: Wide, const K: usize>(probs: &[T], rows: Range<usize>, conf: &mut [f64], pred: &mut [u32]) -> Suspect {
-        // SAFETY: (`scan`'s dispatcher asserts rows.end * K <= probs.len() and conf, pred of rows.len()) every group of four rows r..r+4 with r + 4 <= n lies in `rows`, so `four_rows` reads inside `probs`, and the stores write conf[r..r+4] and pred[r..r+4]; the last rows are copied into the 64-value `pad` (4 * K <= 64 for K <= 16). Offsets depend only on the shape, not on the values, so a concurrent writer cannot move them; the predictions stored are columns < K.
+        // SAFETY: (`scan`'s dispatcher asserts rows.end * K <= probs.len() and conf, pred of
+        // rows.len()) every group of four rows r..r+4 with r + 4 <= n lies in `rows`, so
+        // `four_rows` reads inside `probs`, and the stores write conf[r..r+4] and pred[r..r+4];
+        // the last rows are copied into the 64-value `pad` (4 * K <= 64 for K <= 16). Offsets
+        // depend only on the shape, not on the values, so a concurrent writer cannot move
+        // them; the predictions stored are columns < K whatever the values (the blend picks
+        // one of the column constants 0..K), so later indexing by them stays in bounds.
         unsafe {
             let zero = _mm256_setzero_pd();
             let mut acc = Acc { min: zero, max: zero, bad_sum: zero, non_finite: zero };

@@ -23,6 +23,7 @@ mod cells;
 pub(crate) mod errors;
 mod grouped;
 mod pairs;
+mod simd;
 mod trust;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -167,6 +168,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grouped::adaptive_positions, m)?)?;
     trust::register(m)?;
     cells::register(m)?;
+    simd::register(m)?;
     m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::spec::MAX_BINS)?;
