@@ -1,5 +1,6 @@
 //! Threshold-first path: when a threshold drops most entries (TACE on a many-class softmax),
-//! the kept scores are compacted into per-class lists and the matrix is never transposed.
+//! the kept scores are compacted into per-class lists (one set per chunk of rows, built in
+//! parallel) and the matrix is never transposed.
 
 use rayon::prelude::*;
 
@@ -210,6 +211,49 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each class's kept scores, read from the per-chunk lists, are the class's scores above
+    /// the threshold in row order, over several chunks; every list together holds every kept
+    /// score; a bad row is reported as the first in row order, whichever chunk holds it.
+    #[test]
+    fn per_chunk_lists_hold_each_class_in_row_order() {
+        let (n, k) = (2500usize, 1000usize); // 2.5M entries: 3 chunks
+        let mut s: u64 = 11;
+        let mut p: Vec<f64> = (0..n * k)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 11) as f64 / (1u64 << 53) as f64
+            })
+            .collect();
+        for row in p.chunks_mut(k) {
+            let t: f64 = row.iter().sum();
+            row.iter_mut().for_each(|v| *v /= t);
+        }
+        let y = vec![0i64; n];
+        let x = Inputs::new(&p, &y, k).unwrap();
+        let thr = 1.5 / k as f64;
+        let kept = compact_kept(&x, thr, 0.25, &Checks::ALL).unwrap();
+        assert!(kept.chunks.len() > 1);
+        let mut total = 0;
+        for c in 0..k {
+            let want: Vec<f64> = (0..n).map(|i| p[i * k + c]).filter(|&v| v > thr).collect();
+            assert_eq!(kept.class(c).concat(), want, "class {c}");
+            total += want.len();
+        }
+        assert_eq!(kept.all().iter().map(|l| l.len()).sum::<usize>(), total);
+        for bad in [n - 1, n / 2, 3] {
+            let mut q = p.clone();
+            q[bad * k + 7] = 2.0;
+            if bad + 1 < n {
+                q[(bad + 1) * k] = f64::NAN; // a later bad row, in the same or a later chunk
+            }
+            let x = Inputs::new(&q, &y, k).unwrap();
+            let r = compact_kept(&x, thr, 0.25, &Checks::ALL);
+            assert!(matches!(r, Err(KernelError::OutOfRange { row, .. }) if row == bad), "bad row {bad}");
+        }
+    }
 
     /// The one-read AVX2 compaction keeps exactly what the production portable compaction
     /// keeps, in the same order, and reports the same failing row.

@@ -15,7 +15,12 @@
 //!    sums); outcomes (1 only at the true label) are binned from the list of true-label scores.
 //!
 //! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
-//! first compacted into per-class lists and the matrix is never transposed (`compact`).
+//! first compacted, in parallel over large chunks of rows, into per-chunk lists sorted by class
+//! (a class's scores are then its segments of every chunk, in row order), and the matrix is
+//! never transposed (`compact`); with a threshold, the histograms leave out the buckets below
+//! it (`Keys::above`), so the per-class work on the many small groups stays small. The kept
+//! true-label scores (`positives`) are read in parallel too: nothing runs over all rows or
+//! all kept entries on one thread.
 //! Class-conditional otherwise: blocks of classes are transposed (in parallel over row chunks,
 //! with AVX2 register-block kernels and streamed stores; `transpose`) so that each class's
 //! column is contiguous, and the bucket counts (integers, so their order does not matter) are
@@ -60,13 +65,15 @@ impl Keys {
     /// buckets small.
     const POOLED: Keys = Keys { shift: 15, min: 0, max: 0x4000_0000 >> 15 };
 
-    /// The same buckets, without those below `thr`'s, which hold no kept value (a value above
-    /// `thr` rounds to an f32 at least `thr`'s, so its key is at least `thr`'s): with a
-    /// threshold, groups are small and most of their buckets would lie below it, so the
-    /// per-group tables (cleared and scanned once per group) shrink, e.g. to 129 buckets for
-    /// 0.01. Bucket boundaries, hence every sum, are unchanged.
+    /// The same buckets, without most of those below `thr`'s, which hold no kept value (a
+    /// value above `thr` rounds to an f32 at least `thr`'s, so its key is at least `thr`'s):
+    /// with a threshold, groups are small and most of their buckets would lie below it, so the
+    /// per-group tables (cleared and scanned once per group) shrink, e.g. to 130 buckets for
+    /// 0.01. One bucket below `thr`'s is kept (slot 0, always empty), where the even edges below
+    /// the threshold go, as they went to empty buckets before: every table is bitwise the same
+    /// as with all the buckets (tested).
     fn above(self, thr: f64) -> Keys {
-        let min = if thr > 0.0 { (thr.key_bits(self.shift) as usize).min(self.max) } else { 0 };
+        let min = if thr > 0.0 { (thr.key_bits(self.shift) as usize).min(self.max).saturating_sub(1) } else { 0 };
         Keys { min, ..self }
     }
 
