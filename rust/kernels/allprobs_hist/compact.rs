@@ -1,5 +1,6 @@
 //! Threshold-first path: when a threshold drops most entries (TACE on a many-class softmax),
-//! the kept scores are compacted into per-class lists and the matrix is never transposed.
+//! the kept scores are compacted into per-class lists (one set per chunk of rows, built in
+//! parallel) and the matrix is never transposed.
 
 use rayon::prelude::*;
 
@@ -9,59 +10,91 @@ use crate::kernels::{Inputs, KernelError, Score};
 
 /// How many of the entries of the first rows pass the threshold, and how many were sampled: a
 /// sample of the data itself, so the choice of path it drives, and hence the result, is
-/// deterministic.
+/// deterministic. About 2^18 entries (at most 2048 rows, at least 64 when there are as many):
+/// the sample is read by one thread before the parallel passes start.
 pub(super) fn sample_kept<T: Score>(x: &Inputs<T>, thr: f64) -> (usize, usize) {
-    let rows = x.n.min(2048);
+    let rows = x.n.min(2048).min(((1 << 18) / x.k).max(64));
     let sample = &x.probs[..rows * x.k];
     let kept = sample.iter().filter(|v| v.to_f64() > thr).count();
     (kept, sample.len())
 }
 
-/// The kept scores of every class, class by class in row order: `values[offsets[c]..offsets[c+1]]`
-/// holds class c's. One parallel pass over row chunks, then a stable counting sort by class.
+/// Entries per compaction chunk, at least: each chunk holds a list per class, so chunks are
+/// large enough that those lists are not mostly empty.
+const COMPACT_ENTRIES: usize = 1 << 20;
+
+/// The kept scores of one chunk of rows, class by class in row order: class c's are
+/// `values[offsets[c]..offsets[c + 1]]`.
+pub(super) struct ChunkLists {
+    values: Vec<f64>,
+    offsets: Vec<usize>,
+}
+
+/// The kept scores of every class, as one list per chunk of rows (chunks in row order).
+pub(super) struct Kept {
+    chunks: Vec<ChunkLists>,
+}
+
+impl Kept {
+    /// Class c's kept scores in row order, as one segment per chunk.
+    pub(super) fn class(&self, c: usize) -> Vec<&[f64]> {
+        self.chunks.iter().map(|l| &l.values[l.offsets[c]..l.offsets[c + 1]]).collect()
+    }
+
+    /// Every kept score, chunk by chunk (class by class within a chunk).
+    pub(super) fn all(&self) -> Vec<&[f64]> {
+        self.chunks.iter().map(|l| &l.values[..]).collect()
+    }
+}
+
+/// The kept scores of every class ([`Kept`]). One parallel pass over chunks of rows, each
+/// compacting its rows' kept (class, score) pairs and sorting them by class (a stable counting
+/// sort of the chunk's pairs, in the same task: nothing runs serially over all kept entries).
 /// Rows are validated in the same read (the first failing row, in row order, is reported).
 /// Each chunk's lists are sized for the `kept` fraction (sampled) with some slack, so that they
 /// rarely grow (which would copy them, and fault in fresh pages, again).
-pub(super) fn compact_kept<T: Score>(
-    x: &Inputs<T>,
-    thr: f64,
-    kept: f64,
-    check: &Checks,
-) -> Result<(Vec<f64>, Vec<usize>), KernelError> {
+pub(super) fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64, kept: f64, check: &Checks) -> Result<Kept, KernelError> {
     if check.labels {
         validate::labels(x)?;
     }
-    let chunks = crate::kernels::chunks::row_chunks(x.n, x.k);
-    let parts: Vec<(Vec<u32>, Vec<f64>, Option<usize>)> = chunks
+    let chunks = crate::kernels::chunks::row_chunks_min(x.n, x.k, COMPACT_ENTRIES);
+    let parts: Vec<Result<ChunkLists, usize>> = chunks
         .par_iter()
         .map(|r| {
             let cap = (r.len() as f64 * x.k as f64 * kept * 1.25) as usize + x.k;
             let (mut cls, mut val) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
-            let bad = compact_rows(x, r.clone(), thr, check, &mut cls, &mut val);
-            (cls, val, bad)
+            if let Some(i) = compact_rows(x, r.clone(), thr, check, &mut cls, &mut val) {
+                return Err(i);
+            }
+            Ok(by_class(x.k, &cls, &val))
         })
         .collect();
-    if let Some(i) = parts.iter().find_map(|p| p.2) {
-        return Err(validate::row_error(x, i, check));
-    }
-    let mut offsets = vec![0usize; x.k + 1];
-    for (cls, _, _) in &parts {
-        for &c in cls {
-            offsets[c as usize + 1] += 1;
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts {
+        match p {
+            Ok(l) => out.push(l),
+            Err(i) => return Err(validate::row_error(x, i, check)),
         }
     }
-    for c in 0..x.k {
+    Ok(Kept { chunks: out })
+}
+
+/// The (class, value) pairs sorted by class, stably. Classes are below `k` (column indices).
+fn by_class(k: usize, cls: &[u32], val: &[f64]) -> ChunkLists {
+    let mut offsets = vec![0usize; k + 1];
+    for &c in cls {
+        offsets[c as usize + 1] += 1;
+    }
+    for c in 0..k {
         offsets[c + 1] += offsets[c];
     }
     let mut next = offsets.clone();
-    let mut values = vec![0.0f64; offsets[x.k]];
-    for (cls, val, _) in &parts {
-        for (&c, &v) in cls.iter().zip(val) {
-            values[next[c as usize]] = v;
-            next[c as usize] += 1;
-        }
+    let mut values = vec![0.0f64; offsets[k]];
+    for (&c, &v) in cls.iter().zip(val) {
+        values[next[c as usize]] = v;
+        next[c as usize] += 1;
     }
-    Ok((values, offsets))
+    ChunkLists { values, offsets }
 }
 
 /// Appends the kept (class, score) pairs of `rows`; the first row failing a check, if any.
@@ -178,6 +211,49 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each class's kept scores, read from the per-chunk lists, are the class's scores above
+    /// the threshold in row order, over several chunks; every list together holds every kept
+    /// score; a bad row is reported as the first in row order, whichever chunk holds it.
+    #[test]
+    fn per_chunk_lists_hold_each_class_in_row_order() {
+        let (n, k) = (2500usize, 1000usize); // 2.5M entries: 3 chunks
+        let mut s: u64 = 11;
+        let mut p: Vec<f64> = (0..n * k)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 11) as f64 / (1u64 << 53) as f64
+            })
+            .collect();
+        for row in p.chunks_mut(k) {
+            let t: f64 = row.iter().sum();
+            row.iter_mut().for_each(|v| *v /= t);
+        }
+        let y = vec![0i64; n];
+        let x = Inputs::new(&p, &y, k).unwrap();
+        let thr = 1.5 / k as f64;
+        let kept = compact_kept(&x, thr, 0.25, &Checks::ALL).unwrap();
+        assert!(kept.chunks.len() > 1);
+        let mut total = 0;
+        for c in 0..k {
+            let want: Vec<f64> = (0..n).map(|i| p[i * k + c]).filter(|&v| v > thr).collect();
+            assert_eq!(kept.class(c).concat(), want, "class {c}");
+            total += want.len();
+        }
+        assert_eq!(kept.all().iter().map(|l| l.len()).sum::<usize>(), total);
+        for bad in [n - 1, n / 2, 3] {
+            let mut q = p.clone();
+            q[bad * k + 7] = 2.0;
+            if bad + 1 < n {
+                q[(bad + 1) * k] = f64::NAN; // a later bad row, in the same or a later chunk
+            }
+            let x = Inputs::new(&q, &y, k).unwrap();
+            let r = compact_kept(&x, thr, 0.25, &Checks::ALL);
+            assert!(matches!(r, Err(KernelError::OutOfRange { row, .. }) if row == bad), "bad row {bad}");
+        }
+    }
 
     /// The one-read AVX2 compaction keeps exactly what the production portable compaction
     /// keeps, in the same order, and reports the same failing row.

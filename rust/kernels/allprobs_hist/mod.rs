@@ -15,7 +15,12 @@
 //!    sums); outcomes (1 only at the true label) are binned from the list of true-label scores.
 //!
 //! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
-//! first compacted into per-class lists and the matrix is never transposed (`compact`).
+//! first compacted, in parallel over large chunks of rows, into per-chunk lists sorted by class
+//! (a class's scores are then its segments of every chunk, in row order), and the matrix is
+//! never transposed (`compact`); with a threshold, the histograms leave out the buckets below
+//! it (`Keys::above`), so the per-class work on the many small groups stays small. The kept
+//! true-label scores (`positives`) are read in parallel too: nothing runs over all rows or
+//! all kept entries on one thread.
 //! Class-conditional otherwise: blocks of classes are transposed (in parallel over row chunks,
 //! with AVX2 register-block kernels and streamed stores; `transpose`) so that each class's
 //! column is contiguous, and the bucket counts (integers, so their order does not matter) are
@@ -35,7 +40,7 @@ mod transpose;
 
 use rayon::prelude::*;
 
-use crate::kernels::chunks::{map_fold, row_chunks_min};
+use crate::kernels::chunks::{map_fold, row_chunks_min, row_chunks_split};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
@@ -44,32 +49,47 @@ use histogram::{gather_values, hist_values, Hist};
 use select::{finalize, group_from_segments, group_with_counts, sort_values, Candidates, Selection};
 use transpose::{class_blocks, Tiles};
 
-/// The bucket key of a group: f32 bits >> `shift`, clamped to `max` (2.0's key).
+/// The bucket key of a group: f32 bits >> `shift`, clamped to `min..=max` (`max` is 2.0's
+/// key), counted from `min`: slot `key - min`.
 #[derive(Clone, Copy)]
 struct Keys {
     shift: u32,
+    min: usize,
     max: usize,
 }
 
 impl Keys {
     /// Per class: 2049 buckets (4 mantissa bits), so count + sum histograms fit in L1.
-    const CLASS: Keys = Keys { shift: 19, max: 0x4000_0000 >> 19 };
+    const CLASS: Keys = Keys { shift: 19, min: 0, max: 0x4000_0000 >> 19 };
     /// Pooled groups are large: 32769 buckets (8 mantissa bits) keep the gathered edge
     /// buckets small.
-    const POOLED: Keys = Keys { shift: 15, max: 0x4000_0000 >> 15 };
+    const POOLED: Keys = Keys { shift: 15, min: 0, max: 0x4000_0000 >> 15 };
+
+    /// The same buckets, without most of those below `thr`'s, which hold no kept value (a
+    /// value above `thr` rounds to an f32 at least `thr`'s, so its key is at least `thr`'s):
+    /// with a threshold, groups are small and most of their buckets would lie below it, so the
+    /// per-group tables (cleared and scanned once per group) shrink, e.g. to 130 buckets for
+    /// 0.01. One bucket below `thr`'s is kept (slot 0, always empty), where the even edges below
+    /// the threshold go, as they went to empty buckets before: every table is bitwise the same
+    /// as with all the buckets (tested).
+    fn above(self, thr: f64) -> Keys {
+        let min = if thr > 0.0 { (thr.key_bits(self.shift) as usize).min(self.max).saturating_sub(1) } else { 0 };
+        Keys { min, ..self }
+    }
 
     fn nkeys(&self) -> usize {
-        self.max + 1
+        self.max - self.min + 1
     }
 
     /// Slot that counts dropped (thresholded) entries.
     fn drop_slot(&self) -> usize {
-        self.max + 1
+        self.nkeys()
     }
 
+    /// The slot of a value's bucket (values below `min`'s bucket, never kept, in slot 0).
     #[inline(always)]
     fn of<T: Score>(&self, v: T) -> usize {
-        (v.key_bits(self.shift) as usize).min(self.max)
+        (v.key_bits(self.shift) as usize).clamp(self.min, self.max) - self.min
     }
 
     /// The histogram slot of a value: its key if it is kept (above `thr`), else the drop slot.
@@ -106,18 +126,32 @@ impl Request {
 /// Per-group results: even tables (1 x (B+1)) and adaptive (boundaries, 1 x B) tables.
 type GroupResult = (Vec<BinStats>, Vec<(Vec<f64>, BinStats)>);
 
-/// True-label scores that are kept, per class. Labels were checked before; one out of range
-/// now means another thread changed it.
+/// True-label scores that are kept, per class, in row order. Each is one read at a random
+/// place of the matrix, so chunks of rows are read in parallel. Labels were checked before; one
+/// out of range now means another thread changed it.
 fn positives<T: Score>(x: &Inputs<T>, thr: f64) -> Result<Vec<Vec<f64>>, KernelError> {
+    let chunks = row_chunks_split(x.n, 1, 4096, 1);
+    let parts: Vec<Result<Vec<(u32, f64)>, KernelError>> = chunks
+        .par_iter()
+        .map(|r| {
+            let mut out = Vec::with_capacity(r.len());
+            for i in r.clone() {
+                let c = x.labels[i] as u64 as usize;
+                if c >= x.k {
+                    return Err(KernelError::InputChanged);
+                }
+                let s = x.probs[i * x.k + c].to_f64();
+                if s > thr {
+                    out.push((c as u32, s));
+                }
+            }
+            Ok(out)
+        })
+        .collect();
     let mut pos = vec![Vec::new(); x.k];
-    for i in 0..x.n {
-        let c = x.labels[i] as u64 as usize;
-        if c >= x.k {
-            return Err(KernelError::InputChanged);
-        }
-        let s = x.probs[i * x.k + c].to_f64();
-        if s > thr {
-            pos[c].push(s);
+    for p in parts {
+        for (c, s) in p? {
+            pos[c as usize].push(s);
         }
     }
     Ok(pos)
@@ -152,23 +186,23 @@ pub fn stats<T: Score>(
     // the `validation` fuzz target; regression test in `tests_fuzz.rs`).
     let compacted = if compact { Some(compact_kept(x, thr, kept as f64 / sampled as f64, check)?) } else { None };
     let pos = positives(x, thr)?;
-    let per_group: Vec<GroupResult> = if let Some((values, offsets)) = compacted {
+    let per_group: Vec<GroupResult> = if let Some(kept) = compacted {
         // Thresholds drop most entries of a many-class softmax: filter first, then work on
         // the compact per-class lists of kept scores (no transposition of the whole matrix).
         if class_conditional {
-            let req = Request::new(Keys::CLASS, even, adaptive);
+            let req = Request::new(Keys::CLASS.above(thr), even, adaptive);
             (0..x.k)
                 .into_par_iter()
                 .map_init(Candidates::default, |scratch, c| {
-                    group_from_segments(&[&values[offsets[c]..offsets[c + 1]]], &pos[c], &req, thr, scratch)
+                    group_from_segments(&kept.class(c), &pos[c], &req, thr, scratch)
                 })
                 .collect::<Result<_, _>>()?
         } else {
-            let req = Request::new(Keys::POOLED, even, adaptive);
-            vec![group_from_segments(&[&values[..]], &pos.concat(), &req, thr, &mut Candidates::default())?]
+            let req = Request::new(Keys::POOLED.above(thr), even, adaptive);
+            vec![group_from_segments(&kept.all(), &pos.concat(), &req, thr, &mut Candidates::default())?]
         }
     } else if class_conditional {
-        let req = Request::new(Keys::CLASS, even, adaptive);
+        let req = Request::new(Keys::CLASS.above(thr), even, adaptive);
         let mut out = Vec::with_capacity(x.k);
         if x.k == 1 {
             out.push(group_from_segments(&[x.probs], &pos[0], &req, thr, &mut Candidates::default())?);
@@ -188,7 +222,7 @@ pub fn stats<T: Score>(
         }
         out
     } else {
-        let req = Request::new(Keys::POOLED, even, adaptive);
+        let req = Request::new(Keys::POOLED.above(thr), even, adaptive);
         // Large chunks: each chunk's histogram (~400 KB) is folded into the total.
         let chunks = row_chunks_min(x.n, x.k, 1 << 21);
         let seg = |r: &std::ops::Range<usize>| &x.probs[r.start * x.k..r.end * x.k];

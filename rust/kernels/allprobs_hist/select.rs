@@ -443,6 +443,47 @@ mod tests {
         }
     }
 
+    /// Thresholded groups on the buckets above the threshold only ([`Keys::above`]) give
+    /// bitwise the tables of all the buckets: adaptive edges, and even edges above, at and
+    /// below the threshold (B = 200 has edges below 0.01), f64 and f32 values, including values
+    /// at the threshold, in its bucket, and in the top bucket.
+    #[test]
+    fn keys_above_threshold_give_the_same_tables() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let vals: Vec<f64> = (0..30_000)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+                match i % 7 {
+                    0 => 0.01,
+                    1 => 0.01 * (1.0 + 0.05 * u),
+                    2 => 1.0,
+                    3 => u * u * u * u,
+                    _ => u * 0.05,
+                }
+            })
+            .collect();
+        let vals32: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+        for keys in [Keys::CLASS, Keys::POOLED] {
+            for thr in [0.0, 1e-30, 0.003, 0.01, 0.3, 0.999] {
+                let full = Request::new(keys, &[3, 15, 200], &[1, 2, 15, 100]);
+                let above = Request::new(keys.above(thr), &[3, 15, 200], &[1, 2, 15, 100]);
+                assert!(thr == 0.0 || above.keys.nkeys() < keys.nkeys());
+                let pos: Vec<f64> = vals.iter().step_by(5).copied().filter(|&v| v > thr).collect();
+                let segs: [&[f64]; 2] = [&vals[..1000], &vals[1000..]];
+                let a = group_from_segments(&segs, &pos, &full, thr, &mut Candidates::default()).unwrap();
+                let b = group_from_segments(&segs, &pos, &above, thr, &mut Candidates::default()).unwrap();
+                assert_eq!(a, b, "f64 thr={thr}");
+                let pos32: Vec<f64> = vals32.iter().step_by(5).map(|&v| v as f64).filter(|&v| v > thr).collect();
+                let a = group_from_segments(&[&vals32[..]], &pos32, &full, thr, &mut Candidates::default()).unwrap();
+                let b = group_from_segments(&[&vals32[..]], &pos32, &above, thr, &mut Candidates::default()).unwrap();
+                assert_eq!(a, b, "f32 thr={thr}");
+            }
+        }
+    }
+
     /// A later pass that finds other data than the earlier pass counted (another thread wrote
     /// to the input in between) returns InputChanged instead of writing out of bounds or
     /// reading past the candidates: counts that promise more, fewer or other members than the

@@ -152,6 +152,7 @@ mod avx2 {
     struct SlotConsts {
         shift: __m128i,
         max: __m256i,
+        min: __m256i,
         thr: __m256d,
         drop: usize,
     }
@@ -162,6 +163,7 @@ mod avx2 {
             SlotConsts {
                 shift: _mm_cvtsi32_si128(c.keys.shift as i32),
                 max: _mm256_set1_epi32(c.keys.max as i32),
+                min: _mm256_set1_epi32(c.keys.min as i32),
                 thr: _mm256_set1_pd(c.thr),
                 drop: c.keys.drop_slot(),
             }
@@ -172,9 +174,12 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     fn count_f64x4(r: __m256d, j: usize, sc: &SlotConsts, counter: &mut Counter) {
-        // Key: the value rounded to f32 (as `Score::key_bits` does), bits >> shift, at most max.
+        // Key: the value rounded to f32 (as `Score::key_bits` does), bits >> shift, clamped to
+        // min..=max, counted from min (as `Keys::of`).
         let bits = _mm_castps_si128(_mm256_cvtpd_ps(r));
+        let min = _mm256_castsi256_si128(sc.min);
         let key = _mm_min_epu32(_mm_srl_epi32(bits, sc.shift), _mm256_castsi256_si128(sc.max));
+        let key = _mm_sub_epi32(_mm_max_epu32(key, min), min);
         let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(r, sc.thr));
         let mut q = [0u32; 4];
         // SAFETY: stores 16 bytes into `q`, which has 16. (Slots are at most `max` or the drop
@@ -191,6 +196,7 @@ mod avx2 {
     #[inline]
     fn count_f32x8(r: __m256, j: usize, sc: &SlotConsts, counter: &mut Counter) {
         let key = _mm256_min_epu32(_mm256_srl_epi32(_mm256_castps_si256(r), sc.shift), sc.max);
+        let key = _mm256_sub_epi32(_mm256_max_epu32(key, sc.min), sc.min);
         // The threshold test runs in f64, exactly as `Score::to_f64(v) > thr`.
         let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(r));
         let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(r));
@@ -505,7 +511,12 @@ mod tests {
     /// the definition, copies and bucket counts, over shapes where rows and columns are not
     /// multiples of the register blocks, with values dropped by the threshold.
     fn check<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy) {
-        let keys = Keys::CLASS;
+        for keys in [Keys::CLASS, Keys::CLASS.above(0.3)] {
+            check_keys(from, keys);
+        }
+    }
+
+    fn check_keys<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy, keys: Keys) {
         let nk1 = keys.nkeys() + 1;
         for &(n, k) in &[(1usize, 1usize), (3, 5), (37, 17), (64, 64), (101, 43), (9, 200)] {
             // A few exact zeros, dropped as the threshold test requires.
