@@ -790,8 +790,10 @@ mod x86 {
             // Byte offsets of iteration i's slots at (i % RING) * 16 + 8 * half + 2 * lane.
             let mut ring = [0u32; 16 * RING];
             let iters = n / 8;
-            for it in 0..iters + SKEW {
-                if it < iters {
+            // The slots of iteration `it` into the ring (and the checks gathered).
+            macro_rules! slots {
+                ($it:expr) => {{
+                    let it = $it;
                     let j = 8 * it;
                     bits |= (correct.add(j) as *const u64).read_unaligned();
                     for h in 0..2 {
@@ -816,9 +818,12 @@ mod x86 {
                         let slot = _mm256_min_epu32(_mm256_add_epi32(_mm256_add_epi32(cell, cell), c), lasts[h]);
                         _mm256_storeu_si256(ring.as_mut_ptr().add((it % RING) * 16 + 8 * h) as *mut __m256i, _mm256_slli_epi32(slot, 4));
                     }
-                }
-                if it >= SKEW {
-                    let k = it - SKEW;
+                }};
+            }
+            // Adds the pairs of iteration `k` to their slots, read from the ring.
+            macro_rules! add {
+                ($k:expr) => {{
+                    let k = $k;
                     let offs = ring.as_ptr().add((k % RING) * 16);
                     for h in 0..2 {
                         let s = T::load4(conf.add(8 * k + 4 * h));
@@ -828,7 +833,18 @@ mod x86 {
                             _mm_storeu_pd(q, _mm_add_pd(_mm_loadu_pd(q), v));
                         }
                     }
-                }
+                }};
+            }
+            let lead = SKEW.min(iters);
+            for it in 0..lead {
+                slots!(it);
+            }
+            for it in lead..iters {
+                slots!(it);
+                add!(it - SKEW);
+            }
+            for k in iters - lead..iters {
+                add!(k);
             }
             let range = _mm256_or_pd(_mm256_cmp_pd(mn, lo, _CMP_NGE_UQ), _mm256_cmp_pd(mx, hi, _CMP_NLE_UQ));
             let ok = _mm256_movemask_pd(range) == 0 && bits & 0xFEFE_FEFE_FEFE_FEFE == 0;
