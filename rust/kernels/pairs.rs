@@ -228,7 +228,7 @@ struct Buffers {
 fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>) -> Result<BinStats, ()> {
     let groups = g.groups(x.k);
     if x.pred.is_none() && pooled_fits(e, g.threshold) {
-        return pooled_chunk(x, g.threshold, e, rows, crate::kernels::simd::level());
+        return pooled_chunk(x, g.threshold, e, rows, push_pooled);
     }
     if groups * e.num_bins() <= LaneTables::SMALL {
         return fused_chunk(x, g, e, rows);
@@ -433,10 +433,16 @@ fn pooled_fits(e: &EvenEdges, threshold: f64) -> bool {
     e.b <= POOLED_MAX_BINS && b * RANGE_TOL < 0.45 && (b + 1.0) * (1.0 / b) > 1.0 + RANGE_TOL && threshold >= 0.0
 }
 
-/// [`even_chunk`] of pooled pairs (no predicted classes): one pass per block that validates,
-/// bins and adds each pair into [`PooledTables`] ([`push_pooled`]), at the dispatch
-/// `level` (a parameter so that the tests can run both).
-fn pooled_chunk<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, rows: Range<usize>, level: crate::kernels::simd::Level) -> Result<BinStats, ()> {
+/// [`even_chunk`] of pooled pairs (no predicted classes): one pass per span that validates,
+/// bins and adds each pair into [`PooledTables`] with `push` ([`push_pooled`]; the tests also
+/// pass its portable twin).
+fn pooled_chunk<T: Score>(
+    x: &Pairs<'_, T>,
+    threshold: f64,
+    e: &EvenEdges,
+    rows: Range<usize>,
+    push: impl Fn(&Pairs<'_, T>, f64, &EvenEdges, Range<usize>, &mut PooledTables) -> bool,
+) -> Result<BinStats, ()> {
     let mut st = BinStats::zeros(1, e.num_bins());
     let mut comp = vec![0.0; st.count.len()];
     let mut t = PooledTables::new(st.count.len());
@@ -444,7 +450,7 @@ fn pooled_chunk<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, rows:
     for start in rows.clone().step_by(PooledTables::SPAN) {
         let block = start..(start + PooledTables::SPAN).min(rows.end);
         t.pending += block.len();
-        ok &= push_pooled(x, threshold, e, block, &mut t, level);
+        ok &= push(x, threshold, e, block, &mut t);
         if t.pending >= PairTables::RUN {
             ok &= t.flush(&mut st, &mut comp);
         }
@@ -461,12 +467,12 @@ fn pooled_chunk<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, rows:
 /// copy j % 8, slot 2 * (bin + 1) + correct, or 0 or 1 when dropped); false if one fails a
 /// check, except that a NaN confidence may instead show as a NaN score sum in
 /// [`PooledTables::flush`]. The AVX2 twin [`x86::push_pooled`] takes eight pairs at a time,
-/// the rest (or, at the portable level, all) [`push_pooled_portable`]: on valid pairs both
+/// the rest (or, without AVX2, all) [`push_pooled_portable`]: on valid pairs both
 /// leave bitwise the same tables.
-fn push_pooled<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, block: Range<usize>, t: &mut PooledTables, level: crate::kernels::simd::Level) -> bool {
+fn push_pooled<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, block: Range<usize>, t: &mut PooledTables) -> bool {
     use crate::kernels::simd::{record, Kernel, Level};
     #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx2 && crate::kernels::simd::avx2() {
+    if crate::kernels::simd::avx2() {
         record(Kernel::PairCells, Level::Avx2);
         let exact_top = e.b as f64 * (1.0 / e.b as f64) == 1.0;
         // SAFETY: AVX2 is present (the crate's one feature check); `x86::push_pooled` asserts
@@ -1112,16 +1118,21 @@ mod tests {
         v
     }
 
-    /// The pooled path's statistics of `x` for `b` bins over one chunk at `level`, bitwise.
-    fn pooled_bits<T: Score>(x: &Pairs<'_, T>, threshold: f64, b: usize, level: crate::kernels::simd::Level) -> Option<Vec<u64>> {
+    /// The pooled path's statistics of `x` for `b` bins over one chunk, bitwise, through the
+    /// dispatcher (the AVX2 twin on an AVX2 CPU) or through the portable function alone.
+    fn pooled_bits<T: Score>(x: &Pairs<'_, T>, threshold: f64, b: usize, portable: bool) -> Option<Vec<u64>> {
         let e = EvenEdges::new(b);
-        let st = pooled_chunk(x, threshold, &e, 0..x.n, level).ok()?;
+        let st = if portable {
+            pooled_chunk(x, threshold, &e, 0..x.n, |x, t, e, r, tab| push_pooled_portable(x, t, e, r, 0, tab))
+        } else {
+            pooled_chunk(x, threshold, &e, 0..x.n, push_pooled)
+        }
+        .ok()?;
         Some(st.count.iter().chain(&st.sum_score).chain(&st.sum_outcome).map(|v| v.to_bits()).collect())
     }
 
     #[test]
     fn pooled_path_avx2_twin_is_the_portable_one_bitwise() {
-        use crate::kernels::simd::Level;
         for b in [1, 2, 10, 15, 49, 98, 100, 1000, POOLED_MAX_BINS] {
             assert!(pooled_fits(&EvenEdges::new(b), 0.0));
             for n in [0, 5, 3 * BLOCK + 5, 40_000] {
@@ -1133,18 +1144,18 @@ mod tests {
                     for start in [0, 3] {
                         let (c, o) = (&conf[start..], &correct[start..]);
                         let x = Pairs::new(c, o, None, 1).unwrap();
-                        let p = pooled_bits(&x, threshold, b, Level::Portable).expect("valid input");
-                        assert_eq!(pooled_bits(&x, threshold, b, Level::Avx2).unwrap(), p, "b {b} n {n} t {threshold}");
+                        let p = pooled_bits(&x, threshold, b, true).expect("valid input");
+                        assert_eq!(pooled_bits(&x, threshold, b, false).unwrap(), p, "b {b} n {n} t {threshold}");
                         // The bins are the edges' (the portable path uses EvenEdges::bin).
-                        let st = pooled_chunk(&x, threshold, &EvenEdges::new(b), 0..x.n, Level::Avx2).unwrap();
+                        let st = pooled_chunk(&x, threshold, &EvenEdges::new(b), 0..x.n, push_pooled).unwrap();
                         let mut want = vec![0.0; b + 1];
                         for &s in c.iter().filter(|&&s| s > threshold) {
                             want[EvenEdges::new(b).bin(s)] += 1.0;
                         }
                         assert_eq!(st.count, want, "b {b} n {n} t {threshold}");
                         let x32 = Pairs::new(&conf32[start..], o, None, 1).unwrap();
-                        let p32 = pooled_bits(&x32, threshold, b, Level::Portable).expect("valid input");
-                        assert_eq!(pooled_bits(&x32, threshold, b, Level::Avx2).unwrap(), p32);
+                        let p32 = pooled_bits(&x32, threshold, b, true).expect("valid input");
+                        assert_eq!(pooled_bits(&x32, threshold, b, false).unwrap(), p32);
                     }
                 }
             }
@@ -1153,7 +1164,6 @@ mod tests {
 
     #[test]
     fn pooled_path_refuses_every_bad_pair_at_both_levels() {
-        use crate::kernels::simd::Level;
         let conf = edge_cases(15, 2 * BLOCK);
         let correct = vec![1u8; conf.len()];
         for at in [0, 7, 8, 300, conf.len() - 1] {
@@ -1162,20 +1172,20 @@ mod tests {
                 c[at] = bad;
                 let x = Pairs::new(&c, &correct, None, 1).unwrap();
                 for threshold in [0.0, 0.5] {
-                    for level in [Level::Portable, Level::Avx2] {
-                        assert!(pooled_bits(&x, threshold, 15, level).is_none(), "{bad} at {at}");
+                    for portable in [true, false] {
+                        assert!(pooled_bits(&x, threshold, 15, portable).is_none(), "{bad} at {at}");
                     }
                 }
                 let c32: Vec<f32> = c.iter().map(|&v| v as f32).collect();
                 let x = Pairs::new(&c32, &correct, None, 1).unwrap();
-                assert!(pooled_bits(&x, 0.0, 15, Level::Avx2).is_none(), "f32 {bad} at {at}");
+                assert!(pooled_bits(&x, 0.0, 15, false).is_none(), "f32 {bad} at {at}");
             }
             for bad in [2u8, 3, 255] {
                 let mut o = correct.clone();
                 o[at] = bad;
                 let x = Pairs::new(&conf, &o, None, 1).unwrap();
-                for level in [Level::Portable, Level::Avx2] {
-                    assert!(pooled_bits(&x, 0.0, 15, level).is_none(), "correct {bad} at {at}");
+                for portable in [true, false] {
+                    assert!(pooled_bits(&x, 0.0, 15, portable).is_none(), "correct {bad} at {at}");
                 }
             }
         }
