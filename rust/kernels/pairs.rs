@@ -1163,6 +1163,23 @@ mod tests {
     }
 
     #[test]
+    fn bin_counts_beyond_the_pooled_path_take_the_grouped_one() {
+        for b in [POOLED_MAX_BINS + 1, 20_000] {
+            assert!(!pooled_fits(&EvenEdges::new(b), 0.0));
+            let conf = edge_cases(b, 1000);
+            let correct = vec![1u8; conf.len()];
+            let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
+            let st = bin_stats(&Pairs::new(&conf, &correct, None, 1).unwrap(), &g, b).unwrap();
+            let mut want = vec![0.0; b + 1];
+            for &s in conf.iter().filter(|&&s| s > 0.0) {
+                want[EvenEdges::new(b).bin(s)] += 1.0;
+            }
+            assert_eq!(st.count, want);
+        }
+        assert!(!pooled_fits(&EvenEdges::new(15), -0.1));
+    }
+
+    #[test]
     fn pooled_path_refuses_every_bad_pair_at_both_levels() {
         let conf = edge_cases(15, 2 * BLOCK);
         let correct = vec![1u8; conf.len()];
