@@ -118,6 +118,14 @@ crate::kernels::simd::multiversion! {
     }
 }
 
+crate::kernels::simd::multiversion! {
+    /// Whether every predicted class of `rows` is in [0, k) (branch-free, vectorisable).
+    fn preds_ok<T: Score>(x: &Pairs<'_, T>, rows: Range<usize>) -> bool {
+        let p = x.pred.map_or(&[][..], |p| &p[rows]);
+        !p.iter().fold(false, |bad, &v| bad | ((v as u64) >= x.k as u64))
+    }
+}
+
 /// Refuses groupings the pairs cannot give: all-probabilities metrics need every class's
 /// probability; class-conditional ones need the predicted classes.
 fn check_grouping<T: Score>(x: &Pairs<'_, T>, g: &Grouping, bins: &[usize]) -> Result<(), KernelError> {
@@ -227,8 +235,13 @@ struct Buffers {
 /// One chunk of [`even_stats`]; `Err(())` if a pair fails a check.
 fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>) -> Result<BinStats, ()> {
     let groups = g.groups(x.k);
-    if x.pred.is_none() && pooled_fits(e, g.threshold) {
-        return pooled_chunk(x, g.threshold, e, rows, push_pooled);
+    if !g.class_conditional && pooled_fits(e, g.threshold) {
+        // Pooled groupings ignore the predicted classes but check them: the same tables (and
+        // bitwise the same values) with or without them.
+        if !preds_ok(x, rows.clone()) {
+            return Err(());
+        }
+        return pooled_chunk(&Pairs { pred: None, ..*x }, g.threshold, e, rows, push_pooled);
     }
     if groups * e.num_bins() <= LaneTables::SMALL {
         return fused_chunk(x, g, e, rows);
@@ -433,7 +446,8 @@ fn pooled_fits(e: &EvenEdges, threshold: f64) -> bool {
     e.b <= POOLED_MAX_BINS && b * RANGE_TOL < 0.45 && (b + 1.0) * (1.0 / b) > 1.0 + RANGE_TOL && threshold >= 0.0
 }
 
-/// [`even_chunk`] of pooled pairs (no predicted classes): one pass per span that validates,
+/// [`even_chunk`] of pooled groupings (predicted classes, if any, checked apart): one pass per
+/// span that validates,
 /// bins and adds each pair into [`PooledTables`] with `push` ([`push_pooled`]; the tests also
 /// pass its portable twin).
 fn pooled_chunk<T: Score>(
@@ -955,6 +969,8 @@ mod tests {
                             if !cc {
                                 let c = gce(&pooled, &spec).unwrap();
                                 assert!((a - c).abs() <= 1e-12, "pooled {n} {g:?} {norm:?}: {a} vs {c}");
+                                // Predicted classes change nothing in a pooled grouping.
+                                assert_eq!(c.to_bits(), b.to_bits(), "pooled {n} {g:?} {norm:?}");
                                 let st = bin_stats(&pooled, &g, num_bins).unwrap();
                                 let sm = crate::kernels::bin_stats(&x, &g, num_bins, &Checks::ALL).unwrap();
                                 assert_eq!(st.count, sm.count);
@@ -991,6 +1007,12 @@ mod tests {
         let p = Pairs::new(&conf, &correct, Some(&pred), 3).unwrap();
         let gc = Grouping { class_conditional: true, ..g };
         assert_eq!(bin_stats(&p, &gc, 10).unwrap_err(), KernelError::BadPredicted { index: 0, value: 3, num_classes: 3 });
+        // Pooled groupings check the predicted classes too.
+        assert_eq!(bin_stats(&p, &g, 10).unwrap_err(), KernelError::BadPredicted { index: 0, value: 3, num_classes: 3 });
+        let mut pred2 = vec![0i64; 200_000];
+        pred2[180_000] = -1;
+        let p2 = Pairs::new(&conf, &correct, Some(&pred2), 3).unwrap();
+        assert_eq!(bin_stats(&p2, &g, 10).unwrap_err(), KernelError::BadPredicted { index: 180_000, value: -1, num_classes: 3 });
         assert!(matches!(bin_stats(&p, &Grouping { max_prob: false, ..g }, 10), Err(KernelError::Parameter(_))));
         assert!(matches!(Pairs::new(&conf[..3], &correct[..2], None, 1), Err(KernelError::Shape(_))));
     }
