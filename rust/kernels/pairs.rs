@@ -68,30 +68,25 @@ impl<'a, T: Score> Pairs<'a, T> {
         Ok(Pairs { conf, correct, pred, k, n })
     }
 
-    /// Whether pair `i` passes every check.
-    #[inline(always)]
-    fn ok(&self, i: usize) -> bool {
-        let s = self.conf[i].to_f64();
-        let p_ok = self.pred.is_none_or(|p| (p[i] as u64) < self.k as u64);
-        (-RANGE_TOL..=1.0 + RANGE_TOL).contains(&s) & (self.correct[i] <= 1) & p_ok
-    }
-
-    /// The error of pair `i`, known to fail a check.
-    fn error(&self, i: usize) -> KernelError {
+    /// The error of pair `i`, or None if it passes every check (read again: another thread
+    /// may have changed it since a pass saw it fail).
+    fn error(&self, i: usize) -> Option<KernelError> {
         let s = self.conf[i].to_f64();
         if !(-RANGE_TOL..=1.0 + RANGE_TOL).contains(&s) {
-            return KernelError::BadConfidence { index: i, value: s };
+            return Some(KernelError::BadConfidence { index: i, value: s });
         }
-        if self.correct[i] > 1 {
-            return KernelError::BadCorrect { index: i, value: self.correct[i] };
+        let c = self.correct[i];
+        if c > 1 {
+            return Some(KernelError::BadCorrect { index: i, value: c });
         }
-        let p = self.pred.expect("only predicted is left")[i];
-        KernelError::BadPredicted { index: i, value: p, num_classes: self.k }
+        let p = self.pred?[i];
+        ((p as u64) >= self.k as u64).then_some(KernelError::BadPredicted { index: i, value: p, num_classes: self.k })
     }
 
-    /// The first failing pair of `rows`, as an error.
-    fn first_error(&self, rows: Range<usize>) -> Option<KernelError> {
-        rows.into_iter().find(|&i| !self.ok(i)).map(|i| self.error(i))
+    /// The first failing pair of `rows`, as an error; [`KernelError::InputChanged`] if a pass
+    /// saw one fail but none fails any more (another thread wrote to the input meanwhile).
+    fn first_error(&self, rows: Range<usize>) -> KernelError {
+        rows.into_iter().find_map(|i| self.error(i)).unwrap_or(KernelError::InputChanged)
     }
 
     /// Validates every pair (in parallel chunks); the error names the lowest failing index.
@@ -99,7 +94,7 @@ impl<'a, T: Score> Pairs<'a, T> {
         let chunks = row_chunks_split(self.n, 1, CHUNK, CHUNK);
         let bad: Vec<bool> = chunks.par_iter().map(|r| !chunk_ok(self, r.clone())).collect();
         match bad.iter().position(|&b| b) {
-            Some(c) => Err(self.first_error(chunks[c].clone()).expect("a failing pair exists")),
+            Some(c) => Err(self.first_error(chunks[c].clone())),
             None => Ok(()),
         }
     }
@@ -120,6 +115,14 @@ crate::kernels::simd::multiversion! {
             }
         }
         !bad
+    }
+}
+
+crate::kernels::simd::multiversion! {
+    /// Whether every predicted class of `rows` is in [0, k) (branch-free, vectorisable).
+    fn preds_ok<T: Score>(x: &Pairs<'_, T>, rows: Range<usize>) -> bool {
+        let p = x.pred.map_or(&[][..], |p| &p[rows]);
+        !p.iter().fold(false, |bad, &v| bad | ((v as u64) >= x.k as u64))
     }
 }
 
@@ -215,7 +218,7 @@ fn even_stats<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges) -> Result
     );
     if res.is_err() {
         // The first failing pair over the whole input, whichever chunk reported first.
-        return Err(x.first_error(0..x.n).expect("a failing pair exists"));
+        return Err(x.first_error(0..x.n));
     }
     let mut st = total.expect("at least one chunk");
     st.edges = e.boundaries().repeat(st.groups);
@@ -232,6 +235,14 @@ struct Buffers {
 /// One chunk of [`even_stats`]; `Err(())` if a pair fails a check.
 fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>) -> Result<BinStats, ()> {
     let groups = g.groups(x.k);
+    if !g.class_conditional && pooled_fits(e, g.threshold) {
+        // Pooled groupings ignore the predicted classes but check them: the same tables (and
+        // bitwise the same values) with or without them.
+        if !preds_ok(x, rows.clone()) {
+            return Err(());
+        }
+        return pooled_chunk(&Pairs { pred: None, ..*x }, g.threshold, e, rows, push_pooled);
+    }
     if groups * e.num_bins() <= LaneTables::SMALL {
         return fused_chunk(x, g, e, rows);
     }
@@ -314,6 +325,15 @@ pub struct PairTables {
     pending: usize,
 }
 
+/// Adds `v` to `sum[i]` with Neumaier compensation into `comp[i]`.
+#[inline(always)]
+fn add_compensated(sum: &mut [f64], comp: &mut [f64], i: usize, v: f64) {
+    let t = sum[i];
+    let s = t + v;
+    comp[i] += if t.abs() >= v.abs() { (t - s) + v } else { (v - s) + t };
+    sum[i] = s;
+}
+
 impl PairTables {
     pub const COPIES: usize = 4;
     /// Pairs per run (well below 2^20, so `correct * 2^32 + count` stays exact).
@@ -330,32 +350,178 @@ impl PairTables {
     }
 
     /// Folds every copy into `st` (compensation terms into `comp`) and clears the copies.
+    /// False if a score sum is NaN (a NaN confidence was pushed).
     #[allow(clippy::needless_range_loop)] // cell indexes the table and four arrays
-    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) {
+    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
         let stride = self.cells + 1;
+        let mut finite = true;
         for copy in 0..Self::COPIES {
             for cell in 0..self.cells {
                 let i = (copy * stride + cell) * 2;
                 let (k, score) = (self.data[i], self.data[i + 1]);
+                finite &= !score.is_nan();
                 if k == 0.0 {
                     continue;
                 }
                 let correct = (k / Self::HIGH).floor();
                 st.count[cell] += k - correct * Self::HIGH;
                 st.sum_outcome[cell] += correct;
-                let t = st.sum_score[cell];
-                let sum = t + score;
-                comp[cell] += if t.abs() >= score.abs() { (t - sum) + score } else { (score - sum) + t };
-                st.sum_score[cell] = sum;
+                add_compensated(&mut st.sum_score, comp, cell, score);
                 self.data[i] = 0.0;
                 self.data[i + 1] = 0.0;
             }
             let d = (copy * stride + self.cells) * 2;
+            finite &= !self.data[d + 1].is_nan();
             self.data[d] = 0.0;
             self.data[d + 1] = 0.0;
         }
         self.pending = 0;
+        finite
     }
+}
+
+/// The tables of the pooled path: [`PooledTables::COPIES`] interleaved copies (pair j of a
+/// block to copy j % 8: calibrated data puts most pairs in one bin, and each copy's chain of
+/// read-add-write of one slot then advances only every 8th pair). A copy holds two slots per
+/// bin, for incorrect and correct pairs, after two slots that drop what is pushed to them:
+/// pair (bin b, outcome c) goes to slot `2 * (b + 1) + c`, a dropped pair to slot 0 or 1. A
+/// slot is two f64s, the count and the score sum of its pairs of the run, so one 128-bit add
+/// of `[1, s]` updates it. Runs are folded into a [`BinStats`] in a fixed order (copies in
+/// order, score sums with Neumaier compensation), so long sums stay accurate and the result
+/// does not depend on the number of threads.
+pub struct PooledTables {
+    /// Real bins (B + 1).
+    bins: usize,
+    data: Vec<f64>,
+    pending: usize,
+}
+
+impl PooledTables {
+    pub const COPIES: usize = 8;
+    /// Pairs pushed at a time (a multiple of 8 dividing [`PairTables::RUN`]: the AVX2 twin's
+    /// pipeline fills and drains once per span).
+    const SPAN: usize = 4096;
+
+    pub fn new(bins: usize) -> Self {
+        PooledTables { bins, data: vec![0.0; Self::COPIES * Self::stride_of(bins)], pending: 0 }
+    }
+
+    /// f64s per copy: two slots (of two f64s) per bin and for the dropped pairs.
+    const fn stride_of(bins: usize) -> usize {
+        (bins + 1) * 4
+    }
+
+    /// Folds every copy into `st` (compensation terms into `comp`) and clears the copies.
+    /// False if a score sum is NaN (a NaN confidence was pushed, to whichever slot).
+    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
+        let stride = Self::stride_of(self.bins);
+        let mut finite = true;
+        for copy in self.data.chunks_exact_mut(stride) {
+            finite &= copy.iter().skip(1).step_by(2).all(|v| !v.is_nan());
+            for (b, slots) in copy[4..].chunks_exact(4).enumerate() {
+                let (k0, s0, k1, s1) = (slots[0], slots[1], slots[2], slots[3]);
+                if k0 + k1 == 0.0 {
+                    continue;
+                }
+                st.count[b] += k0 + k1;
+                st.sum_outcome[b] += k1;
+                add_compensated(&mut st.sum_score, comp, b, s0);
+                add_compensated(&mut st.sum_score, comp, b, s1);
+            }
+            copy.fill(0.0);
+        }
+        self.pending = 0;
+        finite
+    }
+}
+
+/// Largest bin count of the pooled path: its bin guess (see [`x86::push_pooled`]) needs
+/// `B * RANGE_TOL < 1/2` and `(B + 1) / B > 1 + RANGE_TOL`.
+const POOLED_MAX_BINS: usize = 4096;
+
+/// Whether the pooled path takes `e` and `threshold` (a negative threshold keeps confidences
+/// of 0 and below, which the pooled path's bin -1 drops).
+fn pooled_fits(e: &EvenEdges, threshold: f64) -> bool {
+    let b = e.b as f64;
+    e.b <= POOLED_MAX_BINS && b * RANGE_TOL < 0.45 && (b + 1.0) * (1.0 / b) > 1.0 + RANGE_TOL && threshold >= 0.0
+}
+
+/// [`even_chunk`] of pooled groupings (predicted classes, if any, checked apart): one pass per
+/// span that validates,
+/// bins and adds each pair into [`PooledTables`] with `push` ([`push_pooled`]; the tests also
+/// pass its portable twin).
+fn pooled_chunk<T: Score>(
+    x: &Pairs<'_, T>,
+    threshold: f64,
+    e: &EvenEdges,
+    rows: Range<usize>,
+    push: impl Fn(&Pairs<'_, T>, f64, &EvenEdges, Range<usize>, &mut PooledTables) -> bool,
+) -> Result<BinStats, ()> {
+    let mut st = BinStats::zeros(1, e.num_bins());
+    let mut comp = vec![0.0; st.count.len()];
+    let mut t = PooledTables::new(st.count.len());
+    let mut ok = true;
+    for start in rows.clone().step_by(PooledTables::SPAN) {
+        let block = start..(start + PooledTables::SPAN).min(rows.end);
+        t.pending += block.len();
+        ok &= push(x, threshold, e, block, &mut t);
+        if t.pending >= PairTables::RUN {
+            ok &= t.flush(&mut st, &mut comp);
+        }
+    }
+    ok &= t.flush(&mut st, &mut comp);
+    if !ok {
+        return Err(());
+    }
+    st.apply_compensation(&comp);
+    Ok(st)
+}
+
+/// Validates, bins and adds the pooled pairs of `block` into `t` (pair j of the block into
+/// copy j % 8, slot 2 * (bin + 1) + correct, or 0 or 1 when dropped); false if one fails a
+/// check, except that a NaN confidence may instead show as a NaN score sum in
+/// [`PooledTables::flush`]. The AVX2 twin [`x86::push_pooled`] takes eight pairs at a time,
+/// the rest (or, without AVX2, all) [`push_pooled_portable`]: on valid pairs both
+/// leave bitwise the same tables.
+fn push_pooled<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, block: Range<usize>, t: &mut PooledTables) -> bool {
+    use crate::kernels::simd::{record, Kernel, Level};
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::simd::avx2() {
+        record(Kernel::PairCells, Level::Avx2);
+        let exact_top = e.b as f64 * (1.0 / e.b as f64) == 1.0;
+        // SAFETY: AVX2 is present (the crate's one feature check); `x86::push_pooled` asserts
+        // that `block` lies inside the input and that `t` has B + 1 bins, and clamps every
+        // slot into the table (see there).
+        let (done, ok) = unsafe {
+            match (threshold > 0.0, exact_top) {
+                (false, true) => x86::push_pooled::<T, false, true>(x, threshold, e.b, block.clone(), t),
+                (false, false) => x86::push_pooled::<T, false, false>(x, threshold, e.b, block.clone(), t),
+                (true, true) => x86::push_pooled::<T, true, true>(x, threshold, e.b, block.clone(), t),
+                (true, false) => x86::push_pooled::<T, true, false>(x, threshold, e.b, block.clone(), t),
+            }
+        };
+        return ok & push_pooled_portable(x, threshold, e, block, done, t);
+    }
+    record(Kernel::PairCells, Level::Portable);
+    push_pooled_portable(x, threshold, e, block, 0, t)
+}
+
+/// The portable [`push_pooled`] for the pairs of `block` from offset `from` on.
+fn push_pooled_portable<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, block: Range<usize>, from: usize, t: &mut PooledTables) -> bool {
+    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
+    let stride = PooledTables::stride_of(t.bins);
+    let mut bad = false;
+    for j in from..block.len() {
+        let i = block.start + j;
+        let s = x.conf[i].to_f64();
+        let c = x.correct[i];
+        bad |= !(s >= lo && s <= hi) | (c > 1);
+        let cell = if s > threshold { e.bin(s) + 1 } else { 0 };
+        let at = (j % PooledTables::COPIES) * stride + (2 * cell + (c & 1) as usize) * 2;
+        t.data[at] += 1.0;
+        t.data[at + 1] += s;
+    }
+    !bad
 }
 
 /// [`even_chunk`] for tables of at most [`LaneTables::SMALL`] cells: one pass per block that
@@ -370,13 +536,13 @@ fn fused_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ra
         t.pending += block.len();
         ok &= push_block(x, g, e, block, &mut t);
         if t.pending >= PairTables::RUN {
-            t.flush(&mut st, &mut comp);
+            ok &= t.flush(&mut st, &mut comp);
         }
     }
+    ok &= t.flush(&mut st, &mut comp);
     if !ok {
         return Err(());
     }
-    t.flush(&mut st, &mut comp);
     st.apply_compensation(&comp);
     Ok(st)
 }
@@ -568,6 +734,143 @@ mod x86 {
             (done, ok)
         }
     }
+
+    /// Rounds to an integer when added (1.5 * 2^52: sums in [2^52, 2^53) are integers, and the
+    /// low 32 bits of the sum's pattern are the integer added, as two's complement).
+    const MAGIC: f64 = 6755399441055744.0;
+
+    /// Iterations (of 8 pairs) between computing a pair's slot and adding the pair to it.
+    const SKEW: usize = 4;
+    /// Iterations whose slots the ring holds (a power of two above [`SKEW`]).
+    const RING: usize = 16;
+
+    /// [`super::push_pooled`] eight pairs at a time; returns (pairs done, no range or outcome
+    /// violation seen). A NaN confidence escapes the min/max range check, but it is added to
+    /// some slot's score sum, which [`super::PooledTables::flush`] then finds NaN.
+    ///
+    /// The bin is a guess `g`, the integer nearest to `s * B` (either one on a tie), minus one
+    /// comparison with the exact edge `u_g` (`g * step`, 1.0 for g = B). For a kept valid pair
+    /// (0 < s <= 1 + RANGE_TOL, bin b) the guess is b or b + 1: `u_b <= s < u_(b+1)` puts
+    /// `s * B` within [b, b + 1] up to rounding errors of ~B * 2^-52, and for b = B,
+    /// `s * B <= B + B * RANGE_TOL < B + 1/2` (B <= [`super::POOLED_MAX_BINS`]). So
+    /// `bin = g - (s < u_g)`. Without a threshold u_0 is the smallest positive double, so that
+    /// s <= 0 (guess 0: s * B > -1/2) gets bin -1, whose slots drop the pair; with one, pairs
+    /// at or below it are sent there by a select.
+    ///
+    /// Lane q of each half takes copy q (then 4 + q), and the copy is folded into the rounding
+    /// constant: the pattern of `s * B + MAGIC + 1 + q * (B + 2)` holds `bin + 1 + q * (B + 2)`
+    /// in its low 32 bits once the comparison mask (-1 where s < u_g) is added, so that slot
+    /// `2 * that + c` (c the outcome byte) is copy q's slot of (bin, c), counted from the
+    /// table's start. Whatever the values (invalid, or changed by another thread), the slot is
+    /// clamped to copy q's last slot (unsigned min), inside the table.
+    ///
+    /// The slots of iteration i are stored in a small ring and used [`SKEW`] iterations later:
+    /// the table updates then have their addresses at once, where otherwise each waits in the
+    /// scheduler for its slot's chain of arithmetic, and the loop ran 1.6 times slower.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn push_pooled<T: Score, const THRESH: bool, const EXACT_TOP: bool>(
+        x: &Pairs<'_, T>,
+        threshold: f64,
+        b: usize,
+        block: Range<usize>,
+        t: &mut super::PooledTables,
+    ) -> (usize, bool) {
+        // SAFETY: the caller guarantees AVX2. Input offsets are below `done <= n = block.len()`
+        // from `block.start` (8 confidences and 8 outcome bytes from 8 * i, i < iters), and the
+        // assert bounds `block.end` by the input length; offsets come from the shape only. The
+        // ring is indexed by loop counters modulo its length. Table byte offsets are slot * 16
+        // with slot <= copy 7's last slot, 16 * (B + 2) - 1 (unsigned min), and the assert fixes
+        // `t.data` at 8 * stride f64s (stride = 4 * (B + 2) f64s, two slots per bin and two
+        // dropping ones): each 16-byte read-add-write ends at most at 16 * (B + 2) * 16 =
+        // 8 * stride * 8 bytes, inside `t.data`.
+        unsafe {
+            let n = block.len();
+            let stride = super::PooledTables::stride_of(t.bins);
+            assert!(block.end <= x.n && t.bins == b + 1 && b <= super::POOLED_MAX_BINS && t.data.len() == super::PooledTables::COPIES * stride);
+            let conf = x.conf.as_ptr().add(block.start);
+            let correct = x.correct.as_ptr().add(block.start);
+            let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
+            let bf = _mm256_set1_pd(b as f64);
+            let step = _mm256_set1_pd(1.0 / b as f64);
+            let one = _mm256_set1_pd(1.0);
+            let tiny = _mm256_set1_pd(f64::from_bits(1));
+            let thr = _mm256_set1_pd(threshold);
+            // Per half: the rounding constants, each lane's dropping cell and last slot.
+            let cells = b + 2;
+            let magic = |q: usize| MAGIC + 1.0 + (q * cells) as f64;
+            let magics = [0, 4].map(|q: usize| _mm256_setr_pd(magic(q), magic(q + 1), magic(q + 2), magic(q + 3)));
+            let drop = |q: usize| (q * cells) as i32;
+            let drops = [0, 4].map(|q: usize| _mm256_setr_epi32(drop(q), 0, drop(q + 1), 0, drop(q + 2), 0, drop(q + 3), 0));
+            let last = |q: usize| (2 * (q + 1) * cells - 1) as i32;
+            let lasts = [0, 4].map(|q: usize| _mm256_setr_epi32(last(q), 0, last(q + 1), 0, last(q + 2), 0, last(q + 3), 0));
+            let table = t.data.as_mut_ptr() as *mut u8;
+            let mut mn = _mm256_set1_pd(0.5);
+            let mut mx = mn;
+            let mut bits = 0u64;
+            // Byte offsets of iteration i's slots at (i % RING) * 16 + 8 * half + 2 * lane.
+            let mut ring = [0u32; 16 * RING];
+            let iters = n / 8;
+            // The slots of iteration `it` into the ring (and the checks gathered).
+            macro_rules! slots {
+                ($it:expr) => {{
+                    let it = $it;
+                    let j = 8 * it;
+                    bits |= (correct.add(j) as *const u64).read_unaligned();
+                    for h in 0..2 {
+                        let s = T::load4(conf.add(j + 4 * h));
+                        mn = _mm256_min_pd(mn, s);
+                        mx = _mm256_max_pd(mx, s);
+                        let y = _mm256_add_pd(_mm256_mul_pd(s, bf), magics[h]);
+                        let g = _mm256_sub_pd(y, magics[h]);
+                        let mut edge = _mm256_mul_pd(g, step);
+                        if !EXACT_TOP {
+                            edge = _mm256_blendv_pd(edge, one, _mm256_cmp_pd(g, bf, _CMP_EQ_OQ));
+                        }
+                        if !THRESH {
+                            edge = _mm256_add_pd(edge, tiny);
+                        }
+                        let down = _mm256_castpd_si256(_mm256_cmp_pd(s, edge, _CMP_LT_OQ));
+                        let mut cell = _mm256_add_epi32(_mm256_castpd_si256(y), down);
+                        if THRESH {
+                            cell = _mm256_blendv_epi8(drops[h], cell, _mm256_castpd_si256(_mm256_cmp_pd(s, thr, _CMP_GT_OQ)));
+                        }
+                        let c = _mm256_cvtepu8_epi64(_mm_loadu_si32(correct.add(j + 4 * h)));
+                        let slot = _mm256_min_epu32(_mm256_add_epi32(_mm256_add_epi32(cell, cell), c), lasts[h]);
+                        _mm256_storeu_si256(ring.as_mut_ptr().add((it % RING) * 16 + 8 * h) as *mut __m256i, _mm256_slli_epi32(slot, 4));
+                    }
+                }};
+            }
+            // Adds the pairs of iteration `k` to their slots, read from the ring.
+            macro_rules! add {
+                ($k:expr) => {{
+                    let k = $k;
+                    let offs = ring.as_ptr().add((k % RING) * 16);
+                    for h in 0..2 {
+                        let s = T::load4(conf.add(8 * k + 4 * h));
+                        let (a, z) = (_mm256_unpacklo_pd(one, s), _mm256_unpackhi_pd(one, s));
+                        for (lane, v) in [(0, _mm256_castpd256_pd128(a)), (1, _mm256_castpd256_pd128(z)), (2, _mm256_extractf128_pd(a, 1)), (3, _mm256_extractf128_pd(z, 1))] {
+                            let q = table.add(*offs.add(8 * h + 2 * lane) as usize) as *mut f64;
+                            _mm_storeu_pd(q, _mm_add_pd(_mm_loadu_pd(q), v));
+                        }
+                    }
+                }};
+            }
+            let lead = SKEW.min(iters);
+            for it in 0..lead {
+                slots!(it);
+            }
+            for it in lead..iters {
+                slots!(it);
+                add!(it - SKEW);
+            }
+            for k in iters - lead..iters {
+                add!(k);
+            }
+            let range = _mm256_or_pd(_mm256_cmp_pd(mn, lo, _CMP_NGE_UQ), _mm256_cmp_pd(mx, hi, _CMP_NLE_UQ));
+            let ok = _mm256_movemask_pd(range) == 0 && bits & 0xFEFE_FEFE_FEFE_FEFE == 0;
+            (8 * iters, ok)
+        }
+    }
 }
 
 /// Each group's kept (score, outcome) pairs, in input order (validated input).
@@ -650,17 +953,32 @@ mod tests {
             let m = matrix(&conf, &pred, k);
             let x = Inputs::new(&m, &labels, k).unwrap();
             let pairs = Pairs::new(&conf, &correct, Some(&pred), k).unwrap();
+            // Without predicted classes the pooled groupings take the pooled path.
+            let pooled = Pairs::new(&conf, &correct, None, k).unwrap();
             for binning in [Binning::Even, Binning::Adaptive] {
                 for cc in [false, true] {
                     for threshold in [0.0, 0.5] {
                         let g = Grouping { binning, max_prob: true, class_conditional: cc, threshold };
-                        for norm in [Norm::L1, Norm::L2, Norm::Max] {
-                            let spec = GceSpec { grouping: g, norm, num_bins: 10 };
+                        for (norm, num_bins) in [(Norm::L1, 10), (Norm::L2, 10), (Norm::Max, 10), (Norm::L1, 15), (Norm::L1, 49)] {
+                            let spec = GceSpec { grouping: g, norm, num_bins };
                             let a = crate::kernels::gce(&x, &spec, &Checks::ALL).unwrap();
                             let b = gce(&pairs, &spec).unwrap();
                             assert!((a - b).abs() <= 1e-12, "{n} {g:?} {norm:?}: {a} vs {b}");
-                            let ev = evaluate(&pairs, &[(g, norm)], &[10]).unwrap();
+                            let ev = evaluate(&pairs, &[(g, norm)], &[num_bins]).unwrap();
                             assert!((ev[0] - b).abs() <= 1e-12);
+                            if !cc {
+                                let c = gce(&pooled, &spec).unwrap();
+                                assert!((a - c).abs() <= 1e-12, "pooled {n} {g:?} {norm:?}: {a} vs {c}");
+                                // Predicted classes change nothing in a pooled grouping.
+                                assert_eq!(c.to_bits(), b.to_bits(), "pooled {n} {g:?} {norm:?}");
+                                let st = bin_stats(&pooled, &g, num_bins).unwrap();
+                                let sm = crate::kernels::bin_stats(&x, &g, num_bins, &Checks::ALL).unwrap();
+                                assert_eq!(st.count, sm.count);
+                                assert_eq!(st.sum_outcome, sm.sum_outcome);
+                                for (u, v) in st.sum_score.iter().zip(&sm.sum_score) {
+                                    assert!((u - v).abs() <= 1e-12 * v.abs().max(1.0), "{u} vs {v}");
+                                }
+                            }
                         }
                     }
                 }
@@ -689,6 +1007,12 @@ mod tests {
         let p = Pairs::new(&conf, &correct, Some(&pred), 3).unwrap();
         let gc = Grouping { class_conditional: true, ..g };
         assert_eq!(bin_stats(&p, &gc, 10).unwrap_err(), KernelError::BadPredicted { index: 0, value: 3, num_classes: 3 });
+        // Pooled groupings check the predicted classes too.
+        assert_eq!(bin_stats(&p, &g, 10).unwrap_err(), KernelError::BadPredicted { index: 0, value: 3, num_classes: 3 });
+        let mut pred2 = vec![0i64; 200_000];
+        pred2[180_000] = -1;
+        let p2 = Pairs::new(&conf, &correct, Some(&pred2), 3).unwrap();
+        assert_eq!(bin_stats(&p2, &g, 10).unwrap_err(), KernelError::BadPredicted { index: 180_000, value: -1, num_classes: 3 });
         assert!(matches!(bin_stats(&p, &Grouping { max_prob: false, ..g }, 10), Err(KernelError::Parameter(_))));
         assert!(matches!(Pairs::new(&conf[..3], &correct[..2], None, 1), Err(KernelError::Shape(_))));
     }
@@ -792,4 +1116,150 @@ mod tests {
             }
         }
     }
+
+    /// Confidences at and around every even edge of `b` bins, the exact ends and the tolerance
+    /// band, then `n` more spread over [0, 1] (ordered so that runs of one bin occur too).
+    fn edge_cases(b: usize, n: usize) -> Vec<f64> {
+        let step = 1.0 / b as f64;
+        let mut v = vec![0.0, -0.0, 1.0, 1.0 + RANGE_TOL, -RANGE_TOL, 1e-300, f64::MIN_POSITIVE, 5e-324, 0.5, 1.0 - f64::EPSILON / 2.0];
+        for j in 0..=b + 1 {
+            let u = if j == b { 1.0 } else { j as f64 * step };
+            for d in -3i64..=3 {
+                let w = f64::from_bits((u.to_bits() as i64 + d).max(0) as u64);
+                if (-RANGE_TOL..=1.0 + RANGE_TOL).contains(&w) {
+                    v.push(w);
+                }
+            }
+        }
+        let mut state = 99u64;
+        for i in 0..n {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (state >> 11) as f64 / (1u64 << 53) as f64;
+            v.push(if i % 300 < 40 { 0.97 } else { r });
+        }
+        v
+    }
+
+    /// The pooled path's statistics of `x` for `b` bins over one chunk, bitwise, through the
+    /// dispatcher (the AVX2 twin on an AVX2 CPU) or through the portable function alone.
+    fn pooled_bits<T: Score>(x: &Pairs<'_, T>, threshold: f64, b: usize, portable: bool) -> Option<Vec<u64>> {
+        let e = EvenEdges::new(b);
+        let st = if portable {
+            pooled_chunk(x, threshold, &e, 0..x.n, |x, t, e, r, tab| push_pooled_portable(x, t, e, r, 0, tab))
+        } else {
+            pooled_chunk(x, threshold, &e, 0..x.n, push_pooled)
+        }
+        .ok()?;
+        Some(st.count.iter().chain(&st.sum_score).chain(&st.sum_outcome).map(|v| v.to_bits()).collect())
+    }
+
+    #[test]
+    fn pooled_path_avx2_twin_is_the_portable_one_bitwise() {
+        for b in [1, 2, 10, 15, 49, 98, 100, 1000, POOLED_MAX_BINS] {
+            assert!(pooled_fits(&EvenEdges::new(b), 0.0));
+            for n in [0, 5, 3 * BLOCK + 5, 40_000] {
+                let conf = edge_cases(b, n);
+                let correct: Vec<u8> = (0..conf.len()).map(|i| ((i * 7) % 3 == 0) as u8).collect();
+                // (f32 rounding may push the tolerance ends outside it: those become 0.5.)
+                let conf32: Vec<f32> = conf.iter().map(|&v| if (-RANGE_TOL..=1.0 + RANGE_TOL).contains(&(v as f32 as f64)) { v as f32 } else { 0.5 }).collect();
+                for threshold in [0.0, 0.3, 1.0 / b as f64, 0.97] {
+                    for start in [0, 3] {
+                        let (c, o) = (&conf[start..], &correct[start..]);
+                        let x = Pairs::new(c, o, None, 1).unwrap();
+                        let p = pooled_bits(&x, threshold, b, true).expect("valid input");
+                        assert_eq!(pooled_bits(&x, threshold, b, false).unwrap(), p, "b {b} n {n} t {threshold}");
+                        // The bins are the edges' (the portable path uses EvenEdges::bin).
+                        let st = pooled_chunk(&x, threshold, &EvenEdges::new(b), 0..x.n, push_pooled).unwrap();
+                        let mut want = vec![0.0; b + 1];
+                        for &s in c.iter().filter(|&&s| s > threshold) {
+                            want[EvenEdges::new(b).bin(s)] += 1.0;
+                        }
+                        assert_eq!(st.count, want, "b {b} n {n} t {threshold}");
+                        let x32 = Pairs::new(&conf32[start..], o, None, 1).unwrap();
+                        let p32 = pooled_bits(&x32, threshold, b, true).expect("valid input");
+                        assert_eq!(pooled_bits(&x32, threshold, b, false).unwrap(), p32);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bin_counts_beyond_the_pooled_path_take_the_grouped_one() {
+        for b in [POOLED_MAX_BINS + 1, 20_000] {
+            assert!(!pooled_fits(&EvenEdges::new(b), 0.0));
+            let conf = edge_cases(b, 1000);
+            let correct = vec![1u8; conf.len()];
+            let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
+            let st = bin_stats(&Pairs::new(&conf, &correct, None, 1).unwrap(), &g, b).unwrap();
+            let mut want = vec![0.0; b + 1];
+            for &s in conf.iter().filter(|&&s| s > 0.0) {
+                want[EvenEdges::new(b).bin(s)] += 1.0;
+            }
+            assert_eq!(st.count, want);
+        }
+        assert!(!pooled_fits(&EvenEdges::new(15), -0.1));
+    }
+
+    #[test]
+    fn pooled_path_refuses_every_bad_pair_at_both_levels() {
+        let conf = edge_cases(15, 2 * BLOCK);
+        let correct = vec![1u8; conf.len()];
+        for at in [0, 7, 8, 300, conf.len() - 1] {
+            for bad in [f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.0 + 2.0 * RANGE_TOL, -2.0 * RANGE_TOL, 7.0, -1e300] {
+                let mut c = conf.clone();
+                c[at] = bad;
+                let x = Pairs::new(&c, &correct, None, 1).unwrap();
+                for threshold in [0.0, 0.5] {
+                    for portable in [true, false] {
+                        assert!(pooled_bits(&x, threshold, 15, portable).is_none(), "{bad} at {at}");
+                    }
+                }
+                let c32: Vec<f32> = c.iter().map(|&v| v as f32).collect();
+                let x = Pairs::new(&c32, &correct, None, 1).unwrap();
+                assert!(pooled_bits(&x, 0.0, 15, false).is_none(), "f32 {bad} at {at}");
+            }
+            for bad in [2u8, 3, 255] {
+                let mut o = correct.clone();
+                o[at] = bad;
+                let x = Pairs::new(&conf, &o, None, 1).unwrap();
+                for portable in [true, false] {
+                    assert!(pooled_bits(&x, 0.0, 15, portable).is_none(), "correct {bad} at {at}");
+                }
+            }
+        }
+        // Through the public entry: the first bad pair is named.
+        let mut c = vec![0.5f64; 300_000];
+        c[200_001] = f64::NAN;
+        c[250_000] = 2.0;
+        let o = vec![0u8; c.len()];
+        let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
+        let e = bin_stats(&Pairs::new(&c, &o, None, 1).unwrap(), &g, 15).unwrap_err();
+        assert!(matches!(e, KernelError::BadConfidence { index: 200_001, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn pooled_path_is_the_same_for_any_number_of_threads() {
+        let conf = edge_cases(15, 300_000);
+        let correct: Vec<u8> = (0..conf.len()).map(|i| (i % 3 == 0) as u8).collect();
+        let x = Pairs::new(&conf, &correct, None, 1).unwrap();
+        let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
+        let run = |t: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap();
+            let st = pool.install(|| bin_stats(&x, &g, 15).unwrap());
+            st.count.iter().chain(&st.sum_score).chain(&st.sum_outcome).map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let one = run(1);
+        assert_eq!(run(2), one);
+        assert_eq!(run(3), one);
+    }
+
+    #[test]
+    fn a_pair_no_longer_failing_is_input_changed() {
+        let conf = vec![0.5f64; 10];
+        let correct = vec![1u8; 10];
+        let x = Pairs::new(&conf, &correct, None, 1).unwrap();
+        assert_eq!(x.first_error(0..10), KernelError::InputChanged);
+    }
+
 }
