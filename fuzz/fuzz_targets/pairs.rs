@@ -102,9 +102,8 @@ fn arbitrary<T: Score>(conf: &[T], r: &mut Reader) {
     let n = conf.len();
     let correct: Vec<u8> = (0..n).map(|_| if r.u8() < 8 { r.u8() } else { r.u8() & 1 }).collect();
     let k = match r.u8() % 4 {
-        // below 2^63: from there on a negative class reads as in range (`p as u64 < k`), a
-        // quirk reported in docs/native-core.md, not asserted here
-        0 => (r.u64() >> 1) as usize,
+        // any size, 2^63 and beyond included (a negative class once read as in range there)
+        0 => r.u64() as usize,
         _ => (r.u8() % 20) as usize,
     };
     let pred: Vec<i64> = (0..n).map(|_| if r.u8() < 8 { r.u64() as i64 } else { (r.u8() % 24) as i64 - 2 }).collect();

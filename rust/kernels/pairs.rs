@@ -80,7 +80,7 @@ impl<'a, T: Score> Pairs<'a, T> {
             return Some(KernelError::BadCorrect { index: i, value: c });
         }
         let p = self.pred?[i];
-        ((p as u64) >= self.k as u64).then_some(KernelError::BadPredicted { index: i, value: p, num_classes: self.k })
+        class_out_of_range(p, self.k).then_some(KernelError::BadPredicted { index: i, value: p, num_classes: self.k })
     }
 
     /// The first failing pair of `rows`, as an error; [`KernelError::InputChanged`] if a pass
@@ -100,6 +100,13 @@ impl<'a, T: Score> Pairs<'a, T> {
     }
 }
 
+/// Whether a predicted class is outside `[0, k)`: the one check of a class id, branch-free. A
+/// negative id cast to u64 is at least 2^63, so `k` is capped there (no class id reaches it).
+#[inline(always)]
+fn class_out_of_range(v: i64, k: usize) -> bool {
+    (v as u64) >= (k as u64).min(1 << 63)
+}
+
 crate::kernels::simd::multiversion! {
     /// Whether every pair of `rows` passes the checks (branch-free, vectorisable).
     fn chunk_ok<T: Score>(x: &Pairs<'_, T>, rows: Range<usize>) -> bool {
@@ -111,7 +118,7 @@ crate::kernels::simd::multiversion! {
         }
         if let Some(p) = x.pred {
             for &v in &p[rows] {
-                bad |= (v as u64) >= x.k as u64;
+                bad |= class_out_of_range(v, x.k);
             }
         }
         !bad
@@ -122,7 +129,7 @@ crate::kernels::simd::multiversion! {
     /// Whether every predicted class of `rows` is in [0, k) (branch-free, vectorisable).
     fn preds_ok<T: Score>(x: &Pairs<'_, T>, rows: Range<usize>) -> bool {
         let p = x.pred.map_or(&[][..], |p| &p[rows]);
-        !p.iter().fold(false, |bad, &v| bad | ((v as u64) >= x.k as u64))
+        !p.iter().fold(false, |bad, &v| bad | class_out_of_range(v, x.k))
     }
 }
 

@@ -69,3 +69,19 @@ fn large_one_entry_tables_take_the_general_loops_with_the_same_numbers() {
         }
     }
 }
+
+/// `pairs` target (reported by the fuzzing session): with `num_classes` of 2^63 or more, a
+/// negative predicted class passed the check `p as u64 >= k` (its cast is >= 2^63). Python
+/// never reached it (it checks `predicted` and the class count first); the kernel now refuses
+/// it on its own.
+#[test]
+fn negative_predicted_class_is_refused_for_any_class_count() {
+    use super::pairs::Pairs;
+    for k in [3usize, 1 << 63, (1 << 63) | 1, usize::MAX] {
+        for bad in [-1i64, i64::MIN] {
+            let pred = [0i64, bad];
+            let p = Pairs::new(&[0.5f64, 0.7], &[1, 0], Some(&pred), k).unwrap();
+            assert!(matches!(p.validate(), Err(KernelError::BadPredicted { index: 1, .. })), "k={k} p={bad}");
+        }
+    }
+}
