@@ -159,4 +159,6 @@ mod tests_paths;
 #[cfg(test)]
 mod tests_simd;
 #[cfg(test)]
+mod tests_sce;
+#[cfg(test)]
 mod tests_fuzz;
