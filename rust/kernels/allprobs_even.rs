@@ -3,7 +3,7 @@
 //! outcome is 1 only at the true label, so it is added once per row.
 //!
 //! # What every path computes (the canonical order)
-//! Rows are cut into fixed chunks ([`row_chunks`]: they depend on (N, K) only, never on the
+//! Rows are cut into fixed chunks ([`chunks`]: they depend on (N, K) and the grouping only, never on the
 //! bin counts or the threads). Within a chunk, each cell's score sum is the plain sum of its
 //! scores in row order (then column order), starting from 0.0; the chunk sums of a cell are
 //! added in chunk order. Pooled tables keep bin 0 in [`LANES`] cells, one per column modulo
@@ -30,7 +30,7 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
-use crate::kernels::chunks::{map_fold, row_chunks};
+use crate::kernels::chunks::{map_fold, row_chunks_min};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::simd;
 use crate::kernels::validate::{failed_row_error, labels as check_labels, row_ok, row_sum_and_bad, Checks, RANGE_TOL};
@@ -103,6 +103,16 @@ impl Layout {
         }
     }
 
+    /// A bin-0 slot counting the entries of slot `slot` (bin >= 1) among its columns.
+    #[inline(always)]
+    fn zero_of(&self, slot: usize) -> usize {
+        if self.cc {
+            slot % self.k
+        } else {
+            0
+        }
+    }
+
     /// Columns whose bin 0 is slot `z` (per row).
     fn columns_of(&self, z: usize) -> usize {
         if self.cc {
@@ -128,8 +138,10 @@ impl Layout {
 pub(crate) struct TabPart {
     /// Dense mode: bin-0 score sums by bin-0 slot.
     pub(crate) sum0: Vec<f64>,
-    /// Dense mode: entries of each bin-0 slot's columns not in the dense lane.
-    pub(crate) nonfast: Vec<f64>,
+    /// Dense mode: entries of each bin-0 slot's columns dropped by the threshold (bin 0's
+    /// count is the chunk's entries of the slot's columns minus these and minus the
+    /// scattered path's counts of the bins above 0).
+    pub(crate) dropped: Vec<f64>,
     /// Scattered path: (slot, count, score sum), one per slot touched in the chunk.
     pub(crate) cells: Vec<(usize, f64, f64)>,
     /// Outcome cells (`group * nb + bin`), one per row whose true-label score is kept.
@@ -149,7 +161,7 @@ impl Part {
         let tabs = lay
             .iter()
             .map(|l| match mode {
-                Mode::Dense => TabPart { sum0: vec![0.0; l.width()], nonfast: vec![0.0; l.width()], ..TabPart::default() },
+                Mode::Dense => TabPart { sum0: vec![0.0; l.width()], dropped: vec![0.0; l.width()], ..TabPart::default() },
                 Mode::Sparse => TabPart::default(),
             })
             .collect();
@@ -205,10 +217,11 @@ impl Total {
     }
 
     fn fold(&mut self, l: &Layout, mode: Mode, rows: usize, p: &TabPart) {
+        // Counts are integers below 2^53: exact in any order.
         if mode == Mode::Dense {
             for z in 0..l.width() {
                 let c = &mut self.cells[z];
-                c[0] += (rows * l.columns_of(z)) as f64 - p.nonfast[z];
+                c[0] += (rows * l.columns_of(z)) as f64 - p.dropped[z];
                 c[1] += p.sum0[z];
             }
         }
@@ -216,6 +229,10 @@ impl Total {
             let c = &mut self.cells[slot];
             c[0] += n;
             c[1] += s;
+            if mode == Mode::Dense {
+                // In bin 0's count of this slot's columns (pooled: all in lane 0).
+                self.cells[l.zero_of(slot)][0] -= n;
+            }
         }
         for &o in &p.outcome {
             self.outcome[o] += 1.0;
@@ -278,7 +295,7 @@ pub(crate) fn stats_with<T: Score>(
     // One scratch per thread of the pool, and one for a calling thread outside it.
     let scratch: Vec<Mutex<Option<Vec<Scratch>>>> =
         (0..rayon::current_num_threads() + 1).map(|_| Mutex::new(None)).collect();
-    let chunks = row_chunks(x.n, x.k);
+    let chunks = chunks(x.n, x.k, g.class_conditional);
     map_fold(
         &chunks,
         |rows| {
@@ -308,6 +325,14 @@ pub(crate) fn stats_with<T: Score>(
     Ok(total.into_iter().zip(&lay).map(|(t, l)| t.into_stats(l)).collect())
 }
 
+/// The fixed row chunks of a pass: they depend on the shape and the grouping only (never on
+/// the bin counts, so that tables sharing a pass are the single-pass ones), and hold at least
+/// 256 rows' worth of a dense chunk's bin-0 lane, whose fold is per chunk.
+pub(crate) fn chunks(n: usize, k: usize, cc: bool) -> Vec<Range<usize>> {
+    let width = if cc { k } else { LANES };
+    row_chunks_min(n, k, 256 * width)
+}
+
 /// Dense unless more than a quarter of `row`'s entries would leave the dense lane of the table
 /// with the lowest first edge.
 fn choose<T: Score>(row: &[T], lay: &[Layout], thr: f64) -> Mode {
@@ -327,14 +352,15 @@ fn choose<T: Score>(row: &[T], lay: &[Layout], thr: f64) -> Mode {
 }
 
 /// The scattered path of one entry of column `col`, not in the dense bin-0 lane, in a dense
-/// chunk: counted out of the lane, added to its cell if kept. Whether it fails the range
-/// check (the dense lane's entries cannot).
+/// chunk: added to its cell if kept (then in a bin >= 1), else counted as dropped. Whether it
+/// fails the range check (the dense lane's entries cannot).
 #[inline(always)]
 #[allow(clippy::manual_range_contains)] // NaN is out of range
-fn dense_exception(s: f64, col: usize, thr: f64, l: &Layout, nonfast: &mut [f64], sc: &mut Scratch) -> bool {
-    nonfast[l.zero_slot(col)] += 1.0;
+fn dense_exception(s: f64, col: usize, thr: f64, l: &Layout, dropped: &mut [f64], sc: &mut Scratch) -> bool {
     if s > thr {
         sc.add(l.slot(l.e.bin(s), col), s);
+    } else {
+        dropped[l.zero_slot(col)] += 1.0;
     }
     !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL)
 }
@@ -417,7 +443,7 @@ fn dense_row<T: Score>(row: &[T], thr: f64, l: &Layout, p: &mut TabPart, sc: &mu
     for (c, v) in row.iter().enumerate() {
         let s = v.to_f64();
         if !fast(s) {
-            dense_exception(s, c, thr, l, &mut p.nonfast, sc);
+            dense_exception(s, c, thr, l, &mut p.dropped, sc);
         }
     }
 }
@@ -487,7 +513,7 @@ mod x86 {
         assert!(part.tabs.len() == lay.len() && sc.len() == lay.len());
         for (l, p) in lay.iter().zip(&part.tabs) {
             assert!(l.cc && l.k == k);
-            assert!(part.mode == Mode::Sparse || (p.sum0.len() == k && p.nonfast.len() == k));
+            assert!(part.mode == Mode::Sparse || (p.sum0.len() == k && p.dropped.len() == k));
         }
         for i in rows {
             let row = x.row(i);
@@ -545,9 +571,9 @@ mod x86 {
         let mut out = (0.0, false);
         for (ti, ((l, tp), s)) in lay.iter().zip(part.tabs.iter_mut()).zip(sc.iter_mut()).enumerate() {
             if ti == 0 {
-                out = dense_table::<T, true>(row, thr, l, &mut tp.sum0, &mut tp.nonfast, s);
+                out = dense_table::<T, true>(row, thr, l, &mut tp.sum0, &mut tp.dropped, s);
             } else {
-                dense_table::<T, false>(row, thr, l, &mut tp.sum0, &mut tp.nonfast, s);
+                dense_table::<T, false>(row, thr, l, &mut tp.sum0, &mut tp.dropped, s);
             }
         }
         out
@@ -561,7 +587,7 @@ mod x86 {
         thr: f64,
         l: &Layout,
         sum0: &mut [f64],
-        nonfast: &mut [f64],
+        dropped: &mut [f64],
         sc: &mut Scratch,
     ) -> (f64, bool) {
         let k = row.len();
@@ -597,7 +623,7 @@ mod x86 {
                     let mut v = [0.0f64; 8];
                     _mm256_storeu_pd(v.as_mut_ptr(), v0);
                     _mm256_storeu_pd(v.as_mut_ptr().add(4), v1);
-                    bad |= exceptions(&v, !m as u32 & 0xFF, j, thr, l, nonfast, sc);
+                    bad |= exceptions(&v, !m as u32 & 0xFF, j, thr, l, dropped, sc);
                 }
             }
             (s0, s1)
@@ -607,7 +633,7 @@ mod x86 {
             let fast = s > thr && s < u1;
             sum0[c] += if fast { s } else { 0.0 };
             if !fast {
-                bad |= dense_exception(s, c, thr, l, nonfast, sc);
+                bad |= dense_exception(s, c, thr, l, dropped, sc);
             }
         }
         if FIRST {
@@ -619,11 +645,11 @@ mod x86 {
 
     /// The set lanes of `m`, in lane order, through [`dense_exception`].
     #[inline(never)]
-    fn exceptions(v: &[f64; 8], mut m: u32, j: usize, thr: f64, l: &Layout, nonfast: &mut [f64], sc: &mut Scratch) -> bool {
+    fn exceptions(v: &[f64; 8], mut m: u32, j: usize, thr: f64, l: &Layout, dropped: &mut [f64], sc: &mut Scratch) -> bool {
         let mut bad = false;
         while m != 0 {
             let i = m.trailing_zeros() as usize;
-            bad |= dense_exception(v[i], j + i, thr, l, nonfast, sc);
+            bad |= dense_exception(v[i], j + i, thr, l, dropped, sc);
             m &= m - 1;
         }
         bad

@@ -46,7 +46,7 @@ fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
 fn bits(p: &Part) -> Vec<u64> {
     let mut v = vec![p.rows as u64, (p.mode == Mode::Dense) as u64];
     for t in &p.tabs {
-        v.extend(t.sum0.iter().chain(&t.nonfast).map(|x| x.to_bits()));
+        v.extend(t.sum0.iter().chain(&t.dropped).map(|x| x.to_bits()));
         v.push(u64::MAX);
         for &(slot, n, s) in &t.cells {
             v.extend([slot as u64, n.to_bits(), s.to_bits()]);
