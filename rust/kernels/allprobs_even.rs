@@ -14,17 +14,21 @@
 //!
 //! # Strategies, chosen per chunk from its first row (they only change the speed)
 //! - [`Mode::Dense`], when almost every entry is kept and below the first edge (a many-class
-//!   softmax with threshold 0): bin 0 is summed in a dense per-class (pooled: per-lane) array by
-//!   a branch-free loop (masked adds: adding 0.0 leaves a sum of scores unchanged); only the
-//!   few other entries (bit mask of the vector comparison) take the scattered path into a
-//!   per-thread scratch table; bin 0's count is the chunk's rows minus those entries.
-//! - [`Mode::Sparse`], when most entries are dropped by the threshold: only the kept entries
-//!   are visited, each going through the scattered path, bin 0 included.
+//!   softmax with threshold 0): bin 0's scores are summed in a dense per-class (pooled:
+//!   per-lane) array by branch-free masked adds (adding 0.0 leaves a sum of scores unchanged);
+//!   only the few other entries (a bit mask of the vector comparison) take the scattered path
+//!   into a per-thread scratch table. Bin 0's count is the chunk's entries minus those dropped
+//!   and minus the counts of the bins above 0.
+//! - [`Mode::Counted`], when the threshold drops many entries but keeps many in bin 0: as
+//!   dense, with bin 0's count also in a dense array; only kept entries above bin 0 are
+//!   scattered.
+//! - [`Mode::Sparse`], when nearly every entry is dropped: only the kept entries are visited,
+//!   each through the scattered path, bin 0 included.
 //!
 //! Rows are checked in the same read. The vector pass checks ranges only where they can fail:
-//! an entry in the dense bin-0 lane is in (threshold, u_1), inside [0, 1]; every other entry is
-//! checked one by one on the scattered path ([`Mode::Sparse`]: dropped entries with one vector
-//! comparison against the lower bound). The row sum is the lane sum of
+//! an entry in the dense bin-0 lane is in (threshold, u_1), inside [0, 1]; every scattered
+//! entry is checked on its way; entries dropped but not scattered, which are <= threshold < 1,
+//! with one vector comparison against the lower bound. The row sum is the lane sum of
 //! [`row_sum_and_bad`], so a row fails exactly when the portable check fails it.
 
 use std::ops::Range;
@@ -43,6 +47,7 @@ pub(crate) const LANES: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
     Dense,
+    Counted,
     Sparse,
 }
 
@@ -136,12 +141,12 @@ impl Layout {
 /// One chunk's contribution to one table.
 #[derive(Debug, Default)]
 pub(crate) struct TabPart {
-    /// Dense mode: bin-0 score sums by bin-0 slot.
+    /// Dense and counted modes: bin-0 score sums by bin-0 slot.
     pub(crate) sum0: Vec<f64>,
     /// Dense mode: entries of each bin-0 slot's columns dropped by the threshold (bin 0's
     /// count is the chunk's entries of the slot's columns minus these and minus the
-    /// scattered path's counts of the bins above 0).
-    pub(crate) dropped: Vec<f64>,
+    /// scattered path's counts of the bins above 0). Counted mode: bin 0's counts.
+    pub(crate) aux: Vec<f64>,
     /// Scattered path: (slot, count, score sum), one per slot touched in the chunk.
     pub(crate) cells: Vec<(usize, f64, f64)>,
     /// Outcome cells (`group * nb + bin`), one per row whose true-label score is kept.
@@ -161,7 +166,9 @@ impl Part {
         let tabs = lay
             .iter()
             .map(|l| match mode {
-                Mode::Dense => TabPart { sum0: vec![0.0; l.width()], dropped: vec![0.0; l.width()], ..TabPart::default() },
+                Mode::Dense | Mode::Counted => {
+                    TabPart { sum0: vec![0.0; l.width()], aux: vec![0.0; l.width()], ..TabPart::default() }
+                }
                 Mode::Sparse => TabPart::default(),
             })
             .collect();
@@ -174,33 +181,38 @@ impl Part {
 #[derive(Debug)]
 pub(crate) struct Scratch {
     cells: Vec<[f64; 2]>,
-    touched: Vec<usize>,
+    /// The first `n` entries are the slots touched since the last drain, in first-touch order
+    /// (one more entry than slots, so that the branch-free append always has room).
+    touched: Vec<u32>,
+    n: usize,
 }
 
 impl Scratch {
+    /// `slots` fits in u32 ([`crate::kernels::spec::MAX_TABLE_CELLS`] slots at most).
     pub(crate) fn new(slots: usize) -> Self {
-        Scratch { cells: vec![[0.0; 2]; slots], touched: Vec::new() }
+        Scratch { cells: vec![[0.0; 2]; slots], touched: vec![0; slots + 1], n: 0 }
     }
 
     /// Adds score `s` to `slot` (panics if `slot` is not a slot of the table: callers pass
-    /// [`Layout::slot`]s).
+    /// [`Layout::slot`]s). Branch-free, so that the loads of successive entries overlap.
     #[inline(always)]
     pub(crate) fn add(&mut self, slot: usize, s: f64) {
         let c = &mut self.cells[slot];
-        if c[0] == 0.0 {
-            self.touched.push(slot);
-        }
+        // n <= number of distinct slots touched <= slots < touched.len().
+        self.touched[self.n] = slot as u32;
+        self.n += (c[0] == 0.0) as usize;
         c[0] += 1.0;
         c[1] += s;
     }
 
     /// Moves the touched slots into `p.cells` and zeroes them.
     pub(crate) fn drain(&mut self, p: &mut TabPart) {
-        for &slot in &self.touched {
-            let c = std::mem::replace(&mut self.cells[slot], [0.0; 2]);
-            p.cells.push((slot, c[0], c[1]));
+        p.cells.reserve(self.n);
+        for &slot in &self.touched[..self.n] {
+            let c = std::mem::replace(&mut self.cells[slot as usize], [0.0; 2]);
+            p.cells.push((slot as usize, c[0], c[1]));
         }
-        self.touched.clear();
+        self.n = 0;
     }
 }
 
@@ -218,12 +230,22 @@ impl Total {
 
     fn fold(&mut self, l: &Layout, mode: Mode, rows: usize, p: &TabPart) {
         // Counts are integers below 2^53: exact in any order.
-        if mode == Mode::Dense {
-            for z in 0..l.width() {
-                let c = &mut self.cells[z];
-                c[0] += (rows * l.columns_of(z)) as f64 - p.dropped[z];
-                c[1] += p.sum0[z];
+        match mode {
+            Mode::Dense => {
+                for z in 0..l.width() {
+                    let c = &mut self.cells[z];
+                    c[0] += (rows * l.columns_of(z)) as f64 - p.aux[z];
+                    c[1] += p.sum0[z];
+                }
             }
+            Mode::Counted => {
+                for z in 0..l.width() {
+                    let c = &mut self.cells[z];
+                    c[0] += p.aux[z];
+                    c[1] += p.sum0[z];
+                }
+            }
+            Mode::Sparse => {}
         }
         for &(slot, n, s) in &p.cells {
             let c = &mut self.cells[slot];
@@ -327,33 +349,38 @@ pub(crate) fn stats_with<T: Score>(
 
 /// The fixed row chunks of a pass: they depend on the shape and the grouping only (never on
 /// the bin counts, so that tables sharing a pass are the single-pass ones), and hold at least
-/// 256 rows' worth of a dense chunk's bin-0 lane, whose fold is per chunk.
+/// 1024 rows' worth of a dense chunk's bin-0 lane: chunk parts are folded on one thread, so
+/// they must be few and small next to the work of their chunk.
 pub(crate) fn chunks(n: usize, k: usize, cc: bool) -> Vec<Range<usize>> {
     let width = if cc { k } else { LANES };
-    row_chunks_min(n, k, 256 * width)
+    row_chunks_min(n, k, 1024 * width)
 }
 
-/// Dense unless more than a quarter of `row`'s entries would leave the dense lane of the table
-/// with the lowest first edge.
+/// The strategy for a chunk starting with `row`, from its entries in the dense bin-0 lane of
+/// the table with the lowest first edge, and kept: dense if at most 1/16 are not in the lane,
+/// sparse if at most 1/256 are kept, else counted.
 fn choose<T: Score>(row: &[T], lay: &[Layout], thr: f64) -> Mode {
     let u1 = lay.iter().map(|l| l.e.first_edge()).fold(1.0, f64::min);
-    let out = row
-        .iter()
-        .filter(|v| {
-            let s = v.to_f64();
-            !(s > thr && s < u1)
-        })
-        .count();
-    if 4 * out <= row.len() {
+    let (mut fast, mut kept) = (0usize, 0usize);
+    for v in row {
+        let s = v.to_f64();
+        fast += (s > thr && s < u1) as usize;
+        kept += (s > thr) as usize;
+    }
+    let k = row.len();
+    if 16 * (k - fast) <= k {
         Mode::Dense
-    } else {
+    } else if 256 * kept <= k {
         Mode::Sparse
+    } else {
+        Mode::Counted
     }
 }
 
-/// The scattered path of one entry of column `col`, not in the dense bin-0 lane, in a dense
-/// chunk: added to its cell if kept (then in a bin >= 1), else counted as dropped. Whether it
-/// fails the range check (the dense lane's entries cannot).
+/// The scattered path of one entry of column `col` not in the dense bin-0 lane (dense and
+/// counted modes): added to its cell if kept (then in a bin >= 1), else counted in `dropped`
+/// (dense mode; counted mode passes only kept entries). Whether it fails the range check (the
+/// dense lane's entries cannot).
 #[inline(always)]
 #[allow(clippy::manual_range_contains)] // NaN is out of range
 fn dense_exception(s: f64, col: usize, thr: f64, l: &Layout, dropped: &mut [f64], sc: &mut Scratch) -> bool {
@@ -397,7 +424,8 @@ crate::kernels::simd::multiversion! {
             }
             for ((l, p), s) in lay.iter().zip(part.tabs.iter_mut()).zip(sc.iter_mut()) {
                 match part.mode {
-                    Mode::Dense => dense_row(row, thr, l, p, s),
+                    Mode::Dense => dense_row::<T, false>(row, thr, l, p, s),
+                    Mode::Counted => dense_row::<T, true>(row, thr, l, p, s),
                     Mode::Sparse => {
                         for (c, v) in row.iter().enumerate() {
                             let v = v.to_f64();
@@ -414,41 +442,48 @@ crate::kernels::simd::multiversion! {
     }
 }
 
-/// One row of a dense chunk, portable: the bin-0 lane (masked adds, vectorised), then the
-/// entries outside it in column order.
+/// One row of a dense (`COUNT`: counted) chunk, portable: the bin-0 lane (masked adds,
+/// vectorised), then the scattered entries in column order.
 #[inline(always)]
-fn dense_row<T: Score>(row: &[T], thr: f64, l: &Layout, p: &mut TabPart, sc: &mut Scratch) {
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is not in bin 0
+fn dense_row<T: Score, const COUNT: bool>(row: &[T], thr: f64, l: &Layout, p: &mut TabPart, sc: &mut Scratch) {
     let u1 = l.e.first_edge();
     let fast = |s: f64| s > thr && s < u1;
+    let lane = |z: &mut f64, a: &mut f64, v: &T| {
+        let s = v.to_f64();
+        let f = fast(s);
+        *z += if f { s } else { 0.0 };
+        if COUNT {
+            *a += if f { 1.0 } else { 0.0 };
+        }
+    };
     if l.cc {
-        let sum0 = &mut p.sum0[..row.len()];
-        for (z, v) in sum0.iter_mut().zip(row) {
-            let s = v.to_f64();
-            *z += if fast(s) { s } else { 0.0 };
+        let (sum0, aux) = (&mut p.sum0[..row.len()], &mut p.aux[..row.len()]);
+        for ((z, a), v) in sum0.iter_mut().zip(aux.iter_mut()).zip(row) {
+            lane(z, a, v);
         }
     } else {
-        let sum0 = &mut p.sum0[..LANES];
+        let (sum0, aux) = (&mut p.sum0[..LANES], &mut p.aux[..LANES]);
         let mut it = row.chunks_exact(LANES);
         for c in &mut it {
-            for (z, v) in sum0.iter_mut().zip(c) {
-                let s = v.to_f64();
-                *z += if fast(s) { s } else { 0.0 };
+            for ((z, a), v) in sum0.iter_mut().zip(aux.iter_mut()).zip(c) {
+                lane(z, a, v);
             }
         }
-        for (z, v) in sum0.iter_mut().zip(it.remainder()) {
-            let s = v.to_f64();
-            *z += if fast(s) { s } else { 0.0 };
+        for ((z, a), v) in sum0.iter_mut().zip(aux.iter_mut()).zip(it.remainder()) {
+            lane(z, a, v);
         }
     }
     for (c, v) in row.iter().enumerate() {
         let s = v.to_f64();
-        if !fast(s) {
-            dense_exception(s, c, thr, l, &mut p.dropped, sc);
+        let scattered = if COUNT { s > thr && !(s < u1) } else { !fast(s) };
+        if scattered {
+            dense_exception(s, c, thr, l, &mut p.aux, sc);
         }
     }
 }
 
-/// [`rows_portable`], with AVX2 for class-conditional tables when available.
+/// [`rows_portable`], with AVX2 when available.
 pub(crate) fn accumulate<T: Score>(
     x: &Inputs<T>,
     rows: Range<usize>,
@@ -459,7 +494,7 @@ pub(crate) fn accumulate<T: Score>(
     check: &Checks,
 ) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
-    if lay.iter().all(|l| l.cc) && simd::avx2() {
+    if simd::avx2() {
         simd::record(simd::Kernel::SceRows, simd::Level::Avx2);
         // SAFETY: the CPU has AVX2, the only feature `x86::rows` is compiled for (it asserts
         // the shapes of the part and scratch tables itself).
@@ -491,14 +526,14 @@ mod x86 {
     use crate::kernels::validate::{row_ok, Checks, RANGE_TOL};
     use crate::kernels::{Inputs, Score};
 
-    /// The class-conditional row pass of [`super::rows_portable`] with AVX2: the same updates
-    /// of every cell in the same order, and the same row checks (see the module doc). Eight
-    /// values at a time: row-sum lanes as [`crate::kernels::validate::row_sum_and_bad`] adds
-    /// them, one comparison pair per table for the bin-0 lane (masked adds into the per-class
-    /// array), and a bit mask sending the other entries to the scattered path.
+    /// [`super::rows_portable`] with AVX2: the same updates of every cell in the same order,
+    /// and the same row checks (see the module doc). Eight values at a time: row-sum lanes as
+    /// [`crate::kernels::validate::row_sum_and_bad`] adds them, one comparison pair per table
+    /// for the bin-0 lane (masked adds into the per-class array, or, pooled, into registers
+    /// holding the eight lanes), and a bit mask sending the other entries to the scattered
+    /// path.
     ///
-    /// Every table must be class-conditional with `x.k` classes, and `part`/`sc` shaped by
-    /// `lay` (asserted).
+    /// Every table must have `x.k` classes, and `part`/`sc` be shaped by `lay` (asserted).
     #[target_feature(enable = "avx2")]
     pub(super) fn rows<T: Score>(
         x: &Inputs<T>,
@@ -512,13 +547,14 @@ mod x86 {
         let k = x.k;
         assert!(part.tabs.len() == lay.len() && sc.len() == lay.len());
         for (l, p) in lay.iter().zip(&part.tabs) {
-            assert!(l.cc && l.k == k);
-            assert!(part.mode == Mode::Sparse || (p.sum0.len() == k && p.dropped.len() == k));
+            assert!(l.k == k);
+            assert!(part.mode == Mode::Sparse || (p.sum0.len() == l.width() && p.aux.len() == l.width()));
         }
         for i in rows {
             let row = x.row(i);
             let (sum, bad) = match part.mode {
-                Mode::Dense => dense_row(row, thr, lay, part, sc),
+                Mode::Dense => dense_row::<T, false>(row, thr, lay, part, sc),
+                Mode::Counted => dense_row::<T, true>(row, thr, lay, part, sc),
                 Mode::Sparse => sparse_row(row, thr, lay, sc),
             };
             let label = x.labels[i] as u64 as usize;
@@ -564,48 +600,66 @@ mod x86 {
         (t, rest.len())
     }
 
-    /// One row of a dense chunk: (row sum, some value out of range). Table by table: the
-    /// first pass over the row also sums and checks it, later ones re-read it from L1.
+    /// One row of a dense (`COUNT`: counted) chunk: (row sum, some value out of range).
+    /// Table by table: the first pass over the row also sums and checks it, later ones re-read
+    /// it from L1.
     #[inline(always)]
-    fn dense_row<T: Score>(row: &[T], thr: f64, lay: &[Layout], part: &mut Part, sc: &mut [Scratch]) -> (f64, bool) {
+    fn dense_row<T: Score, const COUNT: bool>(
+        row: &[T],
+        thr: f64,
+        lay: &[Layout],
+        part: &mut Part,
+        sc: &mut [Scratch],
+    ) -> (f64, bool) {
         let mut out = (0.0, false);
         for (ti, ((l, tp), s)) in lay.iter().zip(part.tabs.iter_mut()).zip(sc.iter_mut()).enumerate() {
-            if ti == 0 {
-                out = dense_table::<T, true>(row, thr, l, &mut tp.sum0, &mut tp.dropped, s);
-            } else {
-                dense_table::<T, false>(row, thr, l, &mut tp.sum0, &mut tp.dropped, s);
+            let (z, a) = (&mut tp.sum0[..], &mut tp.aux[..]);
+            match (ti == 0, l.cc) {
+                (true, true) => out = dense_table::<T, true, COUNT, false>(row, thr, l, z, a, s),
+                (true, false) => out = dense_table::<T, true, COUNT, true>(row, thr, l, z, a, s),
+                (false, true) => _ = dense_table::<T, false, COUNT, false>(row, thr, l, z, a, s),
+                (false, false) => _ = dense_table::<T, false, COUNT, true>(row, thr, l, z, a, s),
             }
         }
         out
     }
 
-    /// One row into one table of a dense chunk; with `FIRST`, also (row sum, some value out
-    /// of range): the entries outside this table's lane are all the entries that can fail.
+    /// One row into one table of a dense (`COUNT`: counted) chunk, class-conditional or
+    /// `POOLED`; with `FIRST`, also (row sum, some value out of range): the entries scattered
+    /// for this table, and the dropped ones, are all the entries that can fail.
     #[inline(always)]
-    fn dense_table<T: Score, const FIRST: bool>(
+    #[allow(clippy::manual_range_contains, clippy::neg_cmp_op_on_partial_ord)] // NaN is out of range
+    fn dense_table<T: Score, const FIRST: bool, const COUNT: bool, const POOLED: bool>(
         row: &[T],
         thr: f64,
         l: &Layout,
         sum0: &mut [f64],
-        dropped: &mut [f64],
+        aux: &mut [f64],
         sc: &mut Scratch,
     ) -> (f64, bool) {
         let k = row.len();
         let n8 = k / 8 * 8;
         let u1 = l.e.first_edge();
-        assert!(sum0.len() == k);
+        // Pooled: the eight lanes; class-conditional: one entry per column.
+        assert!(sum0.len() == if POOLED { 8 } else { k } && aux.len() == sum0.len());
         let mut bad = false;
         // SAFETY: AVX2 is available (inlined into `rows` only). Loads read row[j..j+8] with
-        // j + 8 <= n8 <= k; `sum0` has k entries (asserted), and the vector loads/stores touch
-        // entries j..j+8 of it. Offsets depend only on k, which no other thread can change;
-        // values another thread may change are only compared and added, and the scattered
-        // path gets them from the registers (one read of each), with bins clamped into the
-        // table.
-        let (s0, s1) = unsafe {
+        // j + 8 <= n8 <= k; the vector loads/stores of `sum0` and `aux` touch entries j..j+8
+        // (j + 8 <= k = their length) or, pooled, 0..8 (their length, asserted above). Offsets
+        // depend only on k, which no other thread can change; values another thread may change
+        // are only compared and added, and the scattered path gets them from the registers
+        // (one read of each), with bins clamped into the table.
+        let (s0, s1, low) = unsafe {
             let p = row.as_ptr();
-            let t = _mm256_set1_pd(thr);
-            let u = _mm256_set1_pd(u1);
-            let (mut s0, mut s1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+            let (t, u) = (_mm256_set1_pd(thr), _mm256_set1_pd(u1));
+            let (lo, one) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0));
+            let (mut s0, mut s1, mut low) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
+            let (zp, ap) = (sum0.as_mut_ptr(), aux.as_mut_ptr());
+            let (mut z0, mut z1, mut a0, mut a1) = if POOLED {
+                (_mm256_loadu_pd(zp), _mm256_loadu_pd(zp.add(4)), _mm256_loadu_pd(ap), _mm256_loadu_pd(ap.add(4)))
+            } else {
+                (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd())
+            };
             for j in (0..n8).step_by(8) {
                 let v0 = T::load4(p.add(j));
                 let v1 = T::load4(p.add(j + 4));
@@ -613,31 +667,73 @@ mod x86 {
                     s0 = _mm256_add_pd(s0, v0);
                     s1 = _mm256_add_pd(s1, v1);
                 }
-                let f0 = _mm256_and_pd(_mm256_cmp_pd(v0, t, _CMP_GT_OQ), _mm256_cmp_pd(v0, u, _CMP_LT_OQ));
-                let f1 = _mm256_and_pd(_mm256_cmp_pd(v1, t, _CMP_GT_OQ), _mm256_cmp_pd(v1, u, _CMP_LT_OQ));
-                let z = sum0.as_mut_ptr().add(j);
-                _mm256_storeu_pd(z, _mm256_add_pd(_mm256_loadu_pd(z), _mm256_and_pd(f0, v0)));
-                _mm256_storeu_pd(z.add(4), _mm256_add_pd(_mm256_loadu_pd(z.add(4)), _mm256_and_pd(f1, v1)));
-                let m = _mm256_movemask_pd(f0) | (_mm256_movemask_pd(f1) << 4);
-                if m != 0xFF {
+                let k0 = _mm256_cmp_pd(v0, t, _CMP_GT_OQ);
+                let k1 = _mm256_cmp_pd(v1, t, _CMP_GT_OQ);
+                let f0 = _mm256_and_pd(k0, _mm256_cmp_pd(v0, u, _CMP_LT_OQ));
+                let f1 = _mm256_and_pd(k1, _mm256_cmp_pd(v1, u, _CMP_LT_OQ));
+                if POOLED {
+                    z0 = _mm256_add_pd(z0, _mm256_and_pd(f0, v0));
+                    z1 = _mm256_add_pd(z1, _mm256_and_pd(f1, v1));
+                    if COUNT {
+                        a0 = _mm256_add_pd(a0, _mm256_and_pd(f0, one));
+                        a1 = _mm256_add_pd(a1, _mm256_and_pd(f1, one));
+                    }
+                } else {
+                    let z = zp.add(j);
+                    _mm256_storeu_pd(z, _mm256_add_pd(_mm256_loadu_pd(z), _mm256_and_pd(f0, v0)));
+                    _mm256_storeu_pd(z.add(4), _mm256_add_pd(_mm256_loadu_pd(z.add(4)), _mm256_and_pd(f1, v1)));
+                    if COUNT {
+                        let a = ap.add(j);
+                        _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_and_pd(f0, one)));
+                        _mm256_storeu_pd(a.add(4), _mm256_add_pd(_mm256_loadu_pd(a.add(4)), _mm256_and_pd(f1, one)));
+                    }
+                }
+                // The lanes to scatter: counted, the kept ones above bin 0 (the dropped ones
+                // are checked against the lower bound here); dense, all outside the lane.
+                let m = if COUNT {
+                    if FIRST {
+                        let out = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, lo, _CMP_NGE_UQ));
+                        low = _mm256_or_pd(low, out);
+                    }
+                    _mm256_movemask_pd(_mm256_andnot_pd(f0, k0)) | (_mm256_movemask_pd(_mm256_andnot_pd(f1, k1)) << 4)
+                } else {
+                    !(_mm256_movemask_pd(f0) | (_mm256_movemask_pd(f1) << 4)) & 0xFF
+                };
+                if m != 0 {
                     let mut v = [0.0f64; 8];
                     _mm256_storeu_pd(v.as_mut_ptr(), v0);
                     _mm256_storeu_pd(v.as_mut_ptr().add(4), v1);
-                    bad |= exceptions(&v, !m as u32 & 0xFF, j, thr, l, dropped, sc);
+                    bad |= exceptions(&v, m as u32, j, thr, l, aux, sc);
                 }
             }
-            (s0, s1)
+            if POOLED {
+                _mm256_storeu_pd(zp, z0);
+                _mm256_storeu_pd(zp.add(4), z1);
+                if COUNT {
+                    _mm256_storeu_pd(ap, a0);
+                    _mm256_storeu_pd(ap.add(4), a1);
+                }
+            }
+            (s0, s1, _mm256_movemask_pd(low) != 0)
         };
         let (v, n) = tail(row, n8);
         for (c, &s) in (n8..).zip(&v[..n]) {
             let fast = s > thr && s < u1;
-            sum0[c] += if fast { s } else { 0.0 };
-            if !fast {
-                bad |= dense_exception(s, c, thr, l, dropped, sc);
+            let z = l.zero_slot(c);
+            sum0[z] += if fast { s } else { 0.0 };
+            if COUNT {
+                aux[z] += if fast { 1.0 } else { 0.0 };
+                if s > thr && !fast {
+                    bad |= dense_exception(s, c, thr, l, aux, sc);
+                } else if !(s > thr) {
+                    bad |= !(s >= -RANGE_TOL);
+                }
+            } else if !fast {
+                bad |= dense_exception(s, c, thr, l, aux, sc);
             }
         }
         if FIRST {
-            (lane_sum(s0, s1, &v[..n]), bad)
+            (lane_sum(s0, s1, &v[..n]), bad || low)
         } else {
             (0.0, false)
         }
@@ -703,6 +799,7 @@ mod x86 {
     /// The kept lanes `m` (scores above the threshold >= 0) of a sparse chunk, in lane order,
     /// into every table; whether one is above the range.
     #[inline(never)]
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is out of range
     fn kept(v: &[f64; 8], mut m: u32, j: usize, lay: &[Layout], sc: &mut [Scratch]) -> bool {
         let mut bad = false;
         while m != 0 {

@@ -46,7 +46,7 @@ fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
 fn bits(p: &Part) -> Vec<u64> {
     let mut v = vec![p.rows as u64, (p.mode == Mode::Dense) as u64];
     for t in &p.tabs {
-        v.extend(t.sum0.iter().chain(&t.dropped).map(|x| x.to_bits()));
+        v.extend(t.sum0.iter().chain(&t.aux).map(|x| x.to_bits()));
         v.push(u64::MAX);
         for &(slot, n, s) in &t.cells {
             v.extend([slot as u64, n.to_bits(), s.to_bits()]);
@@ -85,7 +85,7 @@ fn vector_equals_portable<T: Score>(x: &Inputs<T>, what: &str) {
         for cc in [true, false] {
             for bins in [&[15usize][..], &[1, 3, 15, 40][..], &[1000][..]] {
                 let lay: Vec<Layout> = bins.iter().map(|&b| Layout::new(cc, x.k, b)).collect();
-                for mode in [Mode::Dense, Mode::Sparse] {
+                for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
                     let a = run_chunk(x, 0..x.n, &lay, mode, thr, false);
                     let b = run_chunk(x, 0..x.n, &lay, mode, thr, true);
                     assert!(a == b, "{what} thr={thr} cc={cc} bins={bins:?} {mode:?}: {:?} vs {:?}", a.0, b.0);
@@ -130,7 +130,7 @@ fn vector_and_portable_passes_stop_at_the_same_row() {
                 let x32 = Inputs::new(&q32, &y, k).unwrap();
                 for thr in [0.0, 0.01] {
                     let lay = [Layout::new(true, k, 15), Layout::new(true, k, 4)];
-                    for mode in [Mode::Dense, Mode::Sparse] {
+                    for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
                         let a = run_chunk(&x, 0..40, &lay, mode, thr, false);
                         let b = run_chunk(&x, 0..40, &lay, mode, thr, true);
                         assert_eq!(a.0, b.0, "f64 K={k} special {si} col {col} thr {thr} {mode:?}");
@@ -166,7 +166,7 @@ fn strategies_and_shared_passes_give_the_single_pass_tables() {
                 let g = grouping(cc, thr);
                 let check = |single: &dyn Fn(usize) -> BinStats, many: &dyn Fn(Option<Mode>) -> Vec<BinStats>, what: &str| {
                     let one: Vec<Vec<u64>> = bins.iter().map(|&b| table_bits(&single(b))).collect();
-                    for force in [None, Some(Mode::Dense), Some(Mode::Sparse)] {
+                    for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
                         let all: Vec<Vec<u64>> = many(force).iter().map(table_bits).collect();
                         assert!(all == one, "{what} N={n} K={k} thr={thr} cc={cc} {force:?}");
                     }
@@ -254,7 +254,7 @@ fn labels_out_of_range_unchecked_are_an_error() {
     y[123] = 20;
     let x = Inputs::new(&p, &y, 20).unwrap();
     let check = Checks { labels: false, ..Checks::ALL };
-    for force in [None, Some(Mode::Dense), Some(Mode::Sparse)] {
+    for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
         for cc in [true, false] {
             let e = ae::stats_with(&x, &grouping(cc, 0.0), &[15], &check, force).unwrap_err();
             assert_eq!(e, KernelError::InputChanged);
