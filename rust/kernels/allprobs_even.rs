@@ -176,11 +176,15 @@ impl Part {
     }
 }
 
-/// A thread's scattered-path table for one table of the pass: all zero between chunks
-/// ([`Scratch::drain`] moves the touched slots into the chunk's part and zeroes them).
+/// A thread's scattered-path table for one table of the pass. Entries are logged in order
+/// during the chunk ([`Scratch::add`]: a sequential write, while the table's lines would be
+/// cold, evicted by the streamed input) and applied to the table at its end, which then moves
+/// the touched slots into the chunk's part and zeroes them ([`Scratch::drain`]): each slot's
+/// sum is still the sum of its scores in row and column order.
 #[derive(Debug)]
 pub(crate) struct Scratch {
     cells: Vec<[f64; 2]>,
+    log: Vec<(u32, f64)>,
     /// The first `n` entries are the slots touched since the last drain, in first-touch order
     /// (one more entry than slots, so that the branch-free append always has room).
     touched: Vec<u32>,
@@ -190,23 +194,27 @@ pub(crate) struct Scratch {
 impl Scratch {
     /// `slots` fits in u32 ([`crate::kernels::spec::MAX_TABLE_CELLS`] slots at most).
     pub(crate) fn new(slots: usize) -> Self {
-        Scratch { cells: vec![[0.0; 2]; slots], touched: vec![0; slots + 1], n: 0 }
+        Scratch { cells: vec![[0.0; 2]; slots], log: Vec::new(), touched: vec![0; slots + 1], n: 0 }
     }
 
-    /// Adds score `s` to `slot` (panics if `slot` is not a slot of the table: callers pass
-    /// [`Layout::slot`]s). Branch-free, so that the loads of successive entries overlap.
+    /// Logs score `s` for `slot` (a [`Layout::slot`]).
     #[inline(always)]
     pub(crate) fn add(&mut self, slot: usize, s: f64) {
-        let c = &mut self.cells[slot];
-        // n <= number of distinct slots touched <= slots < touched.len().
-        self.touched[self.n] = slot as u32;
-        self.n += (c[0] == 0.0) as usize;
-        c[0] += 1.0;
-        c[1] += s;
+        self.log.push((slot as u32, s));
     }
 
-    /// Moves the touched slots into `p.cells` and zeroes them.
+    /// Applies the log, then moves the touched slots into `p.cells` and zeroes them.
     pub(crate) fn drain(&mut self, p: &mut TabPart) {
+        for &(slot, s) in &self.log {
+            // Panics if `slot` is not a slot of the table: callers log `Layout::slot`s.
+            let c = &mut self.cells[slot as usize];
+            // Branch-free: n <= distinct slots touched <= slots < touched.len().
+            self.touched[self.n] = slot;
+            self.n += (c[0] == 0.0) as usize;
+            c[0] += 1.0;
+            c[1] += s;
+        }
+        self.log.clear();
         p.cells.reserve(self.n);
         for &slot in &self.touched[..self.n] {
             let c = std::mem::replace(&mut self.cells[slot as usize], [0.0; 2]);
@@ -660,7 +668,14 @@ mod x86 {
             } else {
                 (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd())
             };
-            for j in (0..n8).step_by(8) {
+            // Blocks of 64 groups of eight: each group's scatter mask is stored (no branch), and
+            // the block's scattered entries are handled after it, in column order.
+            let mut masks = [0u8; BLOCK];
+            for j0 in (0..n8).step_by(8 * BLOCK) {
+                let groups = ((n8 - j0) / 8).min(BLOCK);
+                let mut any = 0;
+                for (g, mask) in masks[..groups].iter_mut().enumerate() {
+                let j = j0 + 8 * g;
                 let v0 = T::load4(p.add(j));
                 let v1 = T::load4(p.add(j + 4));
                 if FIRST {
@@ -699,11 +714,11 @@ mod x86 {
                 } else {
                     !(_mm256_movemask_pd(f0) | (_mm256_movemask_pd(f1) << 4)) & 0xFF
                 };
-                if m != 0 {
-                    let mut v = [0.0f64; 8];
-                    _mm256_storeu_pd(v.as_mut_ptr(), v0);
-                    _mm256_storeu_pd(v.as_mut_ptr().add(4), v1);
-                    bad |= exceptions(&v, m as u32, j, thr, l, aux, sc);
+                *mask = m as u8;
+                any |= m;
+                }
+                if any != 0 {
+                    bad |= exceptions(row, &masks[..groups], j0, thr, l, aux, sc);
                 }
             }
             if POOLED {
@@ -739,14 +754,34 @@ mod x86 {
         }
     }
 
-    /// The set lanes of `m`, in lane order, through [`dense_exception`].
+    /// Groups of eight per block of the dense pass.
+    const BLOCK: usize = 64;
+
+    /// The entries of `row` flagged in `masks` (one byte per group of eight columns from
+    /// column `j0`), in column order, through [`dense_exception`]. The values are read again
+    /// from the row (in L1): if another thread changed one meanwhile, it lands in the cell of
+    /// its new value (a wrong value, never an access outside the tables).
     #[inline(never)]
-    fn exceptions(v: &[f64; 8], mut m: u32, j: usize, thr: f64, l: &Layout, dropped: &mut [f64], sc: &mut Scratch) -> bool {
+    fn exceptions<T: Score>(
+        row: &[T],
+        masks: &[u8],
+        j0: usize,
+        thr: f64,
+        l: &Layout,
+        dropped: &mut [f64],
+        sc: &mut Scratch,
+    ) -> bool {
         let mut bad = false;
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            bad |= dense_exception(v[i], j + i, thr, l, dropped, sc);
-            m &= m - 1;
+        for (w, word) in masks.chunks(8).enumerate() {
+            let mut bytes = [0u8; 8];
+            bytes[..word.len()].copy_from_slice(word);
+            let mut m = u64::from_le_bytes(bytes);
+            while m != 0 {
+                let bit = m.trailing_zeros() as usize;
+                let col = j0 + 64 * w + bit;
+                bad |= dense_exception(row[col].to_f64(), col, thr, l, dropped, sc);
+                m &= m - 1;
+            }
         }
         bad
     }

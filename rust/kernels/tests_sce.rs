@@ -261,3 +261,24 @@ fn labels_out_of_range_unchecked_are_an_error() {
         }
     }
 }
+
+/// On a CPU with AVX2 the row pass takes its AVX2 twin for class-conditional and pooled
+/// tables alike, in every strategy (a test of dispatch, not of time).
+#[test]
+fn the_row_pass_takes_avx2_on_an_avx2_cpu() {
+    use super::simd::{self, Kernel};
+    if !simd::avx2() {
+        return;
+    }
+    let before = simd::taken(Kernel::SceRows);
+    let (p, y) = data(2000, 30, 9);
+    let x = Inputs::new(&p, &y, 30).unwrap();
+    for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
+        for cc in [true, false] {
+            ae::stats_with(&x, &grouping(cc, 0.0), &[15], &Checks::ALL, force).unwrap();
+        }
+    }
+    let after = simd::taken(Kernel::SceRows);
+    assert!(after[1] > before[1], "the row pass never took its AVX2 twin");
+    assert_eq!(after[0], 0, "the row pass took its portable path on an AVX2 CPU");
+}
