@@ -3,10 +3,10 @@
 //! outcome is 1 only at the true label, so it is added once per row.
 //!
 //! # What every path computes (the canonical order)
-//! Rows are cut into fixed chunks ([`chunks`]: they depend on (N, K) and the grouping only, never on the
-//! bin counts or the threads). Within a chunk, each cell's score sum is the plain sum of its
-//! scores in row order (then column order), starting from 0.0; the chunk sums of a cell are
-//! added in chunk order. Pooled tables keep bin 0 in [`LANES`] cells, one per column modulo
+//! Rows are cut into fixed chunks ([`chunks`]: they depend on (N, K) and the grouping only,
+//! never on the bin counts or the threads). Within a chunk, each cell's score sum is the plain
+//! sum of its scores in row order (then column order), starting from 0.0; the chunk sums of a
+//! cell are added in chunk order. Pooled tables keep bin 0 in [`LANES`] cells, one per column modulo
 //! [`LANES`] (added in lane order at the end). Counts are exact integers, so their order does
 //! not matter. Every strategy below produces exactly these sums, so the tables are bitwise the
 //! same whatever the strategy, the instruction set, the number of threads, and whichever other
@@ -30,6 +30,12 @@
 //! entry is checked on its way; entries dropped but not scattered, which are <= threshold < 1,
 //! with one vector comparison against the lower bound. The row sum is the lane sum of
 //! [`row_sum_and_bad`], so a row fails exactly when the portable check fails it.
+//!
+//! An input written by another thread during the call gives some value or an error, never an
+//! access outside the tables: vector loads and stores use offsets that depend on K only; the
+//! scattered path re-reads a value from the row, and a value changed meanwhile lands in the
+//! cell of its new value (bins are clamped into the table); a label is checked against K at
+//! its row; a row that failed and passes when read again is [`KernelError::InputChanged`].
 
 use std::ops::Range;
 use std::sync::Mutex;
