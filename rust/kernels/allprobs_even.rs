@@ -382,9 +382,11 @@ fn choose<T: Score>(row: &[T], lay: &[Layout], thr: f64) -> Mode {
         kept += (s > thr) as usize;
     }
     let k = row.len();
+    // A kept entry costs one scattered update per table; the dense lane, a pass per table.
+    let sparse_at = if lay.len() > 1 { 16 } else { 256 };
     if 16 * (k - fast) <= k {
         Mode::Dense
-    } else if 256 * kept <= k {
+    } else if sparse_at * kept <= k {
         Mode::Sparse
     } else {
         Mode::Counted
