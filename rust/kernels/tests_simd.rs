@@ -105,11 +105,17 @@ fn every_kernel_takes_its_best_vector_twin() {
         let (portable, vector) = (any[0] - before_any[i][0], any[1] - before_any[i][1]);
         assert!(vector > 0, "{kernel:?} never took its vector path");
         // These dispatchers have no input for which the portable path is right on this CPU
-        // (the top-label scan has none for rows of more than 16 classes, the SCE row pass for
-        // pooled or multi-table passes: those are counted as portable legitimately).
+        // (the top-label scan has none for rows of more than 16 classes: those are counted as
+        // portable legitimately).
         if matches!(
             kernel,
-            Kernel::Cells | Kernel::Compact | Kernel::Transpose | Kernel::Multiversion | Kernel::LongRowScan | Kernel::PairCells
+            Kernel::Cells
+                | Kernel::Compact
+                | Kernel::Transpose
+                | Kernel::Multiversion
+                | Kernel::LongRowScan
+                | Kernel::PairCells
+                | Kernel::SceRows
         ) {
             assert_eq!(portable, 0, "{kernel:?} took its portable path on a CPU with {level:?}");
         }
