@@ -83,6 +83,28 @@ class Writer(threading.Thread):
                 np.copyto(flat, self.orig)
 
 
+def calls_while_written(writer, call, times: int) -> dict:
+    """Runs ``call()`` ``times`` times while ``writer`` (a started-here thread with a ``stop``
+    event) writes to its input: each gives a float or a calibkit error that is not an
+    InternalError. Returns how many of each."""
+    outcomes = {"value": 0, "error": 0}
+    writer.start()
+    try:
+        for _ in range(times):
+            try:
+                v = call()
+            except CalibkitError as e:
+                assert not isinstance(e, InternalError), e
+                outcomes["error"] += 1
+            else:
+                assert isinstance(v, float)
+                outcomes["value"] += 1
+    finally:
+        writer.stop.set()
+        writer.join()
+    return outcomes
+
+
 @pytest.mark.parametrize("name", sorted(CALLS))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_concurrent_writes_give_a_value_or_a_calibkit_error(name, dtype, capfd):
@@ -91,21 +113,9 @@ def test_concurrent_writes_give_a_value_or_a_calibkit_error(name, dtype, capfd):
     for shape in SHAPES:
         y, p = _probs(*shape, dtype, seed=shape[1])
         assert p.size >= 1 << 15  # the GIL is released
-        writer = Writer(p, seed=len(name))
-        writer.start()
-        try:
-            for _ in range(CALLS_PER_SHAPE):
-                try:
-                    v = call(y, p)
-                except CalibkitError as e:
-                    assert not isinstance(e, InternalError), e
-                    outcomes["error"] += 1
-                else:
-                    assert isinstance(v, float)
-                    outcomes["value"] += 1
-        finally:
-            writer.stop.set()
-            writer.join()
+        got = calls_while_written(Writer(p, seed=len(name)), lambda: call(y, p), CALLS_PER_SHAPE)
+        for key, v in got.items():
+            outcomes[key] += v
     assert sum(outcomes.values()) == CALLS_PER_SHAPE * len(SHAPES)
     out, err = capfd.readouterr()
     assert err == "", err

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import calibkit
-from calibkit.errors import CalibkitError, InternalError
-from test_concurrent_modification import Writer
+from test_concurrent_modification import Writer, calls_while_written
 
 CALLS = {
     "ece": lambda c, ok: calibkit.ece(confidence=c, correct=ok),
@@ -36,21 +35,7 @@ def test_concurrent_writes_to_pairs_give_a_value_or_a_calibkit_error(name, dtype
     else:  # outcome bytes: the writer's NaN/huge/negative values become 0, 1 or other bytes
         ok_f = ok.astype(np.float64)
         writer = _ByteWriter(ok, ok_f)
-    outcomes = {"value": 0, "error": 0}
-    writer.start()
-    try:
-        for _ in range(20):
-            try:
-                v = CALLS[name](conf, ok)
-            except CalibkitError as e:
-                assert not isinstance(e, InternalError), e
-                outcomes["error"] += 1
-            else:
-                assert isinstance(v, float)
-                outcomes["value"] += 1
-    finally:
-        writer.stop.set()
-        writer.join()
+    outcomes = calls_while_written(writer, lambda: CALLS[name](conf, ok), 20)
     assert sum(outcomes.values()) == 20
     out, err = capfd.readouterr()
     assert err == "", err
