@@ -152,15 +152,14 @@ mod x86 {
     use crate::kernels::validate::{self, row_sum_and_bad_avx2, Checks, RowVisitor};
     use crate::kernels::{Inputs, Score};
 
-    /// Appends the kept entries of one row.
-    struct Keep<'a, T> {
-        row: &'a [T],
+    /// Records, per row, which entries pass the threshold: one bit per entry, eight entries a
+    /// byte (the bytes past the row's stay 0).
+    struct Marks {
         thr: __m256d,
-        cls: &'a mut Vec<u32>,
-        val: &'a mut Vec<f64>,
+        bytes: Vec<u8>,
     }
 
-    impl<T: Score> RowVisitor for Keep<'_, T> {
+    impl RowVisitor for Marks {
         #[inline(always)]
         unsafe fn visit(&mut self, j: usize, v0: __m256d, v1: __m256d, n: usize) {
             // SAFETY: register operations only (no memory access); AVX2 is available, as the
@@ -169,19 +168,48 @@ mod x86 {
                 _mm256_movemask_pd(_mm256_cmp_pd(v0, self.thr, _CMP_GT_OQ))
                     | _mm256_movemask_pd(_mm256_cmp_pd(v1, self.thr, _CMP_GT_OQ)) << 4
             };
-            let mut keep = mask & ((1 << n) - 1);
-            while keep != 0 {
-                let l = keep.trailing_zeros() as usize;
-                self.cls.push((j + l) as u32);
-                self.val.push(self.row[j + l].to_f64());
-                keep &= keep - 1;
+            // j is a multiple of 8 below the row's length: byte j / 8 exists (bounds-checked).
+            self.bytes[j / 8] = (mask & ((1 << n) - 1)) as u8;
+        }
+    }
+
+    /// Appends the entries of `row` marked in `marks` (class, score), in column order. Works
+    /// on spans of 4096 entries (64 words of marks) with a word holding which of those words
+    /// are not zero, so that each kept entry costs a few bit operations and the only
+    /// data-dependent branch is the loop's own exit, once per span: whether a group of eight
+    /// entries keeps anything is unpredictable (about one in eight for a 1000-class softmax
+    /// at 0.01), and a branch on it mispredicted often enough to cost most of the pass.
+    fn append_marked<T: Score>(row: &[T], marks: &[u8], cls: &mut Vec<u32>, val: &mut Vec<f64>) {
+        let nbytes = row.len().div_ceil(8);
+        for span in (0..nbytes).step_by(512) {
+            let nwords = (nbytes - span).min(512).div_ceil(8);
+            let mut words = [0u64; 64];
+            let mut live = 0u64;
+            for (i, w) in words[..nwords].iter_mut().enumerate() {
+                // `marks` is padded to whole words (see `compact_rows`), bounds-checked anyway.
+                let b: [u8; 8] = marks[span + 8 * i..span + 8 * i + 8].try_into().unwrap_or([0; 8]);
+                *w = u64::from_le_bytes(b);
+                live |= ((*w != 0) as u64) << i;
+            }
+            while live != 0 {
+                let wi = live.trailing_zeros() as usize;
+                let cur = words[wi];
+                let c = span * 8 + 64 * wi + cur.trailing_zeros() as usize;
+                // c < row.len(): only the row's entries are marked (`get` keeps it so anyway).
+                if let Some(v) = row.get(c) {
+                    cls.push(c as u32);
+                    val.push(v.to_f64());
+                }
+                let rest = cur & cur.wrapping_sub(1);
+                words[wi] = rest;
+                live &= !(((rest == 0) as u64) << wi);
             }
         }
     }
 
-    /// [`super::compact_rows`] in one read of each row ([`row_sum_and_bad_avx2`]): each group
-    /// of eight values is compared with the threshold into a bit mask and only set bits are
-    /// visited, so with few entries kept there is one well-predicted branch per eight entries.
+    /// [`super::compact_rows`] in one read of each row ([`row_sum_and_bad_avx2`]) that checks
+    /// it and marks the entries above the threshold ([`Marks`]), then a walk over the marks of
+    /// that row, still in cache ([`append_marked`]).
     ///
     /// (Kept values are read again from the row, bounds-checked: a value changed by another
     /// thread since the check is kept as read, never out of bounds.)
@@ -194,15 +222,16 @@ mod x86 {
         cls: &mut Vec<u32>,
         val: &mut Vec<f64>,
     ) -> Option<usize> {
-        let t = _mm256_set1_pd(thr);
+        let mut marks = Marks { thr: _mm256_set1_pd(thr), bytes: vec![0u8; x.k.div_ceil(64) * 8] };
         for i in rows {
             let row = x.row(i);
             // SAFETY: AVX2 is enabled here; `row_sum_and_bad_avx2` reads only inside `row` (a
             // slice whose length no other thread can change).
-            let (sum, bad) = unsafe { row_sum_and_bad_avx2(row, &mut Keep { row, thr: t, cls: &mut *cls, val: &mut *val }) };
+            let (sum, bad) = unsafe { row_sum_and_bad_avx2(row, &mut marks) };
             if !validate::row_ok(sum, bad, check) {
                 return Some(i);
             }
+            append_marked(row, &marks.bytes, cls, val);
         }
         None
     }
@@ -269,7 +298,7 @@ mod tests {
             s ^= s << 17;
             (s >> 11) as f64 / (1u64 << 53) as f64
         };
-        for k in [1usize, 7, 8, 9, 31, 100] {
+        for k in [1usize, 7, 8, 9, 31, 100, 4096, 4097, 9001] {
             let n = 200;
             let mut p = vec![0.0f64; n * k];
             for row in p.chunks_mut(k) {
