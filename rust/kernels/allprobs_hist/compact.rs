@@ -98,9 +98,10 @@ fn by_class(k: usize, cls: &[u32], val: &[f64]) -> ChunkLists {
 }
 
 /// Appends the kept (class, score) pairs of `rows`; the first row failing a check, if any.
-/// (A branch per entry: with few entries kept it is well predicted, and measured faster than
-/// branch-free compaction, which stores every entry.) Dispatches to [`x86::compact_rows`] where
-/// the CPU has AVX2, else [`compact_rows_portable`].
+/// (The portable path branches per entry; the AVX2 path marks the kept entries in its
+/// checking read and walks the marks with no data-dependent branch, measured 1.6x faster than
+/// a branch per group of eight at (50k, 1000), threshold 0.01, one thread.) Dispatches to
+/// [`x86::compact_rows`] where the CPU has AVX2, else [`compact_rows_portable`].
 fn compact_rows<T: Score>(
     x: &Inputs<T>,
     rows: std::ops::Range<usize>,
