@@ -100,11 +100,18 @@ impl<'a, T: Score> Pairs<'a, T> {
     }
 }
 
-/// Whether a predicted class is outside `[0, k)`: the one check of a class id, branch-free. A
-/// negative id cast to u64 is at least 2^63, so `k` is capped there (no class id reaches it).
+/// The bound a predicted class must stay below: `k`, capped at `i64::MAX` so that a negative id
+/// (cast to u64, at least 2^63) is never below it, and so that the vector checks, which compare
+/// as i64, use the same bound.
+#[inline(always)]
+fn class_limit(k: usize) -> i64 {
+    k.min(i64::MAX as usize) as i64
+}
+
+/// Whether a predicted class is outside `[0, k)`: the one check of a class id, branch-free.
 #[inline(always)]
 fn class_out_of_range(v: i64, k: usize) -> bool {
-    (v as u64) >= (k as u64).min(1 << 63)
+    (v as u64) >= class_limit(k) as u64
 }
 
 crate::kernels::simd::multiversion! {
@@ -605,12 +612,97 @@ fn push_block_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, 
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Buffers, Pairs};
+    use super::{class_limit, Buffers, Pairs};
     use crate::kernels::edges::EvenEdges;
     use crate::kernels::validate::RANGE_TOL;
     use crate::kernels::{Grouping, Score};
     use std::arch::x86_64::*;
     use std::ops::Range;
+
+    /// What [`cells_of`] and [`push_block`] do to every four pairs, and the checks they gather
+    /// on the way (only gathered: a failing chunk is refused as a whole).
+    struct Four {
+        lo: __m256d,
+        hi: __m256d,
+        threshold: __m256d,
+        drop: __m128i,
+        nb: __m128i,
+        k: __m256i,
+        low_halves: __m256i,
+        bad: __m256d,
+        bad_pred: __m256i,
+        bits: u32,
+    }
+
+    impl Four {
+        /// # Safety
+        /// AVX2 must be available (the callers are compiled for it).
+        #[inline(always)]
+        unsafe fn new<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32) -> Self {
+            // SAFETY: register operations only; AVX2 as the caller guarantees.
+            unsafe {
+                Four {
+                    lo: _mm256_set1_pd(-RANGE_TOL),
+                    hi: _mm256_set1_pd(1.0 + RANGE_TOL),
+                    threshold: _mm256_set1_pd(g.threshold),
+                    drop: _mm_set1_epi32(drop as i32),
+                    nb: _mm_set1_epi32(e.num_bins() as i32),
+                    k: _mm256_set1_epi64x(class_limit(x.k)),
+                    low_halves: _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6),
+                    bad: _mm256_setzero_pd(),
+                    bad_pred: _mm256_setzero_si256(),
+                    bits: 0,
+                }
+            }
+        }
+
+        /// Pairs `at..at + 4` of the input: their scores widened to f64, their cells (the
+        /// even bin, plus `predicted * nb` when class-conditional; `drop` where not kept:
+        /// at or below the threshold, or a bad prediction when class-conditional) and their
+        /// four outcome bytes. Range, outcome and prediction checks are OR-ed into `self`.
+        ///
+        /// # Safety
+        /// AVX2 must be available and `at + 4 <= x.n`.
+        #[inline(always)]
+        unsafe fn step<T: Score>(&mut self, x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, at: usize) -> (__m256d, __m128i, u32) {
+            // SAFETY: the loads read pairs at..at + 4 of `conf`, `correct` and `pred` (each of
+            // length x.n), in bounds by the caller's contract; the rest are register operations.
+            unsafe {
+                let s = T::load4(x.conf.as_ptr().add(at));
+                let bins = e.bin4(s);
+                // !(s >= lo) | !(s <= hi): true for NaN.
+                self.bad = _mm256_or_pd(self.bad, _mm256_or_pd(_mm256_cmp_pd(s, self.lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, self.hi, _CMP_NLE_UQ)));
+                // OR of every `correct` byte: a value other than 0/1 sets a bit of 0xFE.
+                let c4 = (x.correct.as_ptr().add(at) as *const u32).read_unaligned();
+                self.bits |= c4;
+                let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, self.threshold, _CMP_GT_OQ));
+                let mut cells = bins;
+                if let Some(p) = x.pred {
+                    let p = _mm256_loadu_si256(p.as_ptr().add(at) as *const __m256i);
+                    // A prediction is bad when negative or not below k.
+                    let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(self.k, p), _mm256_set1_epi64x(-1)));
+                    self.bad_pred = _mm256_or_si256(self.bad_pred, bad4);
+                    if g.class_conditional {
+                        keep = _mm256_andnot_si256(bad4, keep);
+                        let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, self.low_halves));
+                        cells = _mm_add_epi32(_mm_mullo_epi32(p32, self.nb), bins);
+                    }
+                }
+                let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, self.low_halves));
+                (s, _mm_blendv_epi8(self.drop, cells, keep), c4)
+            }
+        }
+
+        /// Whether every pair stepped over passed the checks.
+        ///
+        /// # Safety
+        /// AVX2 must be available.
+        #[inline(always)]
+        unsafe fn ok(&self) -> bool {
+            // SAFETY: register operations only; AVX2 as the caller guarantees.
+            unsafe { _mm256_movemask_pd(self.bad) == 0 && self.bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(self.bad_pred, self.bad_pred) == 1 }
+        }
+    }
 
     /// [`super::cells_of`] four pairs at a time; returns (pairs done, all passed the checks).
     /// The checks are only gathered (the chunk of a failing pair is refused anyway): a pair
@@ -626,49 +718,18 @@ mod x86 {
         unsafe {
             let n = block.len();
             assert!(block.end <= x.n && n <= b.scores.len());
-            let conf = x.conf.as_ptr().add(block.start);
-            let correct = x.correct.as_ptr().add(block.start);
-            let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
-            let threshold = _mm256_set1_pd(g.threshold);
-            let drop = _mm_set1_epi32(drop as i32);
-            let nb = _mm_set1_epi32(e.num_bins() as i32);
+            let mut four = Four::new(x, g, e, drop);
             let one = _mm256_set1_epi64x(1);
-            let k = _mm256_set1_epi64x(x.k as i64);
-            let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-            let mut bad = _mm256_setzero_pd();
-            let mut bad_pred = _mm256_setzero_si256();
-            // OR of every `correct` byte: a value other than 0/1 sets a bit of 0xFE.
-            let mut bits = 0u32;
             let done = n / 4 * 4;
             for j in (0..done).step_by(4) {
-                let s = T::load4(conf.add(j));
-                let bins = e.bin4(s);
-                // !(s >= lo) | !(s <= hi): true for NaN.
-                bad = _mm256_or_pd(bad, _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ)));
-                let c4 = (correct.add(j) as *const u32).read_unaligned();
-                bits |= c4;
-                let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ));
-                let mut cells = bins;
-                if let Some(p) = x.pred {
-                    let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
-                    // A prediction is bad when negative or not below k.
-                    let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(k, p), _mm256_set1_epi64x(-1)));
-                    bad_pred = _mm256_or_si256(bad_pred, bad4);
-                    if g.class_conditional {
-                        keep = _mm256_andnot_si256(bad4, keep);
-                        let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
-                        cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
-                    }
-                }
-                let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
-                _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, _mm_blendv_epi8(drop, cells, keep));
+                let (s, cells, c4) = four.step(x, g, e, block.start + j);
+                _mm_storeu_si128(b.cells.as_mut_ptr().add(j) as *mut __m128i, cells);
                 _mm256_storeu_pd(b.scores.as_mut_ptr().add(j), s);
                 let c = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32));
                 let inc = _mm256_or_si256(one, _mm256_slli_epi64(_mm256_and_si256(c, one), 32));
                 _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
             }
-            let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
-            (done, ok)
+            (done, four.ok())
         }
     }
 
@@ -687,42 +748,16 @@ mod x86 {
         unsafe {
             let n = block.len();
             assert!(block.end <= x.n && t.data.len() == super::PairTables::COPIES * (t.cells + 1) * 2);
-            let conf = x.conf.as_ptr().add(block.start);
-            let correct = x.correct.as_ptr().add(block.start);
-            let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
-            let threshold = _mm256_set1_pd(g.threshold);
+            let mut four = Four::new(x, g, e, t.cells as u32);
             let drop = _mm_set1_epi32(t.cells as i32);
-            let nb = _mm_set1_epi32(e.num_bins() as i32);
-            let k = _mm256_set1_epi64x(x.k as i64);
-            let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
             let (one, high) = (_mm256_set1_pd(1.0), _mm256_set1_pd(super::PairTables::HIGH));
             let stride = t.cells + 1;
             let table = t.data.as_mut_ptr();
             let (t0, t1, t2, t3) = (table, table.add(stride * 2), table.add(stride * 4), table.add(stride * 6));
-            let mut bad = _mm256_setzero_pd();
-            let mut bad_pred = _mm256_setzero_si256();
-            let mut bits = 0u32;
             let done = n / 4 * 4;
             for j in (0..done).step_by(4) {
-                let s = T::load4(conf.add(j));
-                let bins = e.bin4(s);
-                bad = _mm256_or_pd(bad, _mm256_or_pd(_mm256_cmp_pd(s, lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, hi, _CMP_NLE_UQ)));
-                let c4 = (correct.add(j) as *const u32).read_unaligned();
-                bits |= c4;
-                let mut keep = _mm256_castpd_si256(_mm256_cmp_pd(s, threshold, _CMP_GT_OQ));
-                let mut cells = bins;
-                if let Some(p) = x.pred {
-                    let p = _mm256_loadu_si256(p.as_ptr().add(block.start + j) as *const __m256i);
-                    let bad4 = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), p), _mm256_xor_si256(_mm256_cmpgt_epi64(k, p), _mm256_set1_epi64x(-1)));
-                    bad_pred = _mm256_or_si256(bad_pred, bad4);
-                    if g.class_conditional {
-                        keep = _mm256_andnot_si256(bad4, keep);
-                        let p32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p, low_halves));
-                        cells = _mm_add_epi32(_mm_mullo_epi32(p32, nb), bins);
-                    }
-                }
-                let keep = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(keep, low_halves));
-                let cells = _mm_min_epu32(_mm_blendv_epi8(drop, cells, keep), drop);
+                let (s, cells, c4) = four.step(x, g, e, block.start + j);
+                let cells = _mm_min_epu32(cells, drop);
                 // count + correct * 2^32 (exact), interleaved with the scores: pair q's
                 // [increment, score] is one 128-bit half.
                 let c = _mm256_cvtepi32_pd(_mm_and_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(c4 as i32)), _mm_set1_epi32(1)));
@@ -737,8 +772,7 @@ mod x86 {
                 upd(t2, _mm_extract_epi32(cells, 2), _mm256_extractf128_pd(a, 1));
                 upd(t3, _mm_extract_epi32(cells, 3), _mm256_extractf128_pd(b, 1));
             }
-            let ok = _mm256_movemask_pd(bad) == 0 && bits & 0xFEFE_FEFE == 0 && _mm256_testz_si256(bad_pred, bad_pred) == 1;
-            (done, ok)
+            (done, four.ok())
         }
     }
 
