@@ -55,6 +55,7 @@ __all__ = [
     "as_real",
     "as_threshold",
     "as_num_bins",
+    "as_num_classes",
     "as_bin_counts",
     "check_table",
     "check_gce_params",
@@ -151,6 +152,24 @@ def as_num_bins(value, name: str = "num_bins") -> int:
             "points per bin, so use far fewer bins"
         )
     return b
+
+
+def as_num_classes(value, name: str = "num_classes") -> int:
+    """A class count K given beside top-label input: an integer (not bool) in
+    ``[1, MAX_TABLE_CELLS]`` (a class-conditional table has at least one cell per class)."""
+    if not _is_int(value):
+        raise ParameterTypeError(
+            f"{name} must be a positive integer (K, the number of classes), got {value!r}"
+        )
+    k = int(value)
+    if k < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer (>= 1), got {k}")
+    if k > MAX_TABLE_CELLS:
+        raise InvalidParameterError(
+            f"{name} is {k}, more than the {MAX_TABLE_CELLS} cells a per-(class, bin) table "
+            f"may have; pass the real number of classes"
+        )
+    return k
 
 
 def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]:

@@ -25,14 +25,13 @@ and refuse pairs with :class:`calibkit.errors.TopLabelInputError`.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _native
 from ._validate import as_labels
-from ._params import MAX_TABLE_CELLS
+from ._params import as_num_classes
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -133,23 +132,6 @@ def _as_correct(correct) -> np.ndarray:
     return o.astype(np.uint8)
 
 
-def _as_num_classes(num_classes) -> int:
-    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(num_classes, numbers.Integral):
-        raise InvalidParameterError(
-            f"num_classes must be a positive integer (K, the number of classes), got {num_classes!r}"
-        )
-    k = int(num_classes)
-    if k < 1:
-        raise InvalidParameterError(f"num_classes must be a positive integer (>= 1), got {k}")
-    if k > MAX_TABLE_CELLS:
-        # A class-conditional table has at least one cell per class.
-        raise InvalidParameterError(
-            f"num_classes is {k}, more than the {MAX_TABLE_CELLS} cells a per-(class, bin) table "
-            f"may have; pass the real number of classes"
-        )
-    return k
-
-
 def is_top_label(labels, probs, confidence, correct, predicted=None, num_classes=None) -> bool:
     """Whether a call uses the top-label form; refuses mixed or incomplete forms (no conversion,
     so it also serves lazy arrays)."""
@@ -201,7 +183,7 @@ def resolve(labels, probs, confidence, correct, predicted=None, num_classes=None
     c = _as_confidence(confidence)
     o = _as_correct(correct)
     p = None if predicted is None else as_labels(predicted, name="predicted")
-    k = None if num_classes is None else _as_num_classes(num_classes)
+    k = None if num_classes is None else as_num_classes(num_classes)
     if o.shape[0] != c.shape[0]:
         raise ShapeMismatchError(
             f"correct has {o.shape[0]} entries but confidence has {c.shape[0]}; pass one outcome "

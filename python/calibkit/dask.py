@@ -55,7 +55,7 @@ from . import _native, _toplabel
 from ._binstats import grouped_bin_stats, grouped_bin_stats_at
 from ._groups import score_groups
 from ._select import Selection, SelectionError, add_packed, scan_groups
-from ._params import as_bin_counts, as_int, check_gce_params, check_table
+from ._params import as_bin_counts, as_int, as_num_classes, check_gce_params, check_table
 from ._space import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
 from ._validate import (
     empty_probs_error,
@@ -178,7 +178,7 @@ def _prepare_pairs(confidence, correct, predicted, num_classes):
                 f"{name} has {x.shape[0]} entries but confidence has {n}; pass one per prediction")
     if n == 0:
         raise ShapeMismatchError("confidence is empty (0 entries); pass at least one prediction")
-    k = None if num_classes is None else _toplabel._as_num_classes(num_classes)
+    k = None if num_classes is None else as_num_classes(num_classes)
     dtype = conf.dtype if conf.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     blocks = {name: (x if x.chunks[0] == conf.chunks[0] else x.rechunk((conf.chunks[0],)))
               .to_delayed(optimize_graph=False).ravel() for name, x in arrays.items()}
