@@ -323,6 +323,32 @@ def test_predicted_and_num_classes_checked():
         calibkit.cce(confidence=C, correct=OK, num_classes=3)
 
 
+class _NumpyMethodOnly:
+    """A tensor-like with only a ``.numpy()`` method (as framework tensors have)."""
+
+    def __init__(self, a):
+        self._a = np.asarray(a)
+
+    def numpy(self):
+        return self._a
+
+
+def test_pairs_convert_like_every_array_argument():
+    # confidence=, correct= and sample_weight= go through the same conversion as probs=:
+    # tensor-likes convert, None, strings and ragged lists are refused by name.
+    want = calibkit.ece(confidence=C, correct=OK, sample_weight=[1.0, 2.0, 1.0])
+    got = calibkit.ece(confidence=_NumpyMethodOnly(C), correct=_NumpyMethodOnly(OK),
+                       sample_weight=_NumpyMethodOnly([1.0, 2.0, 1.0]))
+    assert got == want
+    for name, bad in [("confidence", "0.9"), ("confidence", [[0.9], [0.1, 0.2]]),
+                      ("correct", b"1"), ("correct", [[1], [0, 1]])]:
+        kw = {"confidence": C, "correct": OK, name: bad}
+        with pytest.raises(InputTypeError, match=name):
+            calibkit.ece(**kw)
+    with pytest.raises(InputTypeError, match="sample_weight"):
+        calibkit.ece(confidence=C, correct=OK, sample_weight="1,2,1")
+
+
 def test_shapes_and_forms_refused():
     with pytest.raises(ShapeMismatchError, match="correct has 2 entries"):
         calibkit.ece(confidence=C, correct=OK[:2])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._validate import check_gce_params
+from ._validate import as_array, check_gce_params
 from .errors import (
     InputTypeError,
     InvalidParameterError,
@@ -252,10 +252,7 @@ def reduce_table(counts, sum_score, sum_outcome, norm: str, class_conditional: b
 
 
 def _vector(x, name: str, m: int | None) -> np.ndarray:
-    try:
-        a = np.asarray(x)
-    except Exception as exc:  # ragged lists and the like
-        raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+    a = as_array(x, name, "an array of real numbers")
     if a.dtype.kind not in "biuf":
         raise InputTypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
     if a.ndim != 1:

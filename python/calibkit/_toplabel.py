@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._validate import as_labels
+from ._validate import as_array, as_labels
 from ._params import as_num_classes
 from .errors import (
     InputTypeError,
@@ -82,14 +82,7 @@ class Pairs:
 
 
 def _as_confidence(confidence) -> np.ndarray:
-    if isinstance(confidence, (str, bytes)):
-        raise InputTypeError(
-            f"confidence must be an array of top-label probabilities, got {type(confidence).__name__}"
-        )
-    try:
-        c = np.asarray(confidence)
-    except Exception as exc:  # ragged lists and the like
-        raise InputTypeError(f"confidence could not be converted to a NumPy array: {exc}") from exc
+    c = as_array(confidence, "confidence", "an array of top-label probabilities")
     if c.dtype.kind not in "fiu":
         raise InputTypeError(
             f"confidence must hold real numbers (each prediction's top-label probability), got "
@@ -106,12 +99,7 @@ def _as_confidence(confidence) -> np.ndarray:
 
 
 def _as_correct(correct) -> np.ndarray:
-    if isinstance(correct, (str, bytes)):
-        raise InputTypeError(f"correct must be an array of booleans or 0/1, got {type(correct).__name__}")
-    try:
-        o = np.asarray(correct)
-    except Exception as exc:
-        raise InputTypeError(f"correct could not be converted to a NumPy array: {exc}") from exc
+    o = as_array(correct, "correct", "an array of booleans or 0/1")
     if o.ndim != 1:
         raise ShapeMismatchError(
             f"correct must be 1-D (whether each prediction was right), got shape {o.shape}"

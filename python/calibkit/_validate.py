@@ -100,18 +100,24 @@ def length_mismatch_error(n_labels: int, n_rows: int, what: str = "probs") -> Sh
     )
 
 
-def as_probs(probs, name: str = "probs") -> np.ndarray:
-    """``probs`` as a C-contiguous 2-D float32/float64 array (binary 1-D / (N, 1) expanded)."""
-    if isinstance(probs, (str, bytes)) or probs is None:
-        raise InputTypeError(
-            f"{name} must be an array of probabilities of shape (N, K), got {type(probs).__name__}"
-        )
+def as_array(obj, name: str, what: str) -> np.ndarray:
+    """``obj`` as a NumPy array (tensors and DLPack objects on the CPU included; see
+    :func:`calibkit._arraylike.to_numpy`), or an :class:`InputTypeError` naming ``name``:
+    ``None``, a string or bytes ("``name`` must be ``what``") and anything NumPy cannot convert
+    (ragged lists and the like). The one conversion every array argument goes through."""
+    if isinstance(obj, (str, bytes)) or obj is None:
+        raise InputTypeError(f"{name} must be {what}, got {type(obj).__name__}")
     try:
-        p = to_numpy(probs, name)
+        return to_numpy(obj, name)
     except InputTypeError:
         raise
     except Exception as exc:  # ragged lists and the like
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+
+
+def as_probs(probs, name: str = "probs") -> np.ndarray:
+    """``probs`` as a C-contiguous 2-D float32/float64 array (binary 1-D / (N, 1) expanded)."""
+    p = as_array(probs, name, "an array of probabilities of shape (N, K)")
     if p.dtype.kind not in "fiub":
         raise probs_dtype_error(p.dtype, name)
     if p.dtype not in _FAST_PROBS:  # ints, bools, float16, non-native byte order
@@ -130,14 +136,7 @@ def as_probs(probs, name: str = "probs") -> np.ndarray:
 
 def as_labels(labels, name: str = "labels") -> np.ndarray:
     """``labels`` as a contiguous 1-D int64 array (range is checked by the kernel)."""
-    if isinstance(labels, (str, bytes)) or labels is None:
-        raise InputTypeError(f"{name} must be an array of integer class indices, got {type(labels).__name__}")
-    try:
-        y = to_numpy(labels, name)
-    except InputTypeError:
-        raise
-    except Exception as exc:
-        raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
+    y = as_array(labels, name, "an array of integer class indices")
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]  # a column of class indices, as (N, 1) label arrays from data loaders often are
     if y.dtype.kind in "US" or (

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _native
 from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
-from .._validate import validate_inputs
+from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
 __all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weighted_bins",
@@ -34,14 +34,7 @@ __all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weigh
 
 def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False) -> np.ndarray:
     """``sample_weight`` checked and as a contiguous float64 array of shape (n,)."""
-    if isinstance(sample_weight, (str, bytes)):
-        raise InputTypeError(
-            f"sample_weight must be an array of N = {n} non-negative numbers, got a string"
-        )
-    try:
-        w = np.asarray(sample_weight)
-    except Exception as exc:
-        raise InputTypeError(f"sample_weight could not be converted to a NumPy array: {exc}") from exc
+    w = as_array(sample_weight, "sample_weight", f"an array of N = {n} non-negative numbers")
     if w.dtype.kind not in "biuf":
         raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
     if w.ndim != 1 or w.shape[0] != n:
