@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 
+from ._validate import as_array
 from .errors import InputTypeError, InvalidParameterError, InvalidScoresError, ShapeMismatchError
 
 __all__ = ["softmax", "log_softmax"]
@@ -13,12 +14,7 @@ __all__ = ["softmax", "log_softmax"]
 
 def _as_logits(logits, axis) -> tuple[np.ndarray, int]:
     """``(logits as float32/float64, axis as a non-negative int)``; calibkit errors otherwise."""
-    if isinstance(logits, (str, bytes)) or logits is None:
-        raise InputTypeError(f"logits must be an array of numbers, got {type(logits).__name__}")
-    try:
-        z = np.asarray(logits)
-    except Exception as exc:  # ragged lists and the like
-        raise InputTypeError(f"logits could not be converted to a NumPy array: {exc}") from None
+    z = as_array(logits, "logits", "an array of numbers")
     if z.dtype.kind not in "fiub":
         raise InputTypeError(f"logits must hold real numbers, got dtype {z.dtype}")
     if z.dtype.kind != "f" or z.dtype.itemsize != 4:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .._params import as_num_bins
+from .._validate import as_array
 from .._softmax import log_softmax, softmax
 from .._space import MetricSpace, MetricSpec, as_space
 from .._validate import as_labels, length_mismatch_error
@@ -66,10 +67,7 @@ def _temperatures(temperatures) -> np.ndarray:
 
 def _logits_and_labels(labels, logits) -> tuple[np.ndarray, np.ndarray]:
     """float64 (N, K >= 2) logits and int64 labels in [0, K)."""
-    try:
-        z = np.asarray(logits)
-    except Exception as exc:  # ragged lists and the like
-        raise InvalidParameterError(f"logits could not be converted to an array: {exc}") from None
+    z = as_array(logits, "logits", "an array of shape (N, K)")
     if z.ndim != 2 or z.shape[1] < 2:
         raise ShapeMismatchError(
             f"logits: expected shape (N, K) with K >= 2, got {z.shape}; for a binary logit "

@@ -32,6 +32,7 @@ import numbers
 import numpy as np
 
 from .._params import RANGE_TOL, ROW_SUM_TOL, as_choice, as_flag, as_int, as_real
+from .._validate import as_array
 from ..errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -233,14 +234,7 @@ def check_range(name: str, value) -> tuple[float, float]:
 
 
 def _as_numeric(X, name: str) -> np.ndarray:
-    if isinstance(X, (str, bytes)) or X is None:
-        raise InputTypeError(
-            f"{name} must be a numeric array of shape (N, K), got {type(X).__name__}"
-        )
-    try:
-        arr = np.asarray(X)
-    except Exception as exc:  # ragged nested lists and the like
-        raise InputTypeError(f"{name} could not be converted to a numeric array: {exc}") from exc
+    arr = as_array(X, name, "a numeric array of shape (N, K)")
     if arr.dtype.kind not in "fiub":
         raise InputTypeError(
             f"{name} must hold real numbers, got dtype {arr.dtype}; pass a float array of shape (N, K)"
@@ -339,14 +333,7 @@ def _check_not_probs(arr: np.ndarray, name: str) -> None:
 
 def prepare_labels(y, n_samples: int, n_classes: int, *, name: str = "y") -> np.ndarray:
     """Validate class labels: 1-D integers (or integral floats / bools) in ``[0, K)``."""
-    if isinstance(y, (str, bytes)) or y is None:
-        raise InputTypeError(
-            f"{name} must be an array of integer class indices, got {type(y).__name__}"
-        )
-    try:
-        arr = np.asarray(y)
-    except Exception as exc:
-        raise InputTypeError(f"{name} could not be converted to an array: {exc}") from exc
+    arr = as_array(y, name, "an array of integer class indices")
     if arr.ndim != 1:
         raise ShapeMismatchError(
             f"{name} must be 1-D (one class index per row), got shape {arr.shape}"
