@@ -934,16 +934,7 @@ fn group_members<T: Score>(x: &Pairs<'_, T>, g: &Grouping) -> Vec<Vec<(f64, bool
 fn adaptive_stats(members: &[Vec<(f64, bool)>], g: &Grouping, b: usize) -> BinStats {
     let per_group: Vec<(Vec<f64>, BinStats)> =
         members.par_iter().map(|m| adaptive_group(m.clone(), b, g.threshold)).collect();
-    let mut st = BinStats::zeros(members.len(), b);
-    st.edges.clear();
-    for (gi, (bounds, one)) in per_group.into_iter().enumerate() {
-        let r = gi * b..(gi + 1) * b;
-        st.count[r.clone()].copy_from_slice(&one.count);
-        st.sum_score[r.clone()].copy_from_slice(&one.sum_score);
-        st.sum_outcome[r].copy_from_slice(&one.sum_outcome);
-        st.edges.extend(bounds);
-    }
-    st
+    BinStats::from_groups(per_group, b)
 }
 
 #[cfg(test)]

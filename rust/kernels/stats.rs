@@ -24,6 +24,25 @@ impl BinStats {
         }
     }
 
+    /// Writes a one-group table `one` (of `nb` bins) as group `g` of this table.
+    pub fn set_group(&mut self, g: usize, one: &BinStats) {
+        let r = g * self.nb..(g + 1) * self.nb;
+        self.count[r.clone()].copy_from_slice(&one.count);
+        self.sum_score[r.clone()].copy_from_slice(&one.sum_score);
+        self.sum_outcome[r].copy_from_slice(&one.sum_outcome);
+    }
+
+    /// The table of per-group adaptive results (each group's `nb + 1` boundaries and its
+    /// one-group table of `nb` bins), groups in order, with every group's boundaries as edges.
+    pub fn from_groups(per_group: Vec<(Vec<f64>, BinStats)>, nb: usize) -> Self {
+        let mut st = BinStats::zeros(per_group.len(), nb);
+        for (g, (bounds, one)) in per_group.into_iter().enumerate() {
+            st.set_group(g, &one);
+            st.edges.extend(bounds);
+        }
+        st
+    }
+
     /// Adds another table of the same shape, element by element.
     pub fn add(&mut self, other: &BinStats) {
         debug_assert_eq!(self.count.len(), other.count.len());

@@ -183,20 +183,11 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
                     members[group_of(i)].push((s, top.correct[i]));
                 }
             }
-            let mut st = BinStats::zeros(groups, b);
             let per_group: Vec<(Vec<f64>, BinStats)> = members
                 .into_par_iter()
                 .map(|m| adaptive_group(m, b, g.threshold))
                 .collect();
-            st.edges.clear();
-            for (gi, (bounds, one)) in per_group.into_iter().enumerate() {
-                let r = gi * b..(gi + 1) * b;
-                st.count[r.clone()].copy_from_slice(&one.count);
-                st.sum_score[r.clone()].copy_from_slice(&one.sum_score);
-                st.sum_outcome[r].copy_from_slice(&one.sum_outcome);
-                st.edges.extend(bounds);
-            }
-            st
+            BinStats::from_groups(per_group, b)
         }
     }
 }

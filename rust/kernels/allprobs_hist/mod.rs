@@ -261,7 +261,7 @@ pub fn stats<T: Score>(
             let nb = e.num_bins();
             let mut st = BinStats::zeros(groups, nb);
             for (gi, (ev, _)) in per_group.iter().enumerate() {
-                copy_group(&mut st, gi, &ev[bi]);
+                st.set_group(gi, &ev[bi]);
             }
             let bounds = e.boundaries();
             st.edges = (0..groups).flat_map(|_| bounds.iter().copied()).collect();
@@ -275,7 +275,7 @@ pub fn stats<T: Score>(
             let mut st = BinStats::zeros(groups, b);
             for (gi, (_, ad)) in per_group.iter().enumerate() {
                 let (bounds, one) = &ad[bi];
-                copy_group(&mut st, gi, one);
+                st.set_group(gi, one);
                 st.edges.extend_from_slice(bounds);
             }
             st
@@ -284,10 +284,4 @@ pub fn stats<T: Score>(
     Ok((even_out, adaptive_out))
 }
 
-fn copy_group(st: &mut BinStats, g: usize, one: &BinStats) {
-    let r = g * st.nb..(g + 1) * st.nb;
-    st.count[r.clone()].copy_from_slice(&one.count);
-    st.sum_score[r.clone()].copy_from_slice(&one.sum_score);
-    st.sum_outcome[r].copy_from_slice(&one.sum_outcome);
-}
 
