@@ -418,11 +418,11 @@ fn outcome<T: Score>(row: &[T], label: usize, thr: f64, l: &Layout, p: &mut TabP
 }
 
 crate::kernels::simd::multiversion! {
-    /// The portable row pass (production fallback, and the pooled pass): accumulates `rows`
-    /// into `part` and the scratch tables `sc`; the index of the first row failing a check
-    /// (or whose label is not a column: labels are checked beforehand, so only if another
-    /// thread changed it since), if any.
-    fn rows_portable<T: Score>(
+    /// The portable row pass, as the production fallback runs it (tests compare the AVX2 pass
+    /// to it): accumulates `rows` into `part` and the scratch tables `sc`; the index of the
+    /// first row failing a check (or whose label is not a column: labels are checked
+    /// beforehand, so only if another thread changed it since), if any.
+    pub(crate) fn accumulate_portable<T: Score>(
         x: &Inputs<T>,
         rows: Range<usize>,
         lay: &[Layout],
@@ -499,7 +499,7 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], thr: f64, l: &Layout, p: &m
     }
 }
 
-/// [`rows_portable`], with AVX2 when available.
+/// [`accumulate_portable`], with AVX2 when available.
 pub(crate) fn accumulate<T: Score>(
     x: &Inputs<T>,
     rows: Range<usize>,
@@ -520,19 +520,6 @@ pub(crate) fn accumulate<T: Score>(
     accumulate_portable(x, rows, lay, part, sc, thr, check)
 }
 
-/// The portable pass, as the production fallback runs it (tests compare the AVX2 pass to it).
-pub(crate) fn accumulate_portable<T: Score>(
-    x: &Inputs<T>,
-    rows: Range<usize>,
-    lay: &[Layout],
-    part: &mut Part,
-    sc: &mut [Scratch],
-    thr: f64,
-    check: &Checks,
-) -> Option<usize> {
-    rows_portable(x, rows, lay, part, sc, thr, check)
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -542,7 +529,7 @@ mod x86 {
     use crate::kernels::validate::{row_ok, Checks, RANGE_TOL};
     use crate::kernels::{Inputs, Score};
 
-    /// [`super::rows_portable`] with AVX2: the same updates of every cell in the same order,
+    /// [`super::accumulate_portable`] with AVX2: the same updates of every cell in the same order,
     /// and the same row checks (see the module doc). Eight values at a time: row-sum lanes as
     /// [`crate::kernels::validate::row_sum_and_bad`] adds them, one comparison pair per table
     /// for the bin-0 lane (masked adds into the per-class array, or, pooled, into registers
