@@ -322,6 +322,21 @@ class Accumulator:
             )
 
     # -- updates -----------------------------------------------------------------------------------
+    def _check_like_earlier(self, k: int, dtype, name: str, k_text: str) -> None:
+        """Refuses a batch whose class count or float dtype differs from the earlier ones'
+        (``name`` is the score argument, ``k_text`` how the batch gave its K)."""
+        if self.num_classes is not None and k != self.num_classes:
+            raise ShapeMismatchError(
+                f"{k_text} but this accumulator was started with K={self.num_classes}; every "
+                f"batch must have the same number of classes"
+            )
+        if self.dtype is not None and dtype != self.dtype:
+            raise InputTypeError(
+                f"{name} is {dtype} but earlier batches were {self.dtype}; mixing float dtypes "
+                f"is refused (results would depend on batching): cast with "
+                f"{name}.astype(np.{self.dtype.name})"
+            )
+
     def update(self, labels=None, probs=None, sample_weight=None, *, confidence=None,
                correct=None, predicted=None, num_classes=None) -> Accumulator:
         """Add one batch of predictions.
@@ -375,17 +390,7 @@ class Accumulator:
             for s in self.space:
                 for b in self.num_bins:
                     check_table(k if s.class_conditional else 1, b)
-        if self.num_classes is not None and k != self.num_classes:
-            raise ShapeMismatchError(
-                f"probs has K={k} classes but this accumulator was started with K="
-                f"{self.num_classes}; every batch must have the same number of columns"
-            )
-        if self.dtype is not None and dtype != self.dtype:
-            raise InputTypeError(
-                f"probs is {dtype} but earlier batches were {self.dtype}; mixing float dtypes "
-                f"is refused (results would depend on batching): cast with "
-                f"probs.astype(np.{self.dtype.name})"
-            )
+        self._check_like_earlier(k, dtype, "probs", f"probs has K={k} classes")
         if y is None:
             if self.num_classes is None:
                 self._allocate(k, dtype)
@@ -439,17 +444,7 @@ class Accumulator:
                                         f"Accumulator metric {s.name}")
         k = pairs.num_classes or self.num_classes or 1
         dtype = pairs.confidence.dtype
-        if self.num_classes is not None and k != self.num_classes:
-            raise ShapeMismatchError(
-                f"num_classes={k} but this accumulator was started with K={self.num_classes}; "
-                f"every batch must have the same number of classes"
-            )
-        if self.dtype is not None and dtype != self.dtype:
-            raise InputTypeError(
-                f"confidence is {dtype} but earlier batches were {self.dtype}; mixing float "
-                f"dtypes is refused (results would depend on batching): cast with "
-                f"confidence.astype(np.{self.dtype.name})"
-            )
+        self._check_like_earlier(k, dtype, "confidence", f"num_classes={k}")
         if pairs.n == 0:
             if self.num_classes is None:
                 self._allocate(k, dtype)
