@@ -46,7 +46,7 @@ use crate::kernels::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 use compact::{compact_kept, sample_kept};
 use histogram::{gather_values, hist_values, Hist};
-use select::{finalize, group_from_segments, group_with_counts, sort_values, Candidates, Selection};
+use select::{finish, group_from_segments, group_with_counts, Candidates, Selection};
 use transpose::{class_blocks, Tiles};
 
 /// The bucket key of a group: f32 bits >> `shift`, clamped to `min..=max` (`max` is 2.0's
@@ -237,7 +237,8 @@ pub fn stats<T: Score>(
             |part| h.merge(&part),
         )?;
         let sel = Selection::new(&h, &req);
-        let mut cand: Vec<f64> = chunks
+        let mut scratch = Candidates::default();
+        scratch.picked = chunks
             .par_iter()
             .map(|r| {
                 let mut c = Vec::new();
@@ -246,11 +247,9 @@ pub fn stats<T: Score>(
             })
             .collect::<Vec<_>>()
             .concat();
-        sort_values(&mut cand);
-        // The gathering pass read the input again: check it found what the histogram counted.
-        sel.check_sorted(&h, req.keys, &cand)?;
-        let all_pos: Vec<f64> = pos.concat();
-        vec![finalize(&h, &sel, &Candidates::new(cand, &sel, &h), &all_pos, &req, thr)]
+        // The gathering pass read the input again: `finish` checks it found what the
+        // histogram counted.
+        vec![finish(h, &sel, &pos.concat(), &req, thr, &mut scratch)?]
     };
     let groups = per_group.len();
     let even_out = even

@@ -6,8 +6,7 @@ use super::{GroupResult, Keys, Request};
 use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
 use crate::kernels::{BinStats, KernelError, Score};
 
-/// Which buckets must be resolved exactly, and where their members sit among the sorted
-/// candidates.
+/// Which buckets must be resolved exactly, and where their members sit among the candidates.
 pub(super) struct Selection {
     n: u64,
     pub(super) wanted: Vec<bool>,
@@ -49,94 +48,42 @@ impl Selection {
         Selection { n, wanted, cum_before, cand_offset, total: off as usize }
     }
 
-    /// Checks that `sorted` (sorted candidates gathered by a pass over the data after the
-    /// histogram's) holds exactly the members of the wanted buckets that the histogram counted:
-    /// [`KernelError::InputChanged`] otherwise (another thread wrote to the input between the
-    /// passes). Then every rank read by [`Selection::edge`] lies inside `sorted`, in its
-    /// bucket's range.
-    pub(super) fn check_sorted(&self, h: &Hist, keys: Keys, sorted: &[f64]) -> Result<(), KernelError> {
-        if sorted.len() != self.total {
-            return Err(KernelError::InputChanged);
-        }
-        // Keys are monotone in the value: a sorted range whose ends are in bucket q is all in q.
-        for (q, &w) in self.wanted.iter().enumerate() {
-            let (a, c) = (self.cand_offset[q] as usize, h.count(q) as usize);
-            if w && c > 0 && (keys.of(sorted[a]) != q || keys.of(sorted[a + c - 1]) != q) {
-                return Err(KernelError::InputChanged);
-            }
-        }
-        Ok(())
-    }
-
     /// The bucket holding rank `r` (0-based) of the group.
     fn bucket_of(cum_before: &[u64], r: u64) -> usize {
         cum_before.partition_point(|&c| c <= r) - 1
     }
 
-    /// Exact value of rank `r`, and its bucket.
-    fn edge(&self, cand_sorted: &[f64], r: u64) -> (f64, usize) {
-        let q = Self::bucket_of(&self.cum_before, r);
-        let pos = self.cand_offset[q] + (r - self.cum_before[q]);
-        (cand_sorted[pos as usize], q)
+    /// The members of wanted bucket q among the placed candidates.
+    fn members<'a>(&self, h: &Hist, placed: &'a [f64], q: usize) -> &'a [f64] {
+        let a = self.cand_offset[q] as usize;
+        &placed[a..a + h.count(q) as usize]
     }
 }
 
-/// Sorted candidates with bucket-local prefix sums (double-double: `hi + lo`, restarting at
-/// each wanted bucket), so that the sum of any run of a bucket's members costs O(1), is
-/// accurate to about one ulp of the bucket's total and, depending only on the bucket's own
-/// members, is the same whichever other buckets are wanted (so a metric's table does not
-/// depend on the other metrics computed with it: `gce` and `evaluate` agree bitwise). Reused
-/// from group to group within a worker, with the histogram and the other per-group buffers
-/// (fresh buffers would cost page faults each time).
+/// The members of the wanted buckets, each bucket's in the order they were gathered (row
+/// order), and the exact values of the requested ranks, read by selection within their
+/// buckets (no bucket is sorted: a bucket's run sums are taken in row order, see
+/// [`fill_bins`]). Reused from group to group within a worker, with the histogram and the
+/// other per-group buffers (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
-    sorted: Vec<f64>,
-    /// Inclusive bucket-local prefix sums: `hi[i] + lo[i]` is the sum of the members of i's
-    /// bucket up to and including i.
-    hi: Vec<f64>,
-    lo: Vec<f64>,
+    /// Members of the wanted buckets, bucket after bucket, each in gathered order.
+    placed: Vec<f64>,
     /// The candidates in the order they were gathered.
-    picked: Vec<f64>,
-    /// Next free slot of each wanted bucket while placing `picked` into `sorted`.
+    pub(super) picked: Vec<f64>,
+    /// Next free slot of each wanted bucket while placing `picked`.
     next: Vec<usize>,
     /// `Selection::wanted` extended by the drop slot, for [`sum_and_gather`].
     wanted_slots: Vec<bool>,
+    /// (bucket, rank within the bucket) wanted, and then their values, sorted.
+    ranks: Vec<(usize, u64)>,
+    values: Vec<f64>,
+    /// A bucket's members being selected in.
+    work: Vec<f64>,
     hist: Option<Hist>,
 }
 
 impl Candidates {
-    /// Candidates already sorted and checked against the histogram
-    /// ([`Selection::check_sorted`]).
-    pub(super) fn new(sorted: Vec<f64>, sel: &Selection, h: &Hist) -> Self {
-        let mut c = Candidates { sorted, ..Default::default() };
-        c.prefix(sel, h);
-        c
-    }
-
-    /// Recomputes the bucket-local prefix sums of `sorted`, whose wanted bucket q holds
-    /// `sorted[cand_offset[q]..cand_offset[q] + count(q)]`.
-    fn prefix(&mut self, sel: &Selection, h: &Hist) {
-        self.hi.clear();
-        self.lo.clear();
-        self.hi.resize(self.sorted.len(), 0.0);
-        self.lo.resize(self.sorted.len(), 0.0);
-        for (q, &w) in sel.wanted.iter().enumerate() {
-            if !w {
-                continue;
-            }
-            let a = sel.cand_offset[q] as usize;
-            let r = a..a + h.count(q) as usize;
-            let (mut s, mut c) = (0.0f64, 0.0f64);
-            for ((&v, hi), lo) in self.sorted[r.clone()].iter().zip(&mut self.hi[r.clone()]).zip(&mut self.lo[r]) {
-                let t = s + v;
-                c += if s.abs() >= v.abs() { (s - t) + v } else { (v - t) + s };
-                s = t;
-                *hi = s;
-                *lo = c;
-            }
-        }
-    }
-
     /// The worker's histogram, emptied (allocated on first use).
     fn take_hist(&mut self, keys: Keys) -> Hist {
         let mut h = self.hist.take().unwrap_or_else(|| Hist::zeros(keys));
@@ -144,36 +91,107 @@ impl Candidates {
         h
     }
 
-    /// Sum of the members `m..m2` of the bucket starting at `a` (a <= m <= m2), as (hi, lo).
-    fn run_sum(&self, a: usize, m: usize, m2: usize) -> (f64, f64) {
-        let pre = |i: usize| if i == a { (0.0, 0.0) } else { (self.hi[i - 1], self.lo[i - 1]) };
-        let ((h1, l1), (h2, l2)) = (pre(m), pre(m2));
-        (h2 - h1, l2 - l1)
+    /// Places `picked` into `placed`, bucket by bucket (a bucket's members keep their gathered
+    /// order). When the values were read twice from the caller's array (counts, then members),
+    /// another thread may have changed them in between: every placement is checked to stay
+    /// inside its bucket's range and the totals to agree, else [`KernelError::InputChanged`]
+    /// (then every bucket is exactly full).
+    fn place(&mut self, h: &Hist, sel: &Selection, keys: Keys) -> Result<(), KernelError> {
+        if self.picked.len() != sel.total {
+            return Err(KernelError::InputChanged);
+        }
+        self.next.clear();
+        self.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
+        self.placed.clear();
+        self.placed.resize(sel.total, 0.0);
+        for &s in &self.picked {
+            // A widened f32 value has the same key as the f32 itself.
+            let q = keys.of(s);
+            let slot = self.next[q];
+            if !sel.wanted[q] || slot >= sel.cand_offset[q] as usize + h.count(q) as usize {
+                return Err(KernelError::InputChanged);
+            }
+            self.placed[slot] = s;
+            self.next[q] += 1;
+        }
+        Ok(())
+    }
+
+    /// Reads the values of the adaptive ranks of `req`: in each bucket holding some, the
+    /// members are copied and the ranks selected in increasing order, each in the part above
+    /// the previous one. A rank's value does not depend on how it is found.
+    fn select_ranks(&mut self, h: &Hist, sel: &Selection, req: &Request) {
+        self.ranks.clear();
+        self.values.clear();
+        if sel.n == 0 {
+            return;
+        }
+        for &b in &req.adaptive {
+            for r in adaptive_positions(sel.n as usize, b) {
+                let q = Selection::bucket_of(&sel.cum_before, r as u64);
+                self.ranks.push((q, r as u64 - sel.cum_before[q]));
+            }
+        }
+        self.ranks.sort_unstable();
+        self.ranks.dedup();
+        let mut i = 0;
+        while i < self.ranks.len() {
+            let q = self.ranks[i].0;
+            self.work.clear();
+            self.work.extend_from_slice(sel.members(h, &self.placed, q));
+            let mut from = 0usize;
+            while i < self.ranks.len() && self.ranks[i].0 == q {
+                let local = self.ranks[i].1 as usize;
+                let part = &mut self.work[from..];
+                let (_, v, _) = part.select_nth_unstable_by_key(local - from, |v| v.to_bits());
+                self.values.push(*v);
+                from = local + 1;
+                i += 1;
+            }
+        }
+    }
+
+    /// The value of rank `r` of the group, and its bucket (after [`Candidates::select_ranks`]).
+    fn edge(&self, sel: &Selection, r: u64) -> (f64, usize) {
+        let q = Selection::bucket_of(&sel.cum_before, r);
+        let at = self.ranks.binary_search(&(q, r - sel.cum_before[q])).expect("rank selected");
+        (self.values[at], q)
+    }
+}
+
+/// A sum of many terms with Neumaier's compensation, kept as (sum, compensation).
+#[derive(Clone, Copy, Default)]
+struct Compensated(f64, f64);
+
+impl Compensated {
+    #[inline(always)]
+    fn add(&mut self, v: f64) {
+        let t = self.0 + v;
+        self.1 += if self.0.abs() >= v.abs() { (self.0 - t) + v } else { (v - t) + self.0 };
+        self.0 = t;
     }
 }
 
 /// Per-bin sums of many terms, each given as (hi, lo): the hi parts with Neumaier
 /// compensation, the small lo parts plainly.
 struct BinSums {
-    sum: Vec<f64>,
-    comp: Vec<f64>,
+    sum: Vec<Compensated>,
 }
 
 impl BinSums {
     fn new(nb: usize) -> Self {
-        BinSums { sum: vec![0.0; nb], comp: vec![0.0; nb] }
+        BinSums { sum: vec![Compensated::default(); nb] }
     }
 
     #[inline]
     fn add(&mut self, bin: usize, (hi, lo): (f64, f64)) {
-        let (s, t) = (self.sum[bin], self.sum[bin] + hi);
-        self.comp[bin] += if s.abs() >= hi.abs() { (s - t) + hi } else { (hi - t) + s };
-        self.comp[bin] += lo;
-        self.sum[bin] = t;
+        let c = &mut self.sum[bin];
+        c.add(hi);
+        c.1 += lo;
     }
 
     fn into_sums(self) -> Vec<f64> {
-        self.sum.iter().zip(&self.comp).map(|(s, c)| s + c).collect()
+        self.sum.iter().map(|c| c.0 + c.1).collect()
     }
 }
 
@@ -181,8 +199,9 @@ impl BinSums {
 /// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`. Buckets in
 /// ascending order: one holding no edge lies wholly in one bin and adds its histogram totals
 /// (whether or not it is wanted for another binning); one holding edges (it is wanted) is split
-/// into runs of its sorted members, each added as a bucket-local run sum. So the table depends
-/// only on the values and these edges, not on which other binnings share the selection.
+/// into runs by those edges, each run's count and compensated sum taken over the bucket's
+/// members in gathered (row) order. So the table depends only on the values and these edges,
+/// not on which other binnings share the selection.
 fn fill_bins(
     h: &Hist,
     sel: &Selection,
@@ -194,6 +213,7 @@ fn fill_bins(
 ) -> BinStats {
     let mut st = BinStats::zeros(1, nb);
     let mut sums = BinSums::new(nb);
+    let mut runs: Vec<(u64, Compensated)> = Vec::new();
     let mut bin = 0usize;
     for q in 0..sel.wanted.len() {
         if h.cnt[q] == 0 {
@@ -208,20 +228,32 @@ fn fill_bins(
             sums.add(bin, (h.sum[q][0], h.sum[q][1]));
             continue;
         }
-        // Bucket q holds edges bin, bin + 1, ...: candidates in bin j are those with
-        // edges[j-1] <= s < edges[j].
-        let a = sel.cand_offset[q] as usize;
-        let end = a + h.count(q) as usize;
-        let mut start = a;
-        while bin < edge_buckets.len() && edge_buckets[bin] == q {
-            let m = start + cand.sorted[start..end].partition_point(|&v| v < edges[bin]);
-            st.count[bin] += (m - start) as f64;
-            sums.add(bin, cand.run_sum(a, start, m));
-            start = m;
-            bin += 1;
+        // Bucket q holds edges bin, bin + 1, ..., bin + t - 1: a member s is in bin
+        // bin + (how many of them are <= s).
+        let t = edge_buckets[bin..].iter().take_while(|&&e| e == q).count();
+        let es = &edges[bin..bin + t];
+        runs.clear();
+        runs.resize(t + 1, (0, Compensated::default()));
+        let members = sel.members(h, &cand.placed, q);
+        if t == 1 {
+            let e = es[0];
+            for &s in members {
+                let r = &mut runs[(s >= e) as usize];
+                r.0 += 1;
+                r.1.add(s);
+            }
+        } else {
+            for &s in members {
+                let r = &mut runs[es.partition_point(|&e| e <= s)];
+                r.0 += 1;
+                r.1.add(s);
+            }
         }
-        st.count[bin] += (end - start) as f64;
-        sums.add(bin, cand.run_sum(a, start, end));
+        for (j, (c, sum)) in runs.iter().enumerate() {
+            st.count[bin + j] += *c as f64;
+            sums.add(bin + j, (sum.0, sum.1));
+        }
+        bin += t;
     }
     st.sum_score = sums.into_sums();
     for &s in positives {
@@ -230,15 +262,9 @@ fn fill_bins(
     st
 }
 
-/// A group's even and adaptive tables from its histogram and sorted candidates.
-pub(super) fn finalize(
-    h: &Hist,
-    sel: &Selection,
-    cand: &Candidates,
-    pos: &[f64],
-    req: &Request,
-    thr: f64,
-) -> GroupResult {
+/// A group's even and adaptive tables from its histogram and placed candidates (ranks
+/// selected).
+fn finalize(h: &Hist, sel: &Selection, cand: &Candidates, pos: &[f64], req: &Request, thr: f64) -> GroupResult {
     let even = req
         .even
         .iter()
@@ -253,51 +279,13 @@ pub(super) fn finalize(
             }
             let (edges, eb): (Vec<f64>, Vec<usize>) = adaptive_positions(sel.n as usize, b)
                 .into_iter()
-                .map(|r| sel.edge(&cand.sorted, r as u64))
+                .map(|r| cand.edge(sel, r as u64))
                 .unzip();
             let st = fill_bins(h, sel, cand, pos, &edges, &eb, b);
             (adaptive_boundaries(&edges, b, thr), st)
         })
         .collect();
     (even, adaptive)
-}
-
-/// Sorts positive floats by their bit patterns (which order like the values): LSD radix sort
-/// on 11-bit digits, skipping digits that all values share (the low mantissa bits of widened
-/// f32 values, the exponent of values of one magnitude).
-pub(super) fn sort_values(v: &mut Vec<f64>) {
-    const BITS: u32 = 11;
-    const R: usize = 1 << BITS;
-    const PASSES: usize = 6;
-    if v.len() < 512 {
-        v.sort_unstable_by_key(|s| s.to_bits());
-        return;
-    }
-    let mut counts = vec![[0usize; R]; PASSES];
-    for s in v.iter() {
-        let x = s.to_bits();
-        for (p, c) in counts.iter_mut().enumerate() {
-            c[((x >> (p as u32 * BITS)) as usize) & (R - 1)] += 1;
-        }
-    }
-    let mut tmp = vec![0.0f64; v.len()];
-    for (p, c) in counts.iter().enumerate() {
-        if c.contains(&v.len()) {
-            continue;
-        }
-        let mut off = [0usize; R];
-        let mut acc = 0;
-        for d in 0..R {
-            off[d] = acc;
-            acc += c[d];
-        }
-        for &s in v.iter() {
-            let d = ((s.to_bits() >> (p as u32 * BITS)) as usize) & (R - 1);
-            tmp[off[d]] = s;
-            off[d] += 1;
-        }
-        std::mem::swap(v, &mut tmp);
-    }
 }
 
 /// One group's computation from its values, given as contiguous segments: histogram pass,
@@ -352,18 +340,13 @@ pub(super) fn group_with_counts<T: Score>(
 }
 
 /// The tables of a group whose histogram is complete and whose wanted values are in
-/// `scratch.picked` (in any order). Each is placed at its bucket's slot (the histogram gives
-/// every bucket's offset), then each bucket is sorted on its own: small sorts in cache, and
-/// buckets are in value order, so the whole array ends up sorted. Gathering first and placing
-/// only the few gathered values keeps the passes over all values free of the store-to-load
-/// dependencies of a direct scatter (consecutive values landing in the same bucket would chain
-/// through its slot counter).
-///
-/// When the values were read twice from the caller's array (counts, then members), another
-/// thread may have changed them in between: every placement is checked to stay inside its
-/// bucket's range and the totals to agree, else [`KernelError::InputChanged`]. (Then every
-/// bucket is exactly full, as `finalize` expects.)
-fn finish(
+/// `scratch.picked`, each bucket's in row order: placed bucket by bucket (the histogram gives
+/// every bucket's offset; see [`Candidates::place`] for the checks), the wanted ranks
+/// selected, then the tables filled. Gathering first and placing only the few gathered values
+/// keeps the passes over all values free of the store-to-load dependencies of a direct
+/// scatter (consecutive values landing in the same bucket would chain through its slot
+/// counter).
+pub(super) fn finish(
     h: Hist,
     sel: &Selection,
     pos: &[f64],
@@ -371,36 +354,13 @@ fn finish(
     thr: f64,
     scratch: &mut Candidates,
 ) -> Result<GroupResult, KernelError> {
-    let keys = req.keys;
-    if scratch.picked.len() != sel.total {
-        scratch.hist = Some(h);
-        return Err(KernelError::InputChanged);
-    }
-    scratch.next.clear();
-    scratch.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
-    scratch.sorted.clear();
-    scratch.sorted.resize(sel.total, 0.0);
-    for &s in &scratch.picked {
-        // A widened f32 value has the same key as the f32 itself.
-        let q = keys.of(s);
-        let slot = scratch.next[q];
-        if !sel.wanted[q] || slot >= sel.cand_offset[q] as usize + h.count(q) as usize {
-            scratch.hist = Some(h);
-            return Err(KernelError::InputChanged);
-        }
-        scratch.sorted[slot] = s;
-        scratch.next[q] += 1;
-    }
-    for q in 0..sel.wanted.len() {
-        if sel.wanted[q] {
-            let a = sel.cand_offset[q] as usize;
-            scratch.sorted[a..a + h.count(q) as usize].sort_unstable_by_key(|v| v.to_bits());
-        }
-    }
-    scratch.prefix(sel, &h);
-    let res = finalize(&h, sel, scratch, pos, req, thr);
+    let placed = scratch.place(&h, sel, req.keys);
+    let res = placed.map(|()| {
+        scratch.select_ranks(&h, sel, req);
+        finalize(&h, sel, scratch, pos, req, thr)
+    });
     scratch.hist = Some(h);
-    Ok(res)
+    res
 }
 
 #[cfg(test)]
@@ -515,39 +475,25 @@ mod tests {
             let r = group_with_counts(&[&vals[..]], wrong, &[], &req, 0.0, &mut scratch);
             assert_eq!(r.err(), Some(KernelError::InputChanged));
         }
-        // Sorted candidates (the pooled path) that do not match the histogram.
+        // Gathered candidates (the pooled path) that do not match the histogram.
         let mut h = Hist::zeros(keys);
         hist_values(&mut h, keys, &vals, 0.0);
         let sel = Selection::new(&h, &req);
         let mut cand = Vec::new();
         gather_values(&sel.wanted, keys, &vals, 0.0, &mut cand);
-        sort_values(&mut cand);
-        assert!(sel.check_sorted(&h, keys, &cand).is_ok());
+        let with = |picked: Vec<f64>| {
+            let mut h2 = Hist::zeros(keys);
+            hist_values(&mut h2, keys, &vals, 0.0);
+            let mut sc = Candidates { picked, ..Default::default() };
+            finish(h2, &sel, &[], &req, 0.0, &mut sc).err()
+        };
+        assert_eq!(with(cand.clone()), None);
         let mut short = cand.clone();
         short.pop();
-        assert_eq!(sel.check_sorted(&h, keys, &short), Err(KernelError::InputChanged));
+        assert_eq!(with(short), Some(KernelError::InputChanged));
         let mut moved = cand.clone();
         let last = moved.len() - 1;
         moved[last] = 0.999_999; // same length, a member of another bucket
-        sort_values(&mut moved);
-        assert_eq!(sel.check_sorted(&h, keys, &moved), Err(KernelError::InputChanged));
-    }
-
-    #[test]
-    fn radix_sort_orders_positive_floats() {
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut v: Vec<f64> = (0..5000)
-            .map(|i| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                let x = (s >> 11) as f64 / (1u64 << 53) as f64;
-                if i % 3 == 0 { (x as f32) as f64 } else { x * 1e-9 }
-            })
-            .collect();
-        let mut want = v.clone();
-        want.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        sort_values(&mut v);
-        assert_eq!(v, want);
+        assert_eq!(with(moved), Some(KernelError::InputChanged));
     }
 }
