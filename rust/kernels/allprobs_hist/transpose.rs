@@ -148,47 +148,72 @@ mod avx2 {
 
     use super::{prefetch_row, Counter, PREFETCH_ROWS};
 
-    /// The bucket-slot computation of [`super::Keys::slot`] in vector registers.
+    /// The bucket-slot computation of [`super::Keys::slot`] in vector registers, and the
+    /// count-table offsets of eight consecutive columns.
     struct SlotConsts {
         shift: __m128i,
         max: __m256i,
         min: __m256i,
         thr: __m256d,
-        drop: usize,
+        drop: __m256i,
+        /// `c * (keys.nkeys() + 1)` for c = 0..8.
+        cols: __m256i,
+        /// Slots per column, `keys.nkeys() + 1`.
+        nk1: usize,
     }
 
     impl SlotConsts {
         #[target_feature(enable = "avx2")]
         fn new(c: &Counter) -> Self {
+            let nk1 = c.keys.nkeys() + 1;
+            let w = nk1 as i32;
             SlotConsts {
                 shift: _mm_cvtsi32_si128(c.keys.shift as i32),
                 max: _mm256_set1_epi32(c.keys.max as i32),
                 min: _mm256_set1_epi32(c.keys.min as i32),
                 thr: _mm256_set1_pd(c.thr),
-                drop: c.keys.drop_slot(),
+                drop: _mm256_set1_epi32(c.keys.drop_slot() as i32),
+                cols: _mm256_setr_epi32(0, w, 2 * w, 3 * w, 4 * w, 5 * w, 6 * w, 7 * w),
+                nk1,
             }
         }
     }
 
-    /// Counts the slots of one row's four f64 values, of columns `j..j + 4`.
+    /// The four 64-bit lane masks of an f64 comparison as four 32-bit lane masks.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn narrow_mask(m: __m256d) -> __m128i {
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)))
+    }
+
+    /// Adds one to each count-table entry `idx` (`counter.cnt` indexes, bounds-checked).
+    #[inline(always)]
+    fn bump(idx: &[u32], counter: &mut Counter) {
+        for &i in idx {
+            counter.cnt[i as usize] += 1;
+        }
+    }
+
+    /// Counts the slots of one row's four f64 values, of columns `j..j + 4`: the slots and
+    /// their count-table indexes are computed in a vector register, so that per value only
+    /// the increment is left.
     #[target_feature(enable = "avx2")]
     #[inline]
     fn count_f64x4(r: __m256d, j: usize, sc: &SlotConsts, counter: &mut Counter) {
         // Key: the value rounded to f32 (as `Score::key_bits` does), bits >> shift, clamped to
-        // min..=max, counted from min (as `Keys::of`).
+        // min..=max, counted from min (as `Keys::of`); the drop slot unless above `thr`.
         let bits = _mm_castps_si128(_mm256_cvtpd_ps(r));
         let min = _mm256_castsi256_si128(sc.min);
         let key = _mm_min_epu32(_mm_srl_epi32(bits, sc.shift), _mm256_castsi256_si128(sc.max));
         let key = _mm_sub_epi32(_mm_max_epu32(key, min), min);
-        let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(r, sc.thr));
+        let keep = narrow_mask(_mm256_cmp_pd::<_CMP_GT_OQ>(r, sc.thr));
+        let slot = _mm_blendv_epi8(_mm256_castsi256_si128(sc.drop), key, keep);
+        let base = _mm_set1_epi32((j * sc.nk1) as i32);
+        let idx = _mm_add_epi32(slot, _mm_add_epi32(base, _mm256_castsi256_si128(sc.cols)));
         let mut q = [0u32; 4];
-        // SAFETY: stores 16 bytes into `q`, which has 16. (Slots are at most `max` or the drop
-        // slot, whatever the value, and `Counter::add` indexes with bounds checks.)
-        unsafe { _mm_storeu_si128(q.as_mut_ptr() as *mut __m128i, key) };
-        for (c, &key) in q.iter().enumerate() {
-            let slot = if keep >> c & 1 != 0 { key as usize } else { sc.drop };
-            counter.add(j + c, slot);
-        }
+        // SAFETY: stores 16 bytes into `q`, which has 16.
+        unsafe { _mm_storeu_si128(q.as_mut_ptr() as *mut __m128i, idx) };
+        bump(&q, counter);
     }
 
     /// Counts the slots of one row's eight f32 values, of columns `j..j + 8`.
@@ -200,15 +225,16 @@ mod avx2 {
         // The threshold test runs in f64, exactly as `Score::to_f64(v) > thr`.
         let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(r));
         let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(r));
-        let keep = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(lo, sc.thr))
-            | _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(hi, sc.thr)) << 4;
+        let keep = _mm256_set_m128i(
+            narrow_mask(_mm256_cmp_pd::<_CMP_GT_OQ>(hi, sc.thr)),
+            narrow_mask(_mm256_cmp_pd::<_CMP_GT_OQ>(lo, sc.thr)),
+        );
+        let slot = _mm256_blendv_epi8(sc.drop, key, keep);
+        let idx = _mm256_add_epi32(slot, _mm256_add_epi32(_mm256_set1_epi32((j * sc.nk1) as i32), sc.cols));
         let mut q = [0u32; 8];
         // SAFETY: stores 32 bytes into `q`, which has 32.
-        unsafe { _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, key) };
-        for (c, &key) in q.iter().enumerate() {
-            let slot = if keep >> c & 1 != 0 { key as usize } else { sc.drop };
-            counter.add(j + c, slot);
-        }
+        unsafe { _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, idx) };
+        bump(&q, counter);
     }
 
     /// f64 transposition in 4 x 4 register blocks, two above each other, so that each column
