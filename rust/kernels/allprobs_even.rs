@@ -38,9 +38,8 @@
 //! its row; a row that failed and passes when read again is [`KernelError::InputChanged`].
 
 use std::ops::Range;
-use std::sync::Mutex;
 
-use crate::kernels::chunks::{map_fold, row_chunks_min};
+use crate::kernels::chunks::{map_fold, row_chunks_min, PerThread};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::simd;
 use crate::kernels::validate::{failed_row_error, labels as check_labels, row_ok, row_sum_and_bad, Checks, RANGE_TOL};
@@ -328,15 +327,11 @@ pub(crate) fn stats_with<T: Score>(
     let lay: Vec<Layout> = bins.iter().map(|&b| Layout::new(g.class_conditional, x.k, b)).collect();
     let thr = g.threshold;
     let mut total: Vec<Total> = lay.iter().map(Total::new).collect();
-    // One scratch per thread of the pool, and one for a calling thread outside it.
-    let scratch: Vec<Mutex<Option<Vec<Scratch>>>> =
-        (0..rayon::current_num_threads() + 1).map(|_| Mutex::new(None)).collect();
+    let scratch = PerThread::<Option<Vec<Scratch>>>::new();
     let chunks = chunks(x.n, x.k, g.class_conditional);
     map_fold(
         &chunks,
-        |rows| {
-            let at = rayon::current_thread_index().map_or(0, |i| i + 1) % scratch.len();
-            let mut guard = scratch[at].lock().unwrap_or_else(|e| e.into_inner());
+        |rows| scratch.with(|guard| {
             let sc = guard.get_or_insert_with(|| lay.iter().map(|l| Scratch::new(l.slots())).collect());
             let mode = force.unwrap_or_else(|| choose(x.row(rows.start), &lay, thr));
             let mut part = Part::new(mode, rows.len(), &lay);
@@ -351,7 +346,7 @@ pub(crate) fn stats_with<T: Score>(
                 // checked (then no row fails: another thread wrote to the input).
                 Some(i) => Err(failed_row_error(x, rows.start..i + 1, check)),
             }
-        },
+        }),
         |part| {
             for ((t, l), p) in total.iter_mut().zip(&lay).zip(&part.tabs) {
                 t.fold(l, part.mode, part.rows, p);

@@ -55,3 +55,23 @@ where
     }
     Ok(())
 }
+
+/// One value per thread of the rayon pool (and one for a calling thread outside it), kept for
+/// one kernel call and reused by every job a thread runs in it: scratch made per job (as
+/// rayon's `map_init` does, once per split) is allocated, grown and faulted in again each time.
+/// The closure given to [`PerThread::with`] must not itself run rayon jobs (another job could
+/// then run on the same thread and wait for the value held).
+pub(crate) struct PerThread<T>(Vec<std::sync::Mutex<T>>);
+
+impl<T: Default> PerThread<T> {
+    pub(crate) fn new() -> Self {
+        PerThread((0..rayon::current_num_threads() + 1).map(|_| std::sync::Mutex::new(T::default())).collect())
+    }
+
+    /// Runs `f` with this thread's value.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let at = rayon::current_thread_index().map_or(0, |i| i + 1) % self.0.len();
+        let mut value = self.0[at].lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut value)
+    }
+}

@@ -40,7 +40,7 @@ mod transpose;
 
 use rayon::prelude::*;
 
-use crate::kernels::chunks::{map_fold, row_chunks_min, row_chunks_split};
+use crate::kernels::chunks::{map_fold, row_chunks_min, row_chunks_split, PerThread};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
@@ -191,11 +191,10 @@ pub fn stats<T: Score>(
         // the compact per-class lists of kept scores (no transposition of the whole matrix).
         if class_conditional {
             let req = Request::new(Keys::CLASS.above(thr), even, adaptive);
+            let scratch = PerThread::<Candidates>::new();
             (0..x.k)
                 .into_par_iter()
-                .map_init(Candidates::default, |scratch, c| {
-                    group_from_segments(&kept.class(c), &pos[c], &req, thr, scratch)
-                })
+                .map(|c| scratch.with(|sc| group_from_segments(&kept.class(c), &pos[c], &req, thr, sc)))
                 .collect::<Result<_, _>>()?
         } else {
             let req = Request::new(Keys::POOLED.above(thr), even, adaptive);
@@ -208,13 +207,15 @@ pub fn stats<T: Score>(
             out.push(group_from_segments(&[x.probs], &pos[0], &req, thr, &mut Candidates::default())?);
         } else {
             let mut tiles = Tiles::new(x.n, req.keys);
+            let scratch = PerThread::<Candidates>::new();
             for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
                 tiles.fill(x, &cols, thr);
                 let res: Vec<GroupResult> = (0..cols.len())
                     .into_par_iter()
-                    .map_init(Candidates::default, |scratch, j| {
+                    .map(|j| {
                         let counts = |cnt: &mut [u32]| tiles.add_counts(j, cnt);
-                        group_with_counts(&tiles.column(j), counts, &pos[cols.start + j], &req, thr, scratch)
+                        let pos = &pos[cols.start + j];
+                        scratch.with(|sc| group_with_counts(&tiles.column(j), counts, pos, &req, thr, sc))
                     })
                     .collect::<Result<_, _>>()?;
                 out.extend(res);

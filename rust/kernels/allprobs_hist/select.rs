@@ -71,8 +71,9 @@ pub(super) struct Candidates {
     placed: Vec<f64>,
     /// The candidates in the order they were gathered.
     pub(super) picked: Vec<f64>,
-    /// Next free slot of each wanted bucket while placing `picked`.
+    /// Next free slot of each wanted bucket while placing `picked`, and its end.
     next: Vec<usize>,
+    end: Vec<usize>,
     /// `Selection::wanted` extended by the drop slot, for [`sum_and_gather`].
     wanted_slots: Vec<bool>,
     /// (bucket, rank within the bucket) wanted, and then their values, sorted.
@@ -80,6 +81,8 @@ pub(super) struct Candidates {
     values: Vec<f64>,
     /// A bucket's members being selected in.
     work: Vec<f64>,
+    /// Every table's edges in the wanted buckets, and the sums between them.
+    segs: Segments,
     hist: Option<Hist>,
 }
 
@@ -104,15 +107,21 @@ impl Candidates {
         self.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
         self.placed.clear();
         self.placed.resize(sel.total, 0.0);
+        // Each bucket's end, or 0 for the buckets not wanted (no member may go there).
+        self.end.clear();
+        self.end.extend((0..sel.wanted.len()).map(|q| {
+            if sel.wanted[q] { sel.cand_offset[q] as usize + h.count(q) as usize } else { 0 }
+        }));
+        let (next, end, placed) = (&mut self.next[..], &self.end[..], &mut self.placed[..]);
         for &s in &self.picked {
             // A widened f32 value has the same key as the f32 itself.
             let q = keys.of(s);
-            let slot = self.next[q];
-            if !sel.wanted[q] || slot >= sel.cand_offset[q] as usize + h.count(q) as usize {
+            let slot = next[q];
+            if slot >= end[q] {
                 return Err(KernelError::InputChanged);
             }
-            self.placed[slot] = s;
-            self.next[q] += 1;
+            placed[slot] = s;
+            next[q] = slot + 1;
         }
         Ok(())
     }
@@ -159,39 +168,166 @@ impl Candidates {
     }
 }
 
-/// A sum of many terms with Neumaier's compensation, kept as (sum, compensation).
-#[derive(Clone, Copy, Default)]
-struct Compensated(f64, f64);
+/// A member's score in exact integer units of its bucket: every member of a bucket has the
+/// bucket's f32 exponent once rounded to f32, so its high part (the f32 value) is a whole
+/// number of f32 ulps of that binade, below 2^24 of them, and its low part (the rest, f64 input
+/// only) a whole number of 2^-30 of those ulps, below 2^29 of them in magnitude. (Scores below
+/// the normal f32 range, 2^-126, are the exception: their low parts are truncated to whole
+/// units of the lowest binade, 2^-179, an error below 1e-53 per score.) Integer sums of these
+/// are exact in any order: a run's sum does not depend on the order of its members, nor on how
+/// the run is cut into pieces (so one pass serves every table, and a table's numbers are those
+/// of a pass for it alone).
+#[derive(Clone, Copy)]
+struct Units {
+    /// The value of one high unit and of one low unit (powers of two), and their inverses.
+    hi: f64,
+    lo: f64,
+    per_hi: f64,
+    per_lo: f64,
+}
 
-impl Compensated {
+impl Units {
+    /// The units of the bucket in slot `q` (its f32 exponent is in its key's bits).
+    fn of_bucket(keys: Keys, q: usize) -> Self {
+        let bits = ((q + keys.min) as u32).wrapping_shl(keys.shift);
+        let exp = ((bits >> 23) & 0xff) as i32;
+        // Subnormal f32 values are whole multiples of 2^-149, like the lowest binade.
+        let e = exp.max(1) - 127 - 23;
+        Units { hi: 2f64.powi(e), lo: 2f64.powi(e - 30), per_hi: 2f64.powi(-e), per_lo: 2f64.powi(30 - e) }
+    }
+
+    /// The member `s` as (count, high units, low units). Out-of-range values (only from an
+    /// input changed during the call) saturate: some number, never a panic.
     #[inline(always)]
-    fn add(&mut self, v: f64) {
-        let t = self.0 + v;
-        self.1 += if self.0.abs() >= v.abs() { (self.0 - t) + v } else { (v - t) + self.0 };
-        self.0 = t;
+    fn split(&self, s: f64) -> RunSum {
+        let hi = (s as f32) as f64;
+        (1, (hi * self.per_hi) as u64, ((s - hi) * self.per_lo) as i64)
+    }
+
+    /// A run's (high, low) sums as f64 values.
+    fn value(&self, (_, h, l): RunSum) -> (f64, f64) {
+        (h as f64 * self.hi, l as f64 * self.lo)
+    }
+}
+
+/// A run's (count, high units, low units).
+type RunSum = (u64, u64, i64);
+
+/// Adds two (count, high units, low units) sums (wrapping: exact for any real group).
+#[inline(always)]
+fn add3(a: &mut RunSum, b: RunSum) {
+    a.0 = a.0.wrapping_add(b.0);
+    a.1 = a.1.wrapping_add(b.1);
+    a.2 = a.2.wrapping_add(b.2);
+}
+
+/// For each wanted bucket holding edges of some table: those edges (every table's, sorted,
+/// distinct) and the exact sums of the members between consecutive ones.
+#[derive(Default)]
+struct Segments {
+    /// Per bucket slot: its first edge in `edges` (and segment in `sums`, offset by its
+    /// number of earlier buckets), `usize::MAX` if it holds no edge.
+    first: Vec<usize>,
+    /// Per bucket with edges, in slot order: (first edge, number of edges, units).
+    buckets: Vec<(usize, usize, Units)>,
+    edges: Vec<f64>,
+    /// Bucket b's segment i: members with exactly i of its edges <= them.
+    sums: Vec<RunSum>,
+    pairs: Vec<(usize, u64)>,
+}
+
+impl Segments {
+    /// Collects the edges of every table of `req` (even upper edges, and the adaptive ones
+    /// selected in `cand`) by bucket, then sums each such bucket's members by segment in one
+    /// pass.
+    fn build(&mut self, h: &Hist, sel: &Selection, cand: &Candidates, req: &Request) {
+        self.pairs.clear();
+        for (_, upper, ek) in &req.even {
+            self.pairs.extend(ek.iter().zip(upper).map(|(&q, &u)| (q, u.to_bits())));
+        }
+        self.pairs.extend(cand.ranks.iter().zip(&cand.values).map(|(&(q, _), &v)| (q, v.to_bits())));
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        self.first.clear();
+        self.first.resize(sel.wanted.len(), usize::MAX);
+        self.buckets.clear();
+        self.edges.clear();
+        self.sums.clear();
+        let mut i = 0;
+        while i < self.pairs.len() {
+            let q = self.pairs[i].0;
+            let start = self.edges.len();
+            while i < self.pairs.len() && self.pairs[i].0 == q {
+                self.edges.push(f64::from_bits(self.pairs[i].1));
+                i += 1;
+            }
+            if h.cnt[q] == 0 {
+                self.edges.truncate(start);
+                continue;
+            }
+            let m = self.edges.len() - start;
+            let at = self.sums.len();
+            self.first[q] = self.buckets.len();
+            let u = Units::of_bucket(req.keys, q);
+            self.buckets.push((start, m, u));
+            self.sums.resize(at + m + 1, (0, 0, 0));
+            let (es, sums) = (&self.edges[start..], &mut self.sums[at..]);
+            let members = sel.members(h, &cand.placed, q);
+            if m == 1 {
+                let e = es[0];
+                for &s in members {
+                    add3(&mut sums[(s >= e) as usize], u.split(s));
+                }
+            } else {
+                for &s in members {
+                    add3(&mut sums[es.partition_point(|&e| e <= s)], u.split(s));
+                }
+            }
+        }
+    }
+
+    /// Bucket q's edges, segment sums and units (q must hold edges).
+    fn of(&self, q: usize) -> (&[f64], &[RunSum], Units) {
+        let b = self.first[q];
+        let (start, m, u) = self.buckets[b];
+        // Segments of bucket b start after the m + 1 of each earlier bucket.
+        (&self.edges[start..start + m], &self.sums[start + b..start + b + m + 1], u)
     }
 }
 
 /// Per-bin sums of many terms, each given as (hi, lo): the hi parts with Neumaier
 /// compensation, the small lo parts plainly.
 struct BinSums {
-    sum: Vec<Compensated>,
+    sum: Vec<f64>,
+    comp: Vec<f64>,
 }
 
 impl BinSums {
     fn new(nb: usize) -> Self {
-        BinSums { sum: vec![Compensated::default(); nb] }
+        BinSums {
+            sum: vec![0.0; nb],
+            comp: vec![0.0; nb],
+        }
     }
 
     #[inline]
     fn add(&mut self, bin: usize, (hi, lo): (f64, f64)) {
-        let c = &mut self.sum[bin];
-        c.add(hi);
-        c.1 += lo;
+        let (s, t) = (self.sum[bin], self.sum[bin] + hi);
+        self.comp[bin] += if s.abs() >= hi.abs() {
+            (s - t) + hi
+        } else {
+            (hi - t) + s
+        };
+        self.comp[bin] += lo;
+        self.sum[bin] = t;
     }
 
     fn into_sums(self) -> Vec<f64> {
-        self.sum.iter().map(|c| c.0 + c.1).collect()
+        self.sum
+            .iter()
+            .zip(&self.comp)
+            .map(|(s, c)| s + c)
+            .collect()
     }
 }
 
@@ -199,13 +335,13 @@ impl BinSums {
 /// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`. Buckets in
 /// ascending order: one holding no edge lies wholly in one bin and adds its histogram totals
 /// (whether or not it is wanted for another binning); one holding edges (it is wanted) is split
-/// into runs by those edges, each run's count and compensated sum taken over the bucket's
-/// members in gathered (row) order. So the table depends only on the values and these edges,
+/// into runs by those edges, each run's exact sum ([`Units`]) made of the segments between
+/// every table's edges in the bucket. So the table depends only on the values and these edges,
 /// not on which other binnings share the selection.
 fn fill_bins(
     h: &Hist,
     sel: &Selection,
-    cand: &Candidates,
+    segs: &Segments,
     positives: &[f64],
     edges: &[f64],
     edge_buckets: &[usize],
@@ -213,7 +349,6 @@ fn fill_bins(
 ) -> BinStats {
     let mut st = BinStats::zeros(1, nb);
     let mut sums = BinSums::new(nb);
-    let mut runs: Vec<(u64, Compensated)> = Vec::new();
     let mut bin = 0usize;
     for q in 0..sel.wanted.len() {
         if h.cnt[q] == 0 {
@@ -229,29 +364,25 @@ fn fill_bins(
             continue;
         }
         // Bucket q holds edges bin, bin + 1, ..., bin + t - 1: a member s is in bin
-        // bin + (how many of them are <= s).
+        // bin + (how many of them are <= s). Members below edge e are the segments before
+        // the bucket's (every table's) edges above e.
         let t = edge_buckets[bin..].iter().take_while(|&&e| e == q).count();
-        let es = &edges[bin..bin + t];
-        runs.clear();
-        runs.resize(t + 1, (0, Compensated::default()));
-        let members = sel.members(h, &cand.placed, q);
-        if t == 1 {
-            let e = es[0];
-            for &s in members {
-                let r = &mut runs[(s >= e) as usize];
-                r.0 += 1;
-                r.1.add(s);
+        let (all, seg, u) = segs.of(q);
+        let cut = |e: f64| all.partition_point(|&a| a.to_bits() <= e.to_bits());
+        let mut from = 0;
+        for j in 0..=t {
+            let to = if j < t {
+                cut(edges[bin + j])
+            } else {
+                seg.len()
+            };
+            let mut run: RunSum = (0, 0, 0);
+            for &p in &seg[from..to.max(from)] {
+                add3(&mut run, p);
             }
-        } else {
-            for &s in members {
-                let r = &mut runs[es.partition_point(|&e| e <= s)];
-                r.0 += 1;
-                r.1.add(s);
-            }
-        }
-        for (j, (c, sum)) in runs.iter().enumerate() {
-            st.count[bin + j] += *c as f64;
-            sums.add(bin + j, (sum.0, sum.1));
+            st.count[bin + j] += run.0 as f64;
+            sums.add(bin + j, u.value(run));
+            from = to.max(from);
         }
         bin += t;
     }
@@ -263,12 +394,20 @@ fn fill_bins(
 }
 
 /// A group's even and adaptive tables from its histogram and placed candidates (ranks
-/// selected).
-fn finalize(h: &Hist, sel: &Selection, cand: &Candidates, pos: &[f64], req: &Request, thr: f64) -> GroupResult {
+/// selected, segments summed).
+fn finalize(
+    h: &Hist,
+    sel: &Selection,
+    cand: &Candidates,
+    pos: &[f64],
+    req: &Request,
+    thr: f64,
+) -> GroupResult {
+    let segs = &cand.segs;
     let even = req
         .even
         .iter()
-        .map(|(e, upper, ek)| fill_bins(h, sel, cand, pos, upper, ek, e.num_bins()))
+        .map(|(e, upper, ek)| fill_bins(h, sel, segs, pos, upper, ek, e.num_bins()))
         .collect();
     let adaptive = req
         .adaptive
@@ -281,7 +420,7 @@ fn finalize(h: &Hist, sel: &Selection, cand: &Candidates, pos: &[f64], req: &Req
                 .into_iter()
                 .map(|r| cand.edge(sel, r as u64))
                 .unzip();
-            let st = fill_bins(h, sel, cand, pos, &edges, &eb, b);
+            let st = fill_bins(h, sel, segs, pos, &edges, &eb, b);
             (adaptive_boundaries(&edges, b, thr), st)
         })
         .collect();
@@ -357,6 +496,9 @@ pub(super) fn finish(
     let placed = scratch.place(&h, sel, req.keys);
     let res = placed.map(|()| {
         scratch.select_ranks(&h, sel, req);
+        let mut segs = std::mem::take(&mut scratch.segs);
+        segs.build(&h, sel, scratch, req);
+        scratch.segs = segs;
         finalize(&h, sel, scratch, pos, req, thr)
     });
     scratch.hist = Some(h);
@@ -400,6 +542,82 @@ mod tests {
             };
             let b = group_with_counts(&segs, counts, &pos, &req, thr, &mut b_scratch).unwrap();
             assert_eq!(a, b, "thr={thr}");
+        }
+    }
+
+    /// Deterministic values over many magnitudes, with ties and f32-rounded ones.
+    fn spread(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+                match i % 6 {
+                    0 => 0.25,
+                    1 => ((u * u) as f32) as f64,
+                    2 => u.powi(12),
+                    3 => 1.0 - u * 1e-9,
+                    _ => u * 0.05,
+                }
+            })
+            .collect()
+    }
+
+    /// A member split into bucket units adds back to itself exactly (high part = its f32
+    /// rounding, low part = the rest), in every bucket, subnormal f32 range included.
+    #[test]
+    fn units_hold_members_exactly() {
+        let mut vals = spread(20_000, 0x1234_5678_9ABC_DEF1);
+        vals.extend([1e-40, 3e-45, 1e-300, f64::MIN_POSITIVE, 0.5, 1.0, 1.0 + 1e-12, 2f64.powi(-126)]);
+        for keys in [Keys::CLASS, Keys::POOLED, Keys::CLASS.above(0.01)] {
+            for &s in &vals {
+                if keys.min > 0 && s <= 0.01 {
+                    continue;
+                }
+                let u = Units::of_bucket(keys, keys.of(s));
+                let (c, h, l) = u.split(s);
+                let (hi, lo) = u.value((c, h, l));
+                assert_eq!(hi, (s as f32) as f64, "{s:e}");
+                // Below the normal f32 range a low part may not be whole low units of the
+                // lowest binade: it is truncated to them (an error below 2^-179).
+                if s >= 2f64.powi(-126) {
+                    assert_eq!(hi + lo, s, "{s:e}");
+                } else {
+                    assert!((hi + lo - s).abs() < 2f64.powi(-179), "{s:e}");
+                }
+            }
+        }
+    }
+
+    /// Each table of a request with many bin counts, even and adaptive, is bitwise the table of
+    /// a request with that bin count alone (the run sums are exact, so sharing the per-bucket
+    /// pass does not change them), for f64 and f32 values.
+    #[test]
+    fn tables_do_not_depend_on_the_other_tables() {
+        let vals = spread(30_000, 0x0DDB_A11C_0FFE_E123);
+        let vals32: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+        let (even, adaptive) = ([3usize, 10, 15, 50], [2usize, 10, 15, 40, 100]);
+        for thr in [0.0, 0.01] {
+            let all = Request::new(Keys::CLASS.above(thr), &even, &adaptive);
+            let pos: Vec<f64> = vals.iter().step_by(3).copied().filter(|&v| v > thr).collect();
+            let (e_all, a_all) = group_from_segments(&[&vals[..]], &pos, &all, thr, &mut Candidates::default()).unwrap();
+            let (e32, a32) = group_from_segments(&[&vals32[..]], &pos, &all, thr, &mut Candidates::default()).unwrap();
+            for (i, &b) in even.iter().enumerate() {
+                let one = Request::new(Keys::CLASS.above(thr), &[b], &[]);
+                let (e, _) = group_from_segments(&[&vals[..]], &pos, &one, thr, &mut Candidates::default()).unwrap();
+                assert_eq!(e[0], e_all[i], "even {b} thr={thr}");
+                let (e, _) = group_from_segments(&[&vals32[..]], &pos, &one, thr, &mut Candidates::default()).unwrap();
+                assert_eq!(e[0], e32[i], "f32 even {b} thr={thr}");
+            }
+            for (i, &b) in adaptive.iter().enumerate() {
+                let one = Request::new(Keys::CLASS.above(thr), &[], &[b]);
+                let (_, a) = group_from_segments(&[&vals[..]], &pos, &one, thr, &mut Candidates::default()).unwrap();
+                assert_eq!(a[0], a_all[i], "adaptive {b} thr={thr}");
+                let (_, a) = group_from_segments(&[&vals32[..]], &pos, &one, thr, &mut Candidates::default()).unwrap();
+                assert_eq!(a[0], a32[i], "f32 adaptive {b} thr={thr}");
+            }
         }
     }
 
