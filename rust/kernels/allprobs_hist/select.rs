@@ -179,38 +179,44 @@ impl Candidates {
 /// of a pass for it alone).
 #[derive(Clone, Copy)]
 struct Units {
-    /// The value of one high unit and of one low unit (powers of two), and their inverses.
+    /// The value of one high unit and of one low unit (powers of two).
     hi: f64,
     lo: f64,
-    per_hi: f64,
+    /// One low unit's inverse.
     per_lo: f64,
+    /// The f32 bit pattern of a member, less this, is its count of high units (the bucket's
+    /// exponent bits, less the implicit leading bit of a normal f32).
+    hi_offset: u64,
 }
 
 impl Units {
     /// The units of the bucket in slot `q` (its f32 exponent is in its key's bits).
     fn of_bucket(keys: Keys, q: usize) -> Self {
         let bits = ((q + keys.min) as u32).wrapping_shl(keys.shift);
-        let exp = ((bits >> 23) & 0xff) as i32;
+        let exp = (bits >> 23) & 0xff;
         // Subnormal f32 values are whole multiples of 2^-149, like the lowest binade.
-        let e = exp.max(1) - 127 - 23;
-        Units { hi: 2f64.powi(e), lo: 2f64.powi(e - 30), per_hi: 2f64.powi(-e), per_lo: 2f64.powi(30 - e) }
+        let e = exp.max(1) as i32 - 127 - 23;
+        let implicit = if exp > 0 { 1u64 << 23 } else { 0 };
+        Units { hi: 2f64.powi(e), lo: 2f64.powi(e - 30), per_lo: 2f64.powi(30 - e), hi_offset: ((exp as u64) << 23) - implicit }
     }
 
-    /// The member `s` as (count, high units, low units). Out-of-range values (only from an
-    /// input changed during the call) saturate: some number, never a panic.
+    /// The member `s` as (count, f32 bit pattern, low units): integer parts only, the high
+    /// part's units read off its bit pattern (see [`Units::value`]). Out-of-range values (only
+    /// from an input changed during the call) saturate: some number, never a panic.
     #[inline(always)]
     fn split(&self, s: f64) -> RunSum {
-        let hi = (s as f32) as f64;
-        (1, (hi * self.per_hi) as u64, ((s - hi) * self.per_lo) as i64)
+        let hi = s as f32;
+        (1, hi.to_bits() as u64, ((s - hi as f64) * self.per_lo) as i64)
     }
 
     /// A run's (high, low) sums as f64 values.
-    fn value(&self, (_, h, l): RunSum) -> (f64, f64) {
+    fn value(&self, (c, bits, l): RunSum) -> (f64, f64) {
+        let h = bits.wrapping_sub(c.wrapping_mul(self.hi_offset));
         (h as f64 * self.hi, l as f64 * self.lo)
     }
 }
 
-/// A run's (count, high units, low units).
+/// A run's (count, sum of its members' f32 bit patterns, low units).
 type RunSum = (u64, u64, i64);
 
 /// Adds two (count, high units, low units) sums (wrapping: exact for any real group).
