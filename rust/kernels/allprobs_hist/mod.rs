@@ -7,12 +7,14 @@
 //!    see [`Score::key_bits`]) holding count and score sum per bucket;
 //! 2. prefix sums locate the bucket holding each wanted rank (adaptive edges, for every
 //!    requested bin count at once); even edges `j/B` sit in the buckets of their own keys;
-//! 3. a second pass gathers only the members of those "wanted" buckets, which are sorted
-//!    (per class: placed at their bucket's slot and each bucket sorted on its own; pooled:
-//!    one radix sort) to read the exact adaptive edges;
+//! 3. a second pass gathers only the members of those "wanted" buckets, which are placed
+//!    bucket by bucket (each bucket's in row order; nothing is sorted); the exact adaptive
+//!    edges are read by selection within their buckets;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
-//!    sums; members of the wanted buckets are binned as runs of the sorted candidates (prefix
-//!    sums); outcomes (1 only at the true label) are binned from the list of true-label scores.
+//!    sums; the members of each wanted bucket are summed once, by segment between the edges of
+//!    every requested table that fall in it, in exact integer units of the bucket (see
+//!    `select::Units`: order-free, so a table is bitwise the table computed alone); outcomes (1
+//!    only at the true label) are binned from the list of true-label scores.
 //!
 //! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
 //! first compacted, in parallel over large chunks of rows, into per-chunk lists sorted by class

@@ -62,8 +62,8 @@ impl Selection {
 
 /// The members of the wanted buckets, each bucket's in the order they were gathered (row
 /// order), and the exact values of the requested ranks, read by selection within their
-/// buckets (no bucket is sorted: a bucket's run sums are taken in row order, see
-/// [`fill_bins`]). Reused from group to group within a worker, with the histogram and the
+/// buckets (no bucket is sorted: run sums are exact sums of integer units, [`Units`], in any
+/// order). Reused from group to group within a worker, with the histogram and the
 /// other per-group buffers (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
