@@ -5,6 +5,18 @@ use super::edges::{adaptive_edges, adaptive_positions, bin_by_edges, EvenEdges};
 use super::validate::Checks;
 use super::*;
 
+/// Uniform draws in [0, 1) from a xorshift generator seeded with `seed` (non-zero): the
+/// deterministic test data of the kernel tests.
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> f64 {
+    let mut s = seed;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 const P: [[f64; 3]; 10] = [
     [0.70, 0.20, 0.10],
     [0.50, 0.30, 0.20],

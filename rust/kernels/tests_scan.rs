@@ -8,15 +8,7 @@ use super::toplabel_scan::{scan, Suspect, Wide};
 use super::validate::{row_ok, row_sum_and_bad, Checks};
 use super::Score;
 
-fn rng(seed: u64) -> impl FnMut() -> f64 {
-    let mut s = seed;
-    move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use super::tests::xorshift as rng;
 
 /// Rows summing to 1, with ties of the maximum and zeros (positive and negative) mixed in.
 fn rows(n: usize, k: usize, seed: u64) -> Vec<f64> {

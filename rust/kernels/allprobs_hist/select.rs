@@ -514,19 +514,17 @@ pub(super) fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::tests::xorshift as uniform;
 
     /// Counts known beforehand (one pass taking sums and candidates) give bitwise the same
     /// tables as the histogram pass followed by the gathering pass, over uneven segments, ties,
     /// zeros and thresholds, and with the scratch buffers reused from group to group.
     #[test]
     fn counted_path_equals_two_pass_path() {
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut draw = uniform(0x9E37_79B9_7F4A_7C15u64);
         let vals: Vec<f64> = (0..20_000)
             .map(|i| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                let x = (s >> 11) as f64 / (1u64 << 53) as f64;
+                let x = draw();
                 match i % 5 {
                     0 => 0.0,
                     1 => (x * 16.0).floor() / 16.0,
@@ -553,13 +551,10 @@ mod tests {
 
     /// Deterministic values over many magnitudes, with ties and f32-rounded ones.
     fn spread(n: usize, seed: u64) -> Vec<f64> {
-        let mut s = seed;
+        let mut draw = uniform(seed);
         (0..n)
             .map(|i| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+                let u = draw();
                 match i % 6 {
                     0 => 0.25,
                     1 => ((u * u) as f32) as f64,
@@ -633,13 +628,10 @@ mod tests {
     /// at the threshold, in its bucket, and in the top bucket.
     #[test]
     fn keys_above_threshold_give_the_same_tables() {
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut draw = uniform(0x2545_F491_4F6C_DD1Du64);
         let vals: Vec<f64> = (0..30_000)
             .map(|i| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+                let u = draw();
                 match i % 7 {
                     0 => 0.01,
                     1 => 0.01 * (1.0 + 0.05 * u),
