@@ -1,4 +1,4 @@
-//! Top-label pairs (`pairs.rs`: confidence, correct[, predicted]) against the matrix-form
+//! Top-label pairs (`kernels/pairs/`: confidence, correct[, predicted]) against the matrix-form
 //! top-label kernels on a matrix built from the pairs (the predicted class holds the confidence,
 //! the rest share 1 - confidence below it), and against the sort-based reference: tables
 //! (counts and edges exactly, sums to 1e-9), `gce` and `evaluate` (1e-9), every top-label

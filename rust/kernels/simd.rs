@@ -137,7 +137,7 @@ pub enum Kernel {
     Multiversion,
     /// The top-label scan of long rows (`toplabel_scan::long_row`).
     LongRowScan,
-    /// The (confidence, correct) pair cells (`pairs::cells_of`).
+    /// The (confidence, correct) pair cells (`pairs::grouped::cells_of` and the pooled pass).
     PairCells,
 }
 
