@@ -68,6 +68,10 @@ crate::kernels::simd::multiversion! {
     }
 }
 
+/// Values [`gather_values`] writes at a time: `out` needs this much room past the wanted
+/// values it will hold, or it grows.
+pub(super) const GATHER_BLOCK: usize = 1024;
+
 crate::kernels::simd::multiversion! {
     /// Appends the kept values of `vals` whose bucket is wanted, in order. Branch-free: each
     /// block of values is written into the end of `out`, grown by the block's length, whose
@@ -79,7 +83,7 @@ crate::kernels::simd::multiversion! {
     /// kept in a fixed buffer because the compacted path calls this once per class and chunk
     /// with a few dozen values: zeroing a 1024-value buffer per call cost 10% of TACE.
     pub(super) fn gather_values<T: Score>(wanted: &[bool], keys: Keys, vals: &[T], thr: f64, out: &mut Vec<f64>) -> () {
-        const BLOCK: usize = 1024;
+        const BLOCK: usize = GATHER_BLOCK;
         let wanted = &wanted[..keys.nkeys()];
         for block in vals.chunks(BLOCK) {
             let start = out.len();

@@ -47,7 +47,7 @@ use crate::kernels::edges::EvenEdges;
 use crate::kernels::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 use compact::{compact_kept, sample_kept};
-use histogram::{gather_values, hist_values, Hist};
+use histogram::{gather_values, hist_values, Hist, GATHER_BLOCK};
 use select::{finish, group_from_segments, group_with_counts, Candidates, Selection};
 use transpose::{class_blocks, Tiles};
 
@@ -226,10 +226,13 @@ pub fn stats<T: Score>(
         out
     } else {
         let req = Request::new(Keys::POOLED.above(thr), even, adaptive);
-        // Large chunks: each chunk's histogram (~400 KB) is folded into the total.
-        let chunks = row_chunks_min(x.n, x.k, 1 << 21);
+        // Large chunks, few partial histograms (~650 KB each): each is added to the total in
+        // chunk order, and its counts of the wanted buckets size that chunk's gathering (no
+        // list grows, nothing is concatenated).
+        let chunks = row_chunks_min(x.n, x.k, 1 << 23);
         let seg = |r: &std::ops::Range<usize>| &x.probs[r.start * x.k..r.end * x.k];
         let mut h = Hist::zeros(req.keys);
+        let mut part_counts: Vec<Vec<u32>> = Vec::with_capacity(chunks.len());
         map_fold(
             &chunks,
             |r| -> Result<Hist, KernelError> {
@@ -237,19 +240,26 @@ pub fn stats<T: Score>(
                 hist_values(&mut part, req.keys, seg(&r), thr);
                 Ok(part)
             },
-            |part| h.merge(&part),
+            |part| {
+                h.merge(&part);
+                part_counts.push(part.cnt);
+            },
         )?;
         let sel = Selection::new(&h, &req);
+        let wanted_in = |cnt: &[u32]| -> usize {
+            sel.wanted.iter().zip(cnt).filter(|(&w, _)| w).map(|(_, &c)| c as usize).sum()
+        };
         let mut scratch = Candidates::default();
-        scratch.picked = chunks
+        scratch.lists = chunks
             .par_iter()
-            .map(|r| {
-                let mut c = Vec::new();
+            .zip(&part_counts)
+            .map(|(r, cnt)| {
+                // Room for the block that `gather_values` writes past the wanted ones.
+                let mut c = Vec::with_capacity(wanted_in(cnt) + GATHER_BLOCK);
                 gather_values(&sel.wanted, req.keys, seg(r), thr, &mut c);
                 c
             })
-            .collect::<Vec<_>>()
-            .concat();
+            .collect();
         // The gathering pass read the input again: `finish` checks it found what the
         // histogram counted.
         vec![finish(h, &sel, &pos.concat(), &req, thr, &mut scratch)?]

@@ -69,8 +69,10 @@ impl Selection {
 pub(super) struct Candidates {
     /// Members of the wanted buckets, bucket after bucket, each in gathered order.
     placed: Vec<f64>,
-    /// The candidates in the order they were gathered.
+    /// The candidates in the order they were gathered, or (when gathered in parallel) their
+    /// lists in order.
     pub(super) picked: Vec<f64>,
+    pub(super) lists: Vec<Vec<f64>>,
     /// Next free slot of each wanted bucket while placing `picked`, and its end.
     next: Vec<usize>,
     end: Vec<usize>,
@@ -94,13 +96,13 @@ impl Candidates {
         h
     }
 
-    /// Places `picked` into `placed`, bucket by bucket (a bucket's members keep their gathered
-    /// order). When the values were read twice from the caller's array (counts, then members),
+    /// Places `picked`, then `lists` in order, into `placed`, bucket by bucket (a bucket's
+    /// members keep their gathered order). When the values were read twice from the caller's array (counts, then members),
     /// another thread may have changed them in between: every placement is checked to stay
     /// inside its bucket's range and the totals to agree, else [`KernelError::InputChanged`]
     /// (then every bucket is exactly full).
     fn place(&mut self, h: &Hist, sel: &Selection, keys: Keys) -> Result<(), KernelError> {
-        if self.picked.len() != sel.total {
+        if self.picked.len() + self.lists.iter().map(Vec::len).sum::<usize>() != sel.total {
             return Err(KernelError::InputChanged);
         }
         self.next.clear();
@@ -113,7 +115,7 @@ impl Candidates {
             if sel.wanted[q] { sel.cand_offset[q] as usize + h.count(q) as usize } else { 0 }
         }));
         let (next, end, placed) = (&mut self.next[..], &self.end[..], &mut self.placed[..]);
-        for &s in &self.picked {
+        for &s in self.picked.iter().chain(self.lists.iter().flatten()) {
             // A widened f32 value has the same key as the f32 itself.
             let q = keys.of(s);
             let slot = next[q];
