@@ -5,9 +5,8 @@
 
 use std::ops::Range;
 
-use super::{add_compensated, Pairs, BLOCK};
+use super::{add_compensated, pair_bad, Pairs, BLOCK};
 use crate::kernels::edges::EvenEdges;
-use crate::kernels::validate::RANGE_TOL;
 use crate::kernels::{BinStats, Grouping, Score};
 
 /// Space of one block: each pair's score, cell and count increment.
@@ -39,15 +38,13 @@ pub(super) fn cells_of<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, 
 /// The portable [`cells_of`] (the production path without AVX2, and what the AVX2 twin is
 /// compared to bitwise), for the pairs of `block` from offset `from` on.
 pub(super) fn cells_of_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, drop: u32, block: Range<usize>, from: usize, b: &mut Buffers) -> bool {
-    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let nb = e.num_bins() as u32;
     let k = x.k as u64;
     let mut bad = false;
     for j in from..block.len() {
         let i = block.start + j;
-        let s = x.conf[i].to_f64();
-        let c = x.correct[i];
-        bad |= !(s >= lo && s <= hi) | (c > 1);
+        let (s, c) = x.at(i);
+        bad |= pair_bad(s, c);
         let group = match x.pred {
             Some(p) => {
                 let in_range = (p[i] as u64) < k;
@@ -119,19 +116,54 @@ impl PairTables {
 /// [`even_chunk`] for tables of at most [`LaneTables::SMALL`] cells: one pass per block that
 /// validates, bins and adds each pair into [`PairTables`] ([`push_block`]).
 pub(super) fn fused_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>) -> Result<BinStats, ()> {
-    let mut st = BinStats::zeros(g.groups(x.k), e.num_bins());
+    let cells = g.groups(x.k) * e.num_bins();
+    let mut t = PairTables::new(cells);
+    run_chunk(g.groups(x.k), e.num_bins(), rows, BLOCK, &mut t, |block, t| push_block(x, g, e, block, t))
+}
+
+/// Interleaved tables that pairs are pushed into and that are folded into a [`BinStats`] run
+/// by run ([`PairTables`], [`super::pooled::PooledTables`]).
+pub(super) trait RunTables {
+    /// Pairs pushed since the last fold.
+    fn pending(&mut self) -> &mut usize;
+    /// Folds the tables into `st` (compensation terms into `comp`) and clears them; false if a
+    /// score sum is NaN.
+    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool;
+}
+
+impl RunTables for PairTables {
+    fn pending(&mut self) -> &mut usize {
+        &mut self.pending
+    }
+    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
+        self.flush(st, comp)
+    }
+}
+
+/// One chunk of a fused pass: the pairs of `rows`, `span` at a time, go into `t` through `push`
+/// (false if a pair fails a check), and `t` is folded into a `groups` x `bins` table every
+/// [`PairTables::RUN`] pairs (so that its counts stay exact) and at the end; `Err(())` if a pair
+/// failed.
+pub(super) fn run_chunk<Tb: RunTables>(
+    groups: usize,
+    bins: usize,
+    rows: Range<usize>,
+    span: usize,
+    t: &mut Tb,
+    mut push: impl FnMut(Range<usize>, &mut Tb) -> bool,
+) -> Result<BinStats, ()> {
+    let mut st = BinStats::zeros(groups, bins);
     let mut comp = vec![0.0; st.count.len()];
-    let mut t = PairTables::new(st.count.len());
     let mut ok = true;
-    for start in rows.clone().step_by(BLOCK) {
-        let block = start..(start + BLOCK).min(rows.end);
-        t.pending += block.len();
-        ok &= push_block(x, g, e, block, &mut t);
-        if t.pending >= PairTables::RUN {
-            ok &= t.flush(&mut st, &mut comp);
+    for start in rows.clone().step_by(span) {
+        let block = start..(start + span).min(rows.end);
+        *t.pending() += block.len();
+        ok &= push(block, t);
+        if *t.pending() >= PairTables::RUN {
+            ok &= t.fold_run(&mut st, &mut comp);
         }
     }
-    ok &= t.flush(&mut st, &mut comp);
+    ok &= t.fold_run(&mut st, &mut comp);
     if !ok {
         return Err(());
     }
@@ -159,7 +191,6 @@ pub(super) fn push_block<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges
 
 /// The portable [`push_block`] for the pairs of `block` from offset `from` on.
 pub(super) fn push_block_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, block: Range<usize>, from: usize, t: &mut PairTables) -> bool {
-    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let nb = e.num_bins();
     let k = x.k as u64;
     let stride = t.cells + 1;
@@ -167,9 +198,8 @@ pub(super) fn push_block_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &
     let mut bad = false;
     for j in from..block.len() {
         let i = block.start + j;
-        let s = x.conf[i].to_f64();
-        let c = x.correct[i];
-        bad |= !(s >= lo && s <= hi) | (c > 1);
+        let (s, c) = x.at(i);
+        bad |= pair_bad(s, c);
         let mut keep = s > g.threshold;
         let group = match x.pred {
             Some(p) => {

@@ -79,15 +79,20 @@ impl<'a, T: Score> Pairs<'a, T> {
         Ok(Pairs { conf, correct, pred, k, n })
     }
 
+    /// Pair `i`: its confidence (as f64) and outcome byte.
+    #[inline(always)]
+    fn at(&self, i: usize) -> (f64, u8) {
+        (self.conf[i].to_f64(), self.correct[i])
+    }
+
     /// The error of pair `i`, or None if it passes every check (read again: another thread
     /// may have changed it since a pass saw it fail).
     fn error(&self, i: usize) -> Option<KernelError> {
-        let s = self.conf[i].to_f64();
-        if !(-RANGE_TOL..=1.0 + RANGE_TOL).contains(&s) {
+        let (s, c) = self.at(i);
+        if pair_bad(s, 0) {
             return Some(KernelError::BadConfidence { index: i, value: s });
         }
-        let c = self.correct[i];
-        if c > 1 {
+        if pair_bad(0.5, c) {
             return Some(KernelError::BadCorrect { index: i, value: c });
         }
         let p = self.pred?[i];
@@ -111,6 +116,15 @@ impl<'a, T: Score> Pairs<'a, T> {
     }
 }
 
+/// Whether a pair fails its value checks: a confidence outside [0, 1] up to [`RANGE_TOL`]
+/// (NaN included), or an outcome other than 0 or 1. The one rule of every portable pass
+/// (branch-free; the AVX2 twins test the same bounds).
+#[inline(always)]
+#[allow(clippy::manual_range_contains)] // two comparisons that vectorise, NaN failing both
+fn pair_bad(s: f64, c: u8) -> bool {
+    !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL) | (c > 1)
+}
+
 /// The bound a predicted class must stay below: `k`, capped at `i64::MAX` so that a negative id
 /// (cast to u64, at least 2^63) is never below it, and so that the vector checks, which compare
 /// as i64, use the same bound.
@@ -128,11 +142,9 @@ fn class_out_of_range(v: i64, k: usize) -> bool {
 crate::kernels::simd::multiversion! {
     /// Whether every pair of `rows` passes the checks (branch-free, vectorisable).
     fn chunk_ok<T: Score>(x: &Pairs<'_, T>, rows: Range<usize>) -> bool {
-        let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
         let mut bad = false;
         for (s, &c) in x.conf[rows.clone()].iter().zip(&x.correct[rows.clone()]) {
-            let s = s.to_f64();
-            bad |= !(s >= lo && s <= hi) | (c > 1);
+            bad |= pair_bad(s.to_f64(), c);
         }
         if let Some(p) = x.pred {
             for &v in &p[rows] {

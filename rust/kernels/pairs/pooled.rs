@@ -4,8 +4,8 @@
 
 use std::ops::Range;
 
-use super::add_compensated;
-use super::grouped::PairTables;
+use super::{add_compensated, pair_bad};
+use super::grouped::{run_chunk, RunTables};
 use super::Pairs;
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::validate::RANGE_TOL;
@@ -29,8 +29,8 @@ pub struct PooledTables {
 
 impl PooledTables {
     pub const COPIES: usize = 8;
-    /// Pairs pushed at a time (a multiple of 8 dividing [`PairTables::RUN`]: the AVX2 twin's
-    /// pipeline fills and drains once per span).
+    /// Pairs pushed at a time (a multiple of 8 dividing the run of
+    /// [`super::grouped::run_chunk`]: the AVX2 twin's pipeline fills and drains once per span).
     const SPAN: usize = 4096;
 
     pub fn new(bins: usize) -> Self {
@@ -88,24 +88,17 @@ pub(super) fn pooled_chunk<T: Score>(
     rows: Range<usize>,
     push: impl Fn(&Pairs<'_, T>, f64, &EvenEdges, Range<usize>, &mut PooledTables) -> bool,
 ) -> Result<BinStats, ()> {
-    let mut st = BinStats::zeros(1, e.num_bins());
-    let mut comp = vec![0.0; st.count.len()];
-    let mut t = PooledTables::new(st.count.len());
-    let mut ok = true;
-    for start in rows.clone().step_by(PooledTables::SPAN) {
-        let block = start..(start + PooledTables::SPAN).min(rows.end);
-        t.pending += block.len();
-        ok &= push(x, threshold, e, block, &mut t);
-        if t.pending >= PairTables::RUN {
-            ok &= t.flush(&mut st, &mut comp);
-        }
+    let mut t = PooledTables::new(e.num_bins());
+    run_chunk(1, e.num_bins(), rows, PooledTables::SPAN, &mut t, |block, t| push(x, threshold, e, block, t))
+}
+
+impl RunTables for PooledTables {
+    fn pending(&mut self) -> &mut usize {
+        &mut self.pending
     }
-    ok &= t.flush(&mut st, &mut comp);
-    if !ok {
-        return Err(());
+    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
+        self.flush(st, comp)
     }
-    st.apply_compensation(&comp);
-    Ok(st)
 }
 
 /// Validates, bins and adds the pooled pairs of `block` into `t` (pair j of the block into
@@ -139,14 +132,12 @@ pub(super) fn push_pooled<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEd
 
 /// The portable [`push_pooled`] for the pairs of `block` from offset `from` on.
 pub(super) fn push_pooled_portable<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, block: Range<usize>, from: usize, t: &mut PooledTables) -> bool {
-    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let stride = PooledTables::stride_of(t.bins);
     let mut bad = false;
     for j in from..block.len() {
         let i = block.start + j;
-        let s = x.conf[i].to_f64();
-        let c = x.correct[i];
-        bad |= !(s >= lo && s <= hi) | (c > 1);
+        let (s, c) = x.at(i);
+        bad |= pair_bad(s, c);
         let cell = if s > threshold { e.bin(s) + 1 } else { 0 };
         let at = (j % PooledTables::COPIES) * stride + (2 * cell + (c & 1) as usize) * 2;
         t.data[at] += 1.0;

@@ -115,13 +115,44 @@ fn refuses_bad_pairs_naming_the_first() {
     assert!(matches!(Pairs::new(&conf[..3], &correct[..2], None, 1), Err(KernelError::Shape(_))));
 }
 
+/// One pair check of a twin test.
+type TwinCase<T> = fn(&Pairs<'_, T>, &Grouping, usize, Option<usize>);
+
+/// The cases of the AVX2-twin tests: valid pairs (f64 and f32, with and without predicted
+/// classes), a NaN confidence at index 4 (f64 and f32) and the predicted class `bad_pred` at
+/// index 2, for both groupings, two thresholds and three bin counts; each is checked with
+/// `f64_case` or `f32_case` (given the index of the failing pair, if any).
+#[cfg(target_arch = "x86_64")]
+fn twin_cases(conf: &[f64], correct: &[u8], pred: &[i64], bad_pred: i64, f64_case: TwinCase<f64>, f32_case: TwinCase<f32>) {
+    let conf32: Vec<f32> = conf.iter().map(|&v| v as f32).collect();
+    let mut conf_bad = conf.to_vec();
+    conf_bad[4] = f64::NAN;
+    let conf_bad32: Vec<f32> = conf_bad.iter().map(|&v| v as f32).collect();
+    let mut pred_bad = pred.to_vec();
+    pred_bad[2] = bad_pred;
+    for cc in [false, true] {
+        for threshold in [0.0, 0.5] {
+            let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: cc, threshold };
+            for b in [1, 10, 15] {
+                f64_case(&Pairs::new(conf, correct, Some(pred), 7).unwrap(), &g, b, None);
+                f32_case(&Pairs::new(&conf32, correct, Some(pred), 7).unwrap(), &g, b, None);
+                if !cc {
+                    f64_case(&Pairs::new(conf, correct, None, 7).unwrap(), &g, b, None);
+                }
+                f64_case(&Pairs::new(&conf_bad, correct, Some(pred), 7).unwrap(), &g, b, Some(4));
+                f32_case(&Pairs::new(&conf_bad32, correct, Some(pred), 7).unwrap(), &g, b, Some(4));
+                f64_case(&Pairs::new(conf, correct, Some(&pred_bad), 7).unwrap(), &g, b, Some(2));
+            }
+        }
+    }
+}
+
 #[test]
 fn pair_cells_avx2_twin_is_the_portable_one_bitwise() {
     #[cfg(target_arch = "x86_64")]
     if crate::kernels::simd::avx2() {
         let (conf, pred, labels) = data(BLOCK + 3, 7);
         let mut correct: Vec<u8> = pred.iter().zip(&labels).map(|(p, l)| (p == l) as u8).collect();
-        let conf32: Vec<f32> = conf.iter().map(|&v| v as f32).collect();
         fn both<T: Score>(x: &Pairs<'_, T>, g: &Grouping, b: usize, bad_at: Option<usize>) {
             let e = EvenEdges::new(b);
             let drop = (g.groups(x.k) * b) as u32;
@@ -144,26 +175,7 @@ fn pair_cells_avx2_twin_is_the_portable_one_bitwise() {
                 }
             }
         }
-        let mut conf_bad = conf.clone();
-        conf_bad[4] = f64::NAN;
-        let conf_bad32: Vec<f32> = conf_bad.iter().map(|&v| v as f32).collect();
-        let mut pred_bad = pred.clone();
-        pred_bad[2] = 7;
-        for cc in [false, true] {
-            for threshold in [0.0, 0.5] {
-                let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: cc, threshold };
-                for b in [1, 10, 15] {
-                    both(&Pairs::new(&conf, &correct, Some(&pred), 7).unwrap(), &g, b, None);
-                    both(&Pairs::new(&conf32, &correct, Some(&pred), 7).unwrap(), &g, b, None);
-                    if !cc {
-                        both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, b, None);
-                    }
-                    both(&Pairs::new(&conf_bad, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
-                    both(&Pairs::new(&conf_bad32, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
-                    both(&Pairs::new(&conf, &correct, Some(&pred_bad), 7).unwrap(), &g, b, Some(2));
-                }
-            }
-        }
+        twin_cases(&conf, &correct, &pred, 7, both::<f64>, both::<f32>);
         correct[3] = 2;
         let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: false, threshold: 0.0 };
         both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, 15, Some(3));
@@ -176,7 +188,6 @@ fn fused_pair_tables_avx2_twin_is_the_portable_one_bitwise() {
     if crate::kernels::simd::avx2() {
         let (conf, pred, labels) = data(3 * BLOCK + 3, 7);
         let correct: Vec<u8> = pred.iter().zip(&labels).map(|(p, l)| (p == l) as u8).collect();
-        let conf32: Vec<f32> = conf.iter().map(|&v| v as f32).collect();
         fn both<T: Score>(x: &Pairs<'_, T>, g: &Grouping, b: usize, bad_at: Option<usize>) {
             let e = EvenEdges::new(b);
             let cells = g.groups(x.k) * e.num_bins();
@@ -194,24 +205,7 @@ fn fused_pair_tables_avx2_twin_is_the_portable_one_bitwise() {
                 }
             }
         }
-        let mut conf_bad = conf.clone();
-        conf_bad[4] = f64::NAN;
-        let mut pred_bad = pred.clone();
-        pred_bad[2] = -1;
-        for cc in [false, true] {
-            for threshold in [0.0, 0.5] {
-                let g = Grouping { binning: Binning::Even, max_prob: true, class_conditional: cc, threshold };
-                for b in [1, 10, 15] {
-                    both(&Pairs::new(&conf, &correct, Some(&pred), 7).unwrap(), &g, b, None);
-                    both(&Pairs::new(&conf32, &correct, Some(&pred), 7).unwrap(), &g, b, None);
-                    if !cc {
-                        both(&Pairs::new(&conf, &correct, None, 7).unwrap(), &g, b, None);
-                    }
-                    both(&Pairs::new(&conf_bad, &correct, Some(&pred), 7).unwrap(), &g, b, Some(4));
-                    both(&Pairs::new(&conf, &correct, Some(&pred_bad), 7).unwrap(), &g, b, Some(2));
-                }
-            }
-        }
+        twin_cases(&conf, &correct, &pred, -1, both::<f64>, both::<f32>);
     }
 }
 
