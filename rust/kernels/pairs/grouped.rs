@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::{add_compensated, pair_bad, Pairs, BLOCK};
+use super::{add_compensated, pair_bad, run_chunk, Pairs, RunTables, BLOCK};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::{BinStats, Grouping, Score};
 
@@ -74,8 +74,6 @@ pub struct PairTables {
 
 impl PairTables {
     pub const COPIES: usize = 4;
-    /// Pairs per run (well below 2^20, so `correct * 2^32 + count` stays exact).
-    pub(super) const RUN: usize = 1 << 14;
     const HIGH: f64 = 4294967296.0;
 
     pub fn new(cells: usize) -> Self {
@@ -121,16 +119,6 @@ pub(super) fn fused_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdge
     run_chunk(g.groups(x.k), e.num_bins(), rows, BLOCK, &mut t, |block, t| push_block(x, g, e, block, t))
 }
 
-/// Interleaved tables that pairs are pushed into and that are folded into a [`BinStats`] run
-/// by run ([`PairTables`], [`super::pooled::PooledTables`]).
-pub(super) trait RunTables {
-    /// Pairs pushed since the last fold.
-    fn pending(&mut self) -> &mut usize;
-    /// Folds the tables into `st` (compensation terms into `comp`) and clears them; false if a
-    /// score sum is NaN.
-    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool;
-}
-
 impl RunTables for PairTables {
     fn pending(&mut self) -> &mut usize {
         &mut self.pending
@@ -138,37 +126,6 @@ impl RunTables for PairTables {
     fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
         self.flush(st, comp)
     }
-}
-
-/// One chunk of a fused pass: the pairs of `rows`, `span` at a time, go into `t` through `push`
-/// (false if a pair fails a check), and `t` is folded into a `groups` x `bins` table every
-/// [`PairTables::RUN`] pairs (so that its counts stay exact) and at the end; `Err(())` if a pair
-/// failed.
-pub(super) fn run_chunk<Tb: RunTables>(
-    groups: usize,
-    bins: usize,
-    rows: Range<usize>,
-    span: usize,
-    t: &mut Tb,
-    mut push: impl FnMut(Range<usize>, &mut Tb) -> bool,
-) -> Result<BinStats, ()> {
-    let mut st = BinStats::zeros(groups, bins);
-    let mut comp = vec![0.0; st.count.len()];
-    let mut ok = true;
-    for start in rows.clone().step_by(span) {
-        let block = start..(start + span).min(rows.end);
-        *t.pending() += block.len();
-        ok &= push(block, t);
-        if *t.pending() >= PairTables::RUN {
-            ok &= t.fold_run(&mut st, &mut comp);
-        }
-    }
-    ok &= t.fold_run(&mut st, &mut comp);
-    if !ok {
-        return Err(());
-    }
-    st.apply_compensation(&comp);
-    Ok(st)
 }
 
 /// Validates, bins and adds the pairs of `block` into `t` (pair j of the block into copy

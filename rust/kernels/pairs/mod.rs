@@ -14,7 +14,8 @@
 //! comparison with the exact edge, eight interleaved table copies), the others in the grouped
 //! pass (`grouped`: `PairTables`, one 128-bit add per pair; larger tables buffer a
 //! block of cells first). Adaptive bins validate first, then gather each group's kept pairs and
-//! sort them. This file holds the input, its checks and the entry points.
+//! sort them. This file holds the input, its checks, the entry points and the driver the two
+//! fused passes share (`run_chunk`).
 
 use std::ops::Range;
 
@@ -293,6 +294,51 @@ fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ran
         return Err(());
     }
     acc.flush(&mut st, &mut comp);
+    st.apply_compensation(&comp);
+    Ok(st)
+}
+
+/// Pairs per run of a fused pass's tables (well below 2^20, so that the
+/// `count + correct * 2^32` cells of [`grouped::PairTables`] stay exact).
+const RUN: usize = 1 << 14;
+
+/// Interleaved tables that pairs are pushed into and that are folded into a [`BinStats`] run
+/// by run (`grouped::PairTables`, `pooled::PooledTables`).
+trait RunTables {
+    /// Pairs pushed since the last fold.
+    fn pending(&mut self) -> &mut usize;
+    /// Folds the tables into `st` (compensation terms into `comp`) and clears them; false if a
+    /// score sum is NaN.
+    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool;
+}
+
+/// One chunk of a fused pass: the pairs of `rows`, `span` at a time, go into `t` through `push`
+/// (false if a pair fails a check), and `t` is folded into a `groups` x `bins` table every
+/// [`RUN`] pairs (so that its counts stay exact) and at the end; `Err(())` if a pair
+/// failed.
+fn run_chunk<Tb: RunTables>(
+    groups: usize,
+    bins: usize,
+    rows: Range<usize>,
+    span: usize,
+    t: &mut Tb,
+    mut push: impl FnMut(Range<usize>, &mut Tb) -> bool,
+) -> Result<BinStats, ()> {
+    let mut st = BinStats::zeros(groups, bins);
+    let mut comp = vec![0.0; st.count.len()];
+    let mut ok = true;
+    for start in rows.clone().step_by(span) {
+        let block = start..(start + span).min(rows.end);
+        *t.pending() += block.len();
+        ok &= push(block, t);
+        if *t.pending() >= RUN {
+            ok &= t.fold_run(&mut st, &mut comp);
+        }
+    }
+    ok &= t.fold_run(&mut st, &mut comp);
+    if !ok {
+        return Err(());
+    }
     st.apply_compensation(&comp);
     Ok(st)
 }

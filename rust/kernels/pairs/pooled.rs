@@ -4,8 +4,7 @@
 
 use std::ops::Range;
 
-use super::{add_compensated, pair_bad};
-use super::grouped::{run_chunk, RunTables};
+use super::{add_compensated, pair_bad, run_chunk, RunTables};
 use super::Pairs;
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::validate::RANGE_TOL;
@@ -30,7 +29,7 @@ pub struct PooledTables {
 impl PooledTables {
     pub const COPIES: usize = 8;
     /// Pairs pushed at a time (a multiple of 8 dividing the run of
-    /// [`super::grouped::run_chunk`]: the AVX2 twin's pipeline fills and drains once per span).
+    /// [`super::run_chunk`]: the AVX2 twin's pipeline fills and drains once per span).
     const SPAN: usize = 4096;
 
     pub fn new(bins: usize) -> Self {
