@@ -16,25 +16,20 @@ import subprocess
 import sys
 
 import pytest
+from _softmax_rows import PROGRAM_HEADER
 
 from calibkit import _native
 
-_PROGRAM = r"""
+_PROGRAM = PROGRAM_HEADER + r"""
 import json
 import numpy as np
 import calibkit
 from calibkit import _native
 
+from _softmax_rows import data as _rows
+
 def data(n, k, dtype, seed):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 2.5
-    z[np.arange(n), rng.integers(0, k, n)] += 3.0
-    p = np.exp(z - z.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    p[::7] = 1.0 / k  # exact ties of the maximum
-    p[3::11] = 0.0
-    p[3::11, 0] = 1.0  # rows at exactly 1
-    return rng.integers(0, k, n), np.ascontiguousarray(p, dtype=dtype)
+    return _rows(n, k, dtype, seed, exact_ones=True)
 
 def hexes(v):
     return [float(x).hex() for x in np.ravel(np.asarray(v, dtype=np.float64))]

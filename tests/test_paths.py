@@ -3,7 +3,7 @@
 ``gce`` (and the named metrics), ``evaluate`` and ``calibration_bins`` for all 32 metrics of
 the paper's space, float32 and float64, short (K <= 16) and long rows, with 1 and 2 threads:
 bitwise equal for the top-label metrics and the adaptive all-probabilities ones (one kernel
-path, or paths that add in the same order); the even all-probabilities metrics (SCE and its
+path, or paths whose sums are exact or add in the same order); the even all-probabilities metrics (SCE and its
 relatives) run two kernels and agree to 1e-12. Also the histogram path's sums: ``evaluate``
 equals ``gce`` and the exact value to 1e-12 at 10M repeated scores.
 """
@@ -18,24 +18,18 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _softmax_rows import PROGRAM_HEADER
 
 import calibkit
 
 BINS = [1, 3, 10, 15, 25]
 
-_PROGRAM = r"""
+_PROGRAM = PROGRAM_HEADER + r"""
 import json, sys
 import numpy as np
 import calibkit
 
-def data(n, k, dtype, seed):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 2.5
-    z[np.arange(n), rng.integers(0, k, n)] += 3.0
-    p = np.exp(z - z.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    p[::7] = 1.0 / k  # exact ties
-    return rng.integers(0, k, n), np.ascontiguousarray(p, dtype=dtype)
+from _softmax_rows import data
 
 bins = json.loads(sys.argv[1])
 out = {}

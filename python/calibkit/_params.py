@@ -137,39 +137,34 @@ def as_threshold(value, name: str = "threshold") -> float:
     return t
 
 
-def as_num_bins(value, name: str = "num_bins") -> int:
-    """One bin count: an integer (any integer type, not bool) in ``[1, MAX_BINS]``."""
+def _count(value, name: str, what: str, limit: int, too_many) -> int:
+    """A count: an integer (any integer type, not bool) in ``[1, limit]``. ``what`` follows
+    "a positive integer" in the type error; ``too_many(v)`` says why ``v`` exceeds the limit."""
     if not _is_int(value):
         raise ParameterTypeError(
-            f"{name} must be a positive integer, got {value!r} of type {type(value).__name__}"
+            f"{name} must be a positive integer{what}, got {value!r} of type {type(value).__name__}"
         )
-    b = int(value)
-    if b < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer (>= 1), got {b}")
-    if b > MAX_BINS:
-        raise InvalidParameterError(
-            f"{name} must be at most {MAX_BINS} (got {b}); calibration estimates need many "
-            "points per bin, so use far fewer bins"
-        )
-    return b
+    v = int(value)
+    if v < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer (>= 1), got {v}")
+    if v > limit:
+        raise InvalidParameterError(too_many(v))
+    return v
+
+
+def as_num_bins(value, name: str = "num_bins") -> int:
+    """One bin count: an integer (any integer type, not bool) in ``[1, MAX_BINS]``."""
+    return _count(value, name, "", MAX_BINS, lambda b: (
+        f"{name} must be at most {MAX_BINS} (got {b}); calibration estimates need many "
+        "points per bin, so use far fewer bins"))
 
 
 def as_num_classes(value, name: str = "num_classes") -> int:
     """A class count K given beside top-label input: an integer (not bool) in
     ``[1, MAX_TABLE_CELLS]`` (a class-conditional table has at least one cell per class)."""
-    if not _is_int(value):
-        raise ParameterTypeError(
-            f"{name} must be a positive integer (K, the number of classes), got {value!r}"
-        )
-    k = int(value)
-    if k < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer (>= 1), got {k}")
-    if k > MAX_TABLE_CELLS:
-        raise InvalidParameterError(
-            f"{name} is {k}, more than the {MAX_TABLE_CELLS} cells a per-(class, bin) table "
-            f"may have; pass the real number of classes"
-        )
-    return k
+    return _count(value, name, " (K, the number of classes)", MAX_TABLE_CELLS, lambda k: (
+        f"{name} is {k}, more than the {MAX_TABLE_CELLS} cells a per-(class, bin) table "
+        "may have; pass the real number of classes"))
 
 
 def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]:

@@ -699,19 +699,24 @@ mod tests {
         let sel = Selection::new(&h, &req);
         let mut cand = Vec::new();
         gather_values(&sel.wanted, keys, &vals, 0.0, &mut cand);
-        let with = |picked: Vec<f64>| {
+        // Given as one list, or (as the pooled path gathers them) as per-chunk lists.
+        let run = |picked: Vec<f64>, lists: Vec<Vec<f64>>| {
             let mut h2 = Hist::zeros(keys);
             hist_values(&mut h2, keys, &vals, 0.0);
-            let mut sc = Candidates { picked, ..Default::default() };
-            finish(h2, &sel, &[], &req, 0.0, &mut sc).err()
+            let mut sc = Candidates { picked, lists, ..Default::default() };
+            finish(h2, &sel, &[], &req, 0.0, &mut sc)
         };
-        assert_eq!(with(cand.clone()), None);
+        let whole = run(cand.clone(), Vec::new()).unwrap();
+        let cut = cand.len() / 3;
+        assert_eq!(run(Vec::new(), vec![cand[..cut].to_vec(), cand[cut..].to_vec()]).unwrap(), whole);
         let mut short = cand.clone();
         short.pop();
-        assert_eq!(with(short), Some(KernelError::InputChanged));
+        assert_eq!(run(short, Vec::new()).err(), Some(KernelError::InputChanged));
+        let short_list = vec![cand[..cut].to_vec(), cand[cut + 1..].to_vec()];
+        assert_eq!(run(Vec::new(), short_list).err(), Some(KernelError::InputChanged));
         let mut moved = cand.clone();
         let last = moved.len() - 1;
         moved[last] = 0.999_999; // same length, a member of another bucket
-        assert_eq!(with(moved), Some(KernelError::InputChanged));
+        assert_eq!(run(Vec::new(), vec![moved]).err(), Some(KernelError::InputChanged));
     }
 }
