@@ -46,6 +46,7 @@ use rayon::prelude::*;
 use crate::kernels::chunks;
 use crate::kernels::edges::{adaptive_boundaries, bin_by_edges, EvenEdges};
 use crate::kernels::spec::{Binning, Grouping};
+use crate::kernels::stats::add_compensated;
 use crate::kernels::{BinStats, KernelError, Score};
 
 /// Inputs of at least this many rows are sorted and summed with rayon.
@@ -317,9 +318,7 @@ struct Comp {
 impl Comp {
     #[inline(always)]
     fn add(&mut self, x: f64) {
-        let t = self.sum + x;
-        self.c += if self.sum.abs() >= x.abs() { (self.sum - t) + x } else { (x - t) + self.sum };
-        self.sum = t;
+        add_compensated(&mut self.sum, &mut self.c, x);
     }
     #[inline(always)]
     fn value(&self) -> f64 {

@@ -1,5 +1,19 @@
 //! Per-(group, bin) sufficient statistics: count, sum of scores, sum of outcomes.
 
+/// Adds `v` to `*sum` with Neumaier compensation into `*comp` (add `*comp` to the sum at the
+/// end): the one compensated-sum step of the kernels, so that long sequential sums (millions of
+/// scores into one bin) stay accurate to ~1 ulp. Both candidate terms are computed, then one
+/// is selected: no data-dependent branch.
+#[inline(always)]
+pub fn add_compensated(sum: &mut f64, comp: &mut f64, v: f64) {
+    let s = *sum;
+    let t = s + v;
+    let a = (s - t) + v;
+    let b = (v - t) + s;
+    *comp += if s.abs() >= v.abs() { a } else { b };
+    *sum = t;
+}
+
 /// Statistics of `groups` groups of `nb` bins each, group-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BinStats {
@@ -34,11 +48,16 @@ impl BinStats {
 
     /// The table of per-group adaptive results (each group's `nb + 1` boundaries and its
     /// one-group table of `nb` bins), groups in order, with every group's boundaries as edges.
-    pub fn from_groups(per_group: Vec<(Vec<f64>, BinStats)>, nb: usize) -> Self {
+    pub fn from_groups<'a, I>(per_group: I, nb: usize) -> Self
+    where
+        I: IntoIterator<Item = (&'a [f64], &'a BinStats)>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let per_group = per_group.into_iter();
         let mut st = BinStats::zeros(per_group.len(), nb);
-        for (g, (bounds, one)) in per_group.into_iter().enumerate() {
-            st.set_group(g, &one);
-            st.edges.extend(bounds);
+        for (g, (bounds, one)) in per_group.enumerate() {
+            st.set_group(g, one);
+            st.edges.extend_from_slice(bounds);
         }
         st
     }
@@ -57,20 +76,14 @@ impl BinStats {
         }
     }
 
-    /// Adds one kept score with its outcome to (group, bin), with Neumaier compensation of the
-    /// score sum in `comp` (same layout; fold it in with [`BinStats::apply_compensation`]), so
-    /// that long sequential sums (millions of rows into one bin) stay accurate to ~1 ulp.
+    /// Adds one kept score with its outcome to (group, bin), the score sum compensated in
+    /// `comp` (same layout, see [`add_compensated`]; fold it in with
+    /// [`BinStats::apply_compensation`]).
     #[inline(always)]
     pub fn push_compensated(&mut self, comp: &mut [f64], group: usize, bin: usize, score: f64, outcome: f64) {
         let i = group * self.nb + bin;
         self.count[i] += 1.0;
-        let s = self.sum_score[i];
-        let t = s + score;
-        // Both candidates computed, then selected: no data-dependent branch.
-        let a = (s - t) + score;
-        let b = (score - t) + s;
-        comp[i] += if s.abs() >= score.abs() { a } else { b };
-        self.sum_score[i] = t;
+        add_compensated(&mut self.sum_score[i], &mut comp[i], score);
         self.sum_outcome[i] += outcome;
     }
 
@@ -202,10 +215,7 @@ impl LaneTables {
                 }
                 st.count[cell] += (*c & 0xffff_ffff) as f64;
                 st.sum_outcome[cell] += (*c >> 32) as f64;
-                let (t, score) = (st.sum_score[cell], *s);
-                let sum = t + score;
-                comp[cell] += if t.abs() >= score.abs() { (t - sum) + score } else { (score - sum) + t };
-                st.sum_score[cell] = sum;
+                add_compensated(&mut st.sum_score[cell], &mut comp[cell], *s);
                 *c = 0;
                 *s = 0.0;
             }

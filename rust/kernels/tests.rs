@@ -120,13 +120,7 @@ fn even_edges_follow_linspace() {
 fn even_bin_equals_counting_edges_and_batch() {
     // The arithmetic binning equals "number of linspace upper edges <= s" (B for s >= 1),
     // everywhere: edges and their neighbours, out-of-range values, +-0, infinities, NaN.
-    let mut s: u64 = 7;
-    let mut rnd = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rnd = xorshift(7);
     for b in [1usize, 2, 3, 7, 10, 15, 30, 100, 1000, 65_537] {
         let e = EvenEdges::new(b);
         let upper: Vec<f64> = (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect();
@@ -238,13 +232,7 @@ fn validation_errors_name_the_entry() {
 }
 
 fn random_probs(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
-    let mut s = seed;
-    let mut rnd = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rnd = xorshift(seed);
     let mut p = vec![0.0; n * k];
     let mut y = vec![0; n];
     for i in 0..n {

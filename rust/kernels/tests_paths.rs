@@ -21,13 +21,7 @@ fn paper_metric(i: usize) -> (Grouping, Norm) {
 
 /// Softmax rows with a few repeated values and exact ties, and labels.
 fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut rnd = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rnd = crate::kernels::tests::xorshift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut p = vec![0.0; n * k];
     for (i, row) in p.chunks_mut(k).enumerate() {
         if i % 7 == 0 {

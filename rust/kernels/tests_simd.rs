@@ -24,13 +24,7 @@ const ALL: [Kernel; 8] = [
 ];
 
 fn softmax(n: usize, k: usize, sharp: f64, seed: u64) -> (Vec<f64>, Vec<i64>) {
-    let mut s = seed | 1;
-    let mut rnd = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rnd = crate::kernels::tests::xorshift(seed | 1);
     let mut p = vec![0.0; n * k];
     for row in p.chunks_mut(k) {
         row.iter_mut().for_each(|v| *v = (sharp * rnd()).exp());

@@ -187,7 +187,7 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
                 .into_par_iter()
                 .map(|m| adaptive_group(m, b, g.threshold))
                 .collect();
-            BinStats::from_groups(per_group, b)
+            BinStats::from_groups(per_group.iter().map(|(e, t)| (&e[..], t)), b)
         }
     }
 }
@@ -278,13 +278,7 @@ mod tests {
     /// bin by the adaptive rule; with many ties, edges falling on ties, and 1 to 64 bins.
     #[test]
     fn adaptive_selection_is_the_sorted_definition() {
-        let mut s = 0x9e3779b97f4a7c15u64;
-        let mut rnd = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rnd = crate::kernels::tests::xorshift(0x9e3779b97f4a7c15u64);
         for (n, levels) in [(SELECT_MIN, 0usize), (20_000, 7), (50_001, 1000)] {
             let m: Vec<(f64, bool)> = (0..n)
                 .map(|_| {

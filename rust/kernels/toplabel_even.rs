@@ -217,13 +217,7 @@ mod tests {
         if !simd::avx2() {
             return;
         }
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
-        let mut rnd = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rnd = crate::kernels::tests::xorshift(0x2545_F491_4F6C_DD1Du64);
         for b in [1usize, 3, 10, 15, 97] {
             let e = EvenEdges::new(b);
             let bounds = e.boundaries();

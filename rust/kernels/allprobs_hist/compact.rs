@@ -248,15 +248,8 @@ mod tests {
     #[test]
     fn per_chunk_lists_hold_each_class_in_row_order() {
         let (n, k) = (2500usize, 1000usize); // 2.5M entries: 3 chunks
-        let mut s: u64 = 11;
-        let mut p: Vec<f64> = (0..n * k)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 11) as f64 / (1u64 << 53) as f64
-            })
-            .collect();
+        let mut draw = crate::kernels::tests::xorshift(11);
+        let mut p: Vec<f64> = (0..n * k).map(|_| draw()).collect();
         for row in p.chunks_mut(k) {
             let t: f64 = row.iter().sum();
             row.iter_mut().for_each(|v| *v /= t);
@@ -292,13 +285,7 @@ mod tests {
         if !simd::avx2() {
             return;
         }
-        let mut s: u64 = 5;
-        let mut rnd = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rnd = crate::kernels::tests::xorshift(5);
         for k in [1usize, 7, 8, 9, 31, 100, 4096, 4097, 9001] {
             let n = 200;
             let mut p = vec![0.0f64; n * k];

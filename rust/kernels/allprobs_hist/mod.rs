@@ -284,13 +284,7 @@ pub fn stats<T: Score>(
         .iter()
         .enumerate()
         .map(|(bi, &b)| {
-            let mut st = BinStats::zeros(groups, b);
-            for (gi, (_, ad)) in per_group.iter().enumerate() {
-                let (bounds, one) = &ad[bi];
-                st.set_group(gi, one);
-                st.edges.extend_from_slice(bounds);
-            }
-            st
+            BinStats::from_groups(per_group.iter().map(|(_, ad)| (&ad[bi].0[..], &ad[bi].1)), b)
         })
         .collect();
     Ok((even_out, adaptive_out))

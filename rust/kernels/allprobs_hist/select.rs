@@ -1,9 +1,11 @@
 //! From a group's histogram to its bin totals: which buckets hold the wanted ranks and edges,
-//! the exact sorted members of those buckets, and the per-bin sums.
+//! the members of those buckets (placed bucket by bucket, never sorted), the values of the
+//! wanted ranks (selected within their buckets), and the per-bin sums.
 
 use super::histogram::{gather_values, hist_values, sum_and_gather, Hist};
 use super::{GroupResult, Keys, Request};
 use crate::kernels::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
+use crate::kernels::stats::add_compensated;
 use crate::kernels::{BinStats, KernelError, Score};
 
 /// Which buckets must be resolved exactly, and where their members sit among the candidates.
@@ -97,12 +99,14 @@ impl Candidates {
     }
 
     /// Places `picked`, then `lists` in order, into `placed`, bucket by bucket (a bucket's
-    /// members keep their gathered order). When the values were read twice from the caller's array (counts, then members),
-    /// another thread may have changed them in between: every placement is checked to stay
-    /// inside its bucket's range and the totals to agree, else [`KernelError::InputChanged`]
-    /// (then every bucket is exactly full).
+    /// members keep their gathered order), and empties `lists`. When the values were read
+    /// twice from the caller's array (counts, then members), another thread may have changed
+    /// them in between: every placement is checked to stay inside its bucket's range and the
+    /// totals to agree, else [`KernelError::InputChanged`] (then every bucket is exactly
+    /// full).
     fn place(&mut self, h: &Hist, sel: &Selection, keys: Keys) -> Result<(), KernelError> {
         if self.picked.len() + self.lists.iter().map(Vec::len).sum::<usize>() != sel.total {
+            self.lists.clear();
             return Err(KernelError::InputChanged);
         }
         self.next.clear();
@@ -115,17 +119,25 @@ impl Candidates {
             if sel.wanted[q] { sel.cand_offset[q] as usize + h.count(q) as usize } else { 0 }
         }));
         let (next, end, placed) = (&mut self.next[..], &self.end[..], &mut self.placed[..]);
+        let mut fits = true;
         for &s in self.picked.iter().chain(self.lists.iter().flatten()) {
             // A widened f32 value has the same key as the f32 itself.
             let q = keys.of(s);
             let slot = next[q];
             if slot >= end[q] {
-                return Err(KernelError::InputChanged);
+                fits = false;
+                break;
             }
             placed[slot] = s;
             next[q] = slot + 1;
         }
-        Ok(())
+        // A worker's scratch serves its next group with `picked` only.
+        self.lists.clear();
+        if fits {
+            Ok(())
+        } else {
+            Err(KernelError::InputChanged)
+        }
     }
 
     /// Reads the values of the adaptive ranks of `req`: in each bucket holding some, the
@@ -320,14 +332,8 @@ impl BinSums {
 
     #[inline]
     fn add(&mut self, bin: usize, (hi, lo): (f64, f64)) {
-        let (s, t) = (self.sum[bin], self.sum[bin] + hi);
-        self.comp[bin] += if s.abs() >= hi.abs() {
-            (s - t) + hi
-        } else {
-            (hi - t) + s
-        };
+        add_compensated(&mut self.sum[bin], &mut self.comp[bin], hi);
         self.comp[bin] += lo;
-        self.sum[bin] = t;
     }
 
     fn into_sums(self) -> Vec<f64> {

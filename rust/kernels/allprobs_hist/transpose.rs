@@ -522,15 +522,8 @@ mod tests {
 
     /// Deterministic distinct-looking test values.
     fn values<T: Score>(len: usize, from: impl Fn(f64) -> T) -> Vec<T> {
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
-        (0..len)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                from((s >> 11) as f64 / (1u64 << 53) as f64)
-            })
-            .collect()
+        let mut draw = crate::kernels::tests::xorshift(0x2545_F491_4F6C_DD1Du64);
+        (0..len).map(|_| from(draw())).collect()
     }
 
     /// The dispatching transposition (AVX2 when available) against the scalar loop and against

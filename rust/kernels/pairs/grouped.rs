@@ -5,8 +5,9 @@
 
 use std::ops::Range;
 
-use super::{add_compensated, pair_bad, run_chunk, Pairs, RunTables, BLOCK};
+use super::{pair_bad, run_chunk, Pairs, RunTables, BLOCK};
 use crate::kernels::edges::EvenEdges;
+use crate::kernels::stats::add_compensated;
 use crate::kernels::{BinStats, Grouping, Score};
 
 /// Space of one block: each pair's score, cell and count increment.
@@ -97,7 +98,7 @@ impl PairTables {
                 let correct = (k / Self::HIGH).floor();
                 st.count[cell] += k - correct * Self::HIGH;
                 st.sum_outcome[cell] += correct;
-                add_compensated(&mut st.sum_score, comp, cell, score);
+                add_compensated(&mut st.sum_score[cell], &mut comp[cell], score);
                 self.data[i] = 0.0;
                 self.data[i + 1] = 0.0;
             }

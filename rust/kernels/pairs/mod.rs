@@ -191,7 +191,7 @@ pub fn stats_many<T: Score>(x: &Pairs<'_, T>, g: &Grouping, bins: &[usize]) -> R
         Binning::Even => bins.iter().map(|&b| even_stats(x, g, &EvenEdges::new(b))).collect(),
         Binning::Adaptive => {
             x.validate()?;
-            let members = group_members(x, g);
+            let members = group_members(x, g)?;
             Ok(bins.iter().map(|&b| adaptive_stats(&members, g, b)).collect())
         }
     }
@@ -225,7 +225,7 @@ pub fn evaluate<T: Score>(x: &Pairs<'_, T>, metrics: &[(Grouping, Norm)], bins: 
         let tables: Vec<BinStats> = match g.binning {
             Binning::Even => bins.iter().map(|&b| even_stats(x, &g, &EvenEdges::new(b))).collect::<Result<_, _>>()?,
             Binning::Adaptive => {
-                let members = group_members(x, &g);
+                let members = group_members(x, &g)?;
                 bins.iter().map(|&b| adaptive_stats(&members, &g, b)).collect()
             }
         };
@@ -343,34 +343,26 @@ fn run_chunk<Tb: RunTables>(
     Ok(st)
 }
 
-/// Adds `v` to `sum[i]` with Neumaier compensation into `comp[i]`.
-#[inline(always)]
-fn add_compensated(sum: &mut [f64], comp: &mut [f64], i: usize, v: f64) {
-    let t = sum[i];
-    let s = t + v;
-    comp[i] += if t.abs() >= v.abs() { (t - s) + v } else { (v - s) + t };
-    sum[i] = s;
-}
-
-/// Each group's kept (score, outcome) pairs, in input order (validated input).
-fn group_members<T: Score>(x: &Pairs<'_, T>, g: &Grouping) -> Vec<Vec<(f64, bool)>> {
+/// Each group's kept (score, outcome) pairs, in input order (validated input: a predicted
+/// class out of range now was written by another thread since, [`KernelError::InputChanged`]).
+fn group_members<T: Score>(x: &Pairs<'_, T>, g: &Grouping) -> Result<Vec<Vec<(f64, bool)>>, KernelError> {
     let mut members: Vec<Vec<(f64, bool)>> = vec![Vec::new(); g.groups(x.k)];
     for i in 0..x.n {
         let s = x.conf[i].to_f64();
         if s > g.threshold {
             let group = match (g.class_conditional, x.pred) {
-                (true, Some(p)) => p[i] as usize,
+                (true, Some(p)) => p[i] as u64 as usize,
                 _ => 0,
             };
-            members[group].push((s, x.correct[i] == 1));
+            members.get_mut(group).ok_or(KernelError::InputChanged)?.push((s, x.correct[i] == 1));
         }
     }
-    members
+    Ok(members)
 }
 
 /// Adaptive statistics of grouped pairs for `b` bins (the matrix path's [`adaptive_group`]).
 fn adaptive_stats(members: &[Vec<(f64, bool)>], g: &Grouping, b: usize) -> BinStats {
     let per_group: Vec<(Vec<f64>, BinStats)> =
         members.par_iter().map(|m| adaptive_group(m.clone(), b, g.threshold)).collect();
-    BinStats::from_groups(per_group, b)
+    BinStats::from_groups(per_group.iter().map(|(e, t)| (&e[..], t)), b)
 }

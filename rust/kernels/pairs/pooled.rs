@@ -4,9 +4,10 @@
 
 use std::ops::Range;
 
-use super::{add_compensated, pair_bad, run_chunk, RunTables};
+use super::{pair_bad, run_chunk, RunTables};
 use super::Pairs;
 use crate::kernels::edges::EvenEdges;
+use crate::kernels::stats::add_compensated;
 use crate::kernels::validate::RANGE_TOL;
 use crate::kernels::{BinStats, Score};
 
@@ -55,8 +56,8 @@ impl PooledTables {
                 }
                 st.count[b] += k0 + k1;
                 st.sum_outcome[b] += k1;
-                add_compensated(&mut st.sum_score, comp, b, s0);
-                add_compensated(&mut st.sum_score, comp, b, s1);
+                add_compensated(&mut st.sum_score[b], &mut comp[b], s0);
+                add_compensated(&mut st.sum_score[b], &mut comp[b], s1);
             }
             copy.fill(0.0);
         }

@@ -353,3 +353,19 @@ fn a_pair_no_longer_failing_is_input_changed() {
     let x = Pairs::new(&conf, &correct, None, 1).unwrap();
     assert_eq!(x.first_error(0..10), KernelError::InputChanged);
 }
+
+/// A predicted class out of range once the pairs were validated (what another thread writing
+/// `predicted` during an adaptive call looks like) is InputChanged when grouping, not an index
+/// panic; pooled groupings ignore the class.
+#[test]
+fn a_predicted_class_changed_after_validation_is_input_changed() {
+    let (conf, correct) = ([0.9, 0.6, 0.8], [1u8, 0, 1]);
+    let cc = Grouping { binning: Binning::Adaptive, max_prob: true, class_conditional: true, threshold: 0.0 };
+    for bad in [3i64, -1, i64::MIN] {
+        let pred = [0, bad, 2];
+        let x = Pairs::new(&conf[..], &correct, Some(&pred), 3).unwrap();
+        assert_eq!(group_members(&x, &cc).err(), Some(KernelError::InputChanged), "{bad}");
+        let pooled = Grouping { class_conditional: false, ..cc };
+        assert_eq!(group_members(&x, &pooled).unwrap()[0].len(), 3);
+    }
+}
