@@ -359,3 +359,35 @@ def test_tensor_requiring_grad_gets_the_detach_hint(case):
     y, _ = case
     with pytest.raises(InputTypeError, match=r"probs\.detach\(\)"):
         calibkit.ece(y, RequiresGrad())
+
+
+def _conversion_calls():
+    """(argument name, call taking that argument, a valid value for it) for array arguments
+    outside the metric entry points, each converted by ``_validate.as_array``."""
+    from calibkit._binstats import grouped_bin_stats
+    from calibkit.analysis import error_vs_temperature
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(60, 3))
+    y = (z + rng.normal(size=z.shape)).argmax(1)  # labels the logits predict, with noise
+    first = lambda r: r[0] if isinstance(r, tuple) else r  # noqa: E731
+    return [
+        ("logits", lambda a: calibkit.softmax(a), z),
+        ("logits", lambda a: calibkit.log_softmax(a), z),
+        ("logits", lambda a: error_vs_temperature(y, a, [0.5, 2.0], metrics=("ECE",)).values, z),
+        ("X", lambda a: R.TemperatureScaling(input="logits").fit(a, y).predict_proba(z), z),
+        ("y", lambda a: R.TemperatureScaling(input="logits").fit(z, a).predict_proba(z), y),
+        ("scores", lambda a: first(grouped_bin_stats(None, a, [0, 1, 1], num_bins=2)), [0.2, 0.5, 0.9]),
+    ]
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_every_array_argument_converts_the_same_way(i):
+    # A tensor-like converts to what the plain array gives; None, strings, bytes and ragged
+    # lists are InputTypeErrors that name the argument.
+    name, call, good = _conversion_calls()[i]
+    want = np.asarray(call(good))
+    np.testing.assert_array_equal(np.asarray(call(NumpyMethodOnly(np.asarray(good)))), want)
+    for bad in [None, "0.5", b"1", [[0.1, 0.2], [0.3]]]:
+        with pytest.raises(InputTypeError, match=name):
+            call(bad)

@@ -32,6 +32,7 @@ from calibkit._params import MAX_TABLE_CELLS
 from calibkit.streaming import Accumulator
 
 from conftest import SHARED_DATA, load_shared
+from test_api_inputs import NumpyMethodOnly
 
 TOP_SPACE = metric_space(norms=("l1", "l2", "max")).select(max_prob=True)
 ZOO = sorted(p.name for p in SHARED_DATA.glob("hollance__*.npz")) if SHARED_DATA.exists() else []
@@ -323,22 +324,12 @@ def test_predicted_and_num_classes_checked():
         calibkit.cce(confidence=C, correct=OK, num_classes=3)
 
 
-class _NumpyMethodOnly:
-    """A tensor-like with only a ``.numpy()`` method (as framework tensors have)."""
-
-    def __init__(self, a):
-        self._a = np.asarray(a)
-
-    def numpy(self):
-        return self._a
-
-
 def test_pairs_convert_like_every_array_argument():
     # confidence=, correct= and sample_weight= go through the same conversion as probs=:
     # tensor-likes convert, None, strings and ragged lists are refused by name.
     want = calibkit.ece(confidence=C, correct=OK, sample_weight=[1.0, 2.0, 1.0])
-    got = calibkit.ece(confidence=_NumpyMethodOnly(C), correct=_NumpyMethodOnly(OK),
-                       sample_weight=_NumpyMethodOnly([1.0, 2.0, 1.0]))
+    got = calibkit.ece(confidence=NumpyMethodOnly(C), correct=NumpyMethodOnly(OK),
+                       sample_weight=NumpyMethodOnly([1.0, 2.0, 1.0]))
     assert got == want
     for name, bad in [("confidence", "0.9"), ("confidence", [[0.9], [0.1, 0.2]]),
                       ("correct", b"1"), ("correct", [[1], [0, 1]])]:

@@ -20,10 +20,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .._params import as_num_bins
-from .._validate import as_array
 from .._softmax import log_softmax, softmax
 from .._space import MetricSpace, MetricSpec, as_space
-from .._validate import as_labels, length_mismatch_error
+from .._validate import as_array, as_labels, length_mismatch_error
 from ..errors import InvalidLabelsError, InvalidParameterError, ShapeMismatchError
 from ..evaluation import evaluate
 
