@@ -3,8 +3,8 @@
 ``gce`` (and the named metrics), ``evaluate`` and ``calibration_bins`` for all 32 metrics of
 the paper's space, float32 and float64, short (K <= 16) and long rows, with 1 and 2 threads:
 bitwise equal for the top-label metrics and the adaptive all-probabilities ones (one kernel
-path, or paths whose sums are exact or add in the same order); the even all-probabilities metrics (SCE and its
-relatives) run two kernels and agree to 1e-12. Also the histogram path's sums: ``evaluate``
+path, or paths whose sums are exact or add in the same order); the even all-probabilities
+metrics (SCE and its relatives) run two kernels and agree to 1e-12. Also the histogram path's sums: ``evaluate``
 equals ``gce`` and the exact value to 1e-12 at 10M repeated scores.
 """
 
