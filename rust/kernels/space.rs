@@ -1,15 +1,16 @@
 //! Many metrics and bin counts at once, sharing the work: the input is validated once, the
 //! top-label summary (argmax, confidence) is computed once for every max-prob metric, and each
 //! distinct grouping (binning, max_prob, class_conditional, threshold) is binned once for all
-//! requested bin counts: all-probabilities groupings with the same (class_conditional,
-//! threshold), even and adaptive alike, share one histogram and one gather pass
-//! ([`allprobs_hist`]); every norm is then a cheap reduction of the same table.
+//! requested bin counts: adaptive all-probabilities groupings share one histogram and one
+//! gather pass per (class_conditional, threshold) ([`allprobs_hist`]); even ones one row pass
+//! per class_conditional for the paper's thresholds 0 and 0.01 together ([`allprobs_even`]'s
+//! raised twins); every norm is then a cheap reduction of the same table.
 //!
 //! Which kernel computes each table, and which tables are bitwise those of `gce`, is the table
 //! of paths in [`crate::kernels`].
 
 use crate::kernels::validate::{scan, Checks};
-use crate::kernels::{allprobs_hist, reduce, toplabel};
+use crate::kernels::{allprobs_even, allprobs_hist, reduce, toplabel};
 use crate::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Norm, Score};
 
 /// Values of `metrics` (grouping, norm) at each bin count in `bins`, row-major
@@ -51,50 +52,61 @@ pub fn for_each_table<T: Score>(
     };
     let mut done = vec![false; metrics.len()];
     for m in 0..metrics.len() {
-        if done[m] {
-            continue;
-        }
-        let g = metrics[m].0;
-        // Groupings computed together with `g`, and their tables per bin count.
-        let computed: Vec<(Grouping, Vec<BinStats>)> = if g.max_prob {
-            let top = top.as_ref().ok_or_else(|| KernelError::Parameter("no top-label summary".into()))?;
-            vec![(g, bins.iter().map(|&b| toplabel::stats(top, x.k, &g, b)).collect())]
-        } else {
-            // Every all-probabilities grouping with this (class_conditional, threshold), even
-            // and adaptive, comes from one histogram and one gather pass.
-            let same = |b: Binning| {
-                metrics.iter().any(|(h, _)| {
-                    !h.max_prob && h.binning == b && h.class_conditional == g.class_conditional && h.threshold == g.threshold
-                })
-            };
-            let (want_even, want_adaptive) = (same(Binning::Even), same(Binning::Adaptive));
-            let (even, adaptive) = allprobs_hist::stats(
-                x,
-                g.class_conditional,
-                g.threshold,
-                if want_even { bins } else { &[] },
-                if want_adaptive { bins } else { &[] },
-                &Checks::NONE,
-            )?;
-            let mut v = Vec::new();
-            if want_even {
-                v.push((Grouping { binning: Binning::Even, ..g }, even));
-            }
-            if want_adaptive {
-                v.push((Grouping { binning: Binning::Adaptive, ..g }, adaptive));
-            }
-            v
-        };
-        for (gm, tables) in &computed {
-            for (m2, (g2, _)) in metrics.iter().enumerate() {
-                if g2 == gm {
-                    for (bi, t) in tables.iter().enumerate() {
-                        visit(m2, bi, t);
+        while !done[m] {
+            for (gm, tables) in tables_with(x, metrics, &done, m, bins, top.as_ref())? {
+                for (m2, (g2, _)) in metrics.iter().enumerate() {
+                    if *g2 == gm {
+                        for (bi, t) in tables.iter().enumerate() {
+                            visit(m2, bi, t);
+                        }
+                        done[m2] = true;
                     }
-                    done[m2] = true;
                 }
             }
         }
     }
     Ok(())
 }
+
+/// The tables, at every bin count, of the grouping of metric `m` or of groupings computed
+/// together with it (at least one grouping not `done` yet):
+/// - top-label: from the shared summary;
+/// - all-probabilities, adaptive: one histogram and gather pass per (class_conditional,
+///   threshold), the tables of `gce` ([`allprobs_hist`]);
+/// - all-probabilities, even: one row pass ([`allprobs_even::stats_pair`]) for the lowest
+///   threshold not yet done, which also makes the tables of the next threshold when it lies
+///   below every first edge (its raised twins: the paper's 0 and 0.01 in one pass), for both
+///   `class_conditional` at once (pooled tables summed over the class-conditional ones').
+fn tables_with<T: Score>(
+    x: &Inputs<T>,
+    metrics: &[(Grouping, Norm)],
+    done: &[bool],
+    m: usize,
+    bins: &[usize],
+    top: Option<&toplabel::TopLabel>,
+) -> Result<Vec<(Grouping, Vec<BinStats>)>, KernelError> {
+    let g = metrics[m].0;
+    if g.max_prob {
+        let top = top.ok_or_else(|| KernelError::Parameter("no top-label summary".into()))?;
+        return Ok(vec![(g, bins.iter().map(|&b| toplabel::stats(top, x.k, &g, b)).collect())]);
+    }
+    if g.binning == Binning::Adaptive {
+        let (_, adaptive) = allprobs_hist::stats(x, g.class_conditional, g.threshold, &[], bins, &Checks::NONE)?;
+        return Ok(vec![(g, adaptive)]);
+    }
+    // The thresholds of the even all-probabilities groupings still to compute, lowest first:
+    // the lowest, with the next as its raised twins when it can be, from one row pass, for
+    // whichever `class_conditional` asks for either.
+    let even = |h: &Grouping| !h.max_prob && h.binning == Binning::Even;
+    let want = |cc: bool, t: f64| {
+        metrics.iter().zip(done).any(|((h, _), &d)| !d && even(h) && h.class_conditional == cc && h.threshold == t)
+    };
+    let mut thr: Vec<f64> = metrics.iter().zip(done).filter(|((h, _), &d)| !d && even(h)).map(|((h, _), _)| h.threshold).collect();
+    thr.sort_by(f64::total_cmp);
+    thr.dedup();
+    let low = thr[0];
+    let raise = thr.get(1).copied().filter(|&r| allprobs_even::can_raise(low, r, bins));
+    let asked = |cc: bool| want(cc, low) || raise.is_some_and(|r| want(cc, r));
+    allprobs_even::stats_pair(x, low, raise, bins, asked(true), asked(false), &Checks::NONE)
+}
+

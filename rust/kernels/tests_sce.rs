@@ -4,7 +4,7 @@
 //! rows; the strategies and the number of tables sharing a pass never change a table; thread
 //! counts do not either; and the tables equal a direct computation.
 
-use super::allprobs_even::{self as ae, Layout, Mode, Part, Scratch};
+use super::allprobs_even::{self as ae, Cut, Mode, Part, Pass, Scratch};
 use super::validate::Checks;
 use super::*;
 
@@ -39,50 +39,55 @@ fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
 /// Every float of a part and its drained scratch tables, as bits, in order.
 fn bits(p: &Part) -> Vec<u64> {
     let mut v = vec![p.rows as u64, (p.mode == Mode::Dense) as u64];
-    for t in &p.tabs {
-        v.extend(t.sum0.iter().chain(&t.aux).map(|x| x.to_bits()));
+    for l in &p.lanes {
+        v.extend(l.sum0.iter().chain(&l.count).map(|x| x.to_bits()));
         v.push(u64::MAX);
+    }
+    v.extend(p.dropped.iter().map(|x| x.to_bits()));
+    v.push(u64::MAX);
+    for t in &p.tabs {
         for &(slot, n, s) in &t.cells {
             v.extend([slot as u64, n.to_bits(), s.to_bits()]);
         }
         v.push(u64::MAX);
-        v.extend(t.outcome.iter().map(|&o| o as u64));
+        v.extend(t.outcome.iter().chain(&t.raised).map(|&o| o as u64));
         v.push(u64::MAX);
     }
     v
 }
 
 /// One chunk through `pass`: the row it stopped at and the part's bits.
-fn run_chunk<T: Score>(
-    x: &Inputs<T>,
-    rows: std::ops::Range<usize>,
-    lay: &[Layout],
-    mode: Mode,
-    thr: f64,
-    portable: bool,
-) -> (Option<usize>, Vec<u64>) {
-    let mut part = Part::new(mode, rows.len(), lay);
-    let mut sc: Vec<Scratch> = lay.iter().map(|l| Scratch::new(l.slots())).collect();
+fn run_chunk<T: Score>(x: &Inputs<T>, rows: std::ops::Range<usize>, pass: &Pass, mode: Mode, portable: bool) -> (Option<usize>, Vec<u64>) {
+    let mut part = Part::new(mode, rows.len(), pass);
+    let mut sc = Scratch::new(pass);
     let stop = if portable {
-        ae::accumulate_portable(x, rows, lay, &mut part, &mut sc, thr, &Checks::ALL)
+        ae::accumulate_portable(x, rows, pass, &mut part, &mut sc, &Checks::ALL)
     } else {
-        ae::accumulate(x, rows, lay, &mut part, &mut sc, thr, &Checks::ALL)
+        ae::accumulate(x, rows, pass, &mut part, &mut sc, &Checks::ALL)
     };
-    for (s, t) in sc.iter_mut().zip(&mut part.tabs) {
-        s.drain(t);
-    }
+    sc.drain(pass, &mut part);
     (stop, bits(&part))
 }
 
 fn vector_equals_portable<T: Score>(x: &Inputs<T>, what: &str) {
-    for thr in [0.0, 0.01, 0.3] {
+    for thr in [0.0, 0.005, 0.01, 0.3] {
         for cc in [true, false] {
-            for bins in [&[15usize][..], &[1, 3, 15, 40][..], &[1000][..]] {
-                let lay: Vec<Layout> = bins.iter().map(|&b| Layout::new(cc, x.k, b)).collect();
-                for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
-                    let a = run_chunk(x, 0..x.n, &lay, mode, thr, false);
-                    let b = run_chunk(x, 0..x.n, &lay, mode, thr, true);
-                    assert!(a == b, "{what} thr={thr} cc={cc} bins={bins:?} {mode:?}: {:?} vs {:?}", a.0, b.0);
+            // One table, several sharing one lane, and several lanes (bin counts from 100 on
+            // have lanes of their own).
+            for bins in [&[15usize][..], &[1, 3, 15, 40][..], &[1000][..], &[3, 15, 200, 1000][..]] {
+                // Alone, and with the raised twins of a threshold halfway to the first edge.
+                let u1 = bins.iter().map(|&b| 1.0 / b as f64).fold(1.0, f64::min);
+                let mut cuts = vec![Cut::at(thr)];
+                if thr < u1 {
+                    cuts.push(Cut { thr, raise: (thr + u1) / 2.0 });
+                }
+                for cut in cuts {
+                    let pass = Pass::new(cc, x.k, bins, cut);
+                    for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
+                        let a = run_chunk(x, 0..x.n, &pass, mode, false);
+                        let b = run_chunk(x, 0..x.n, &pass, mode, true);
+                        assert!(a == b, "{what} {cut:?} cc={cc} bins={bins:?} {mode:?}: {:?} vs {:?}", a.0, b.0);
+                    }
                 }
             }
         }
@@ -123,14 +128,14 @@ fn vector_and_portable_passes_stop_at_the_same_row() {
                 let q32: Vec<f32> = q.iter().map(|&v| v as f32).collect();
                 let x32 = Inputs::new(&q32, &y, k).unwrap();
                 for thr in [0.0, 0.01] {
-                    let lay = [Layout::new(true, k, 15), Layout::new(true, k, 4)];
+                    let pass = Pass::new(true, k, &[15, 4, 400], Cut::at(thr));
                     for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
-                        let a = run_chunk(&x, 0..40, &lay, mode, thr, false);
-                        let b = run_chunk(&x, 0..40, &lay, mode, thr, true);
+                        let a = run_chunk(&x, 0..40, &pass, mode, false);
+                        let b = run_chunk(&x, 0..40, &pass, mode, true);
                         assert_eq!(a.0, b.0, "f64 K={k} special {si} col {col} thr {thr} {mode:?}");
                         assert!(si >= 5 || a.0 == Some(17), "a bad value is found");
-                        let a = run_chunk(&x32, 0..40, &lay, mode, thr, false);
-                        let b = run_chunk(&x32, 0..40, &lay, mode, thr, true);
+                        let a = run_chunk(&x32, 0..40, &pass, mode, false);
+                        let b = run_chunk(&x32, 0..40, &pass, mode, true);
                         assert_eq!(a.0, b.0, "f32 K={k} special {si} col {col} thr {thr} {mode:?}");
                     }
                 }
@@ -168,17 +173,55 @@ fn strategies_and_shared_passes_give_the_single_pass_tables() {
                 let x = Inputs::new(&p, &y, k).unwrap();
                 check(
                     &|b| bin_stats(&x, &g, b, &Checks::ALL).unwrap(),
-                    &|f| ae::stats_with(&x, &g, &bins, &Checks::ALL, f).unwrap(),
+                    &|f| ae::stats_with(&x, &g, &bins, &Checks::ALL, f, Cut::at(g.threshold)).unwrap(),
                     "f64",
                 );
                 let x = Inputs::new(&p32, &y, k).unwrap();
                 check(
                     &|b| bin_stats(&x, &g, b, &Checks::ALL).unwrap(),
-                    &|f| ae::stats_with(&x, &g, &bins, &Checks::ALL, f).unwrap(),
+                    &|f| ae::stats_with(&x, &g, &bins, &Checks::ALL, f, Cut::at(g.threshold)).unwrap(),
                     "f32",
                 );
             }
         }
+    }
+}
+
+/// A pass with raised twins gives, in every strategy, bitwise the tables of a pass at each of
+/// its two thresholds alone (the twins' bins above 0 are their tables', their bin 0 gathered
+/// from the scattered path, their outcomes counted apart).
+#[test]
+fn raised_twins_are_the_single_threshold_tables() {
+    let bins = [1usize, 3, 10, 15, 25, 64];
+    for (n, k) in [(500usize, 7usize), (3000, 100), (20_000, 16)] {
+        let (p, y) = data(n, k, (3 * n + k) as u64);
+        let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
+        for (thr, raise) in [(0.0, 0.01), (0.001, 0.0125), (0.0, 1e-9)] {
+            assert!(ae::can_raise(thr, raise, &bins));
+            for cc in [true, false] {
+                let g = grouping(cc, thr);
+                let check = |run: &dyn Fn(Option<Mode>, Cut) -> Vec<BinStats>, what: &str| {
+                    let low: Vec<Vec<u64>> = run(None, Cut::at(thr)).iter().map(table_bits).collect();
+                    let high: Vec<Vec<u64>> = run(None, Cut::at(raise)).iter().map(table_bits).collect();
+                    for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
+                        let both: Vec<Vec<u64>> = run(force, Cut { thr, raise }).iter().map(table_bits).collect();
+                        let at = format!("{what} N={n} K={k} thr={thr} raise={raise} cc={cc} {force:?}");
+                        assert!(both[..bins.len()] == low[..], "{at}: the tables");
+                        assert!(both[bins.len()..] == high[..], "{at}: the twins");
+                    }
+                };
+                let x = Inputs::new(&p, &y, k).unwrap();
+                check(&|f, cut| ae::stats_with(&x, &g, &bins, &Checks::ALL, f, cut).unwrap(), "f64");
+                let x = Inputs::new(&p32, &y, k).unwrap();
+                check(&|f, cut| ae::stats_with(&x, &g, &bins, &Checks::ALL, f, cut).unwrap(), "f32");
+            }
+        }
+    }
+    // Thresholds that cannot be raised are refused.
+    let (p, y) = data(100, 5, 1);
+    let x = Inputs::new(&p, &y, 5).unwrap();
+    for (thr, raise, b) in [(0.0, 0.2, 10usize), (0.01, 0.01, 10), (0.02, 0.01, 10), (0.0, f64::INFINITY, 3), (0.0, 0.01, 100)] {
+        assert!(ae::stats_raised(&x, &grouping(true, thr), &[b], raise, &Checks::ALL).is_err(), "{thr} {raise} {b}");
     }
 }
 
@@ -250,7 +293,7 @@ fn labels_out_of_range_unchecked_are_an_error() {
     let check = Checks { labels: false, ..Checks::ALL };
     for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
         for cc in [true, false] {
-            let e = ae::stats_with(&x, &grouping(cc, 0.0), &[15], &check, force).unwrap_err();
+            let e = ae::stats_with(&x, &grouping(cc, 0.0), &[15], &check, force, Cut::at(0.0)).unwrap_err();
             assert_eq!(e, KernelError::InputChanged);
         }
     }
@@ -269,10 +312,43 @@ fn the_row_pass_takes_avx2_on_an_avx2_cpu() {
     let x = Inputs::new(&p, &y, 30).unwrap();
     for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
         for cc in [true, false] {
-            ae::stats_with(&x, &grouping(cc, 0.0), &[15], &Checks::ALL, force).unwrap();
+            ae::stats_with(&x, &grouping(cc, 0.0), &[15], &Checks::ALL, force, Cut::at(0.0)).unwrap();
         }
     }
     let after = simd::taken(Kernel::SceRows);
     assert!(after[1] > before[1], "the row pass never took its AVX2 twin");
     assert_eq!(after[0], 0, "the row pass took its portable path on an AVX2 CPU");
+}
+
+/// Pooled tables are the class-conditional ones summed over the classes where those are small
+/// enough, else a pooled pass's; either way equal to a direct computation, and `evaluate`'s
+/// pair of passes (class-conditional and pooled, with raised twins) gives the same tables.
+#[test]
+fn pooled_tables_sum_the_class_tables_or_take_their_own_pass() {
+    let (n, k) = (60usize, 2100usize);
+    let (p, y) = data(n, k, 21);
+    let x = Inputs::new(&p, &y, k).unwrap();
+    let big = 2000; // 2100 x 2001 cells: over the limit
+    assert!(ae::pooled_from_classes(k, 10) && !ae::pooled_from_classes(k, big));
+    for thr in [0.0, 0.0001] {
+        let pooled = ae::stats(&x, &grouping(false, thr), &[10, big], &Checks::ALL).unwrap();
+        let cc = ae::stats(&x, &grouping(true, thr), &[10], &Checks::ALL).unwrap();
+        assert_eq!(table_bits(&pooled[0]), table_bits(&ae::collapse(&cc[0])), "thr={thr}");
+        for (t, &b) in pooled.iter().zip(&[10, big]) {
+            assert_eq!(t.groups, 1);
+            let direct = bin_stats(&x, &grouping(false, thr), b, &Checks::ALL).unwrap();
+            assert_eq!(table_bits(t), table_bits(&direct), "thr={thr} B={b}");
+            let want: f64 = p.iter().filter(|&&s| s > thr).sum();
+            let got: f64 = t.sum_score.iter().sum();
+            assert!((got - want).abs() <= 1e-9 * want, "thr={thr} B={b}: {got} vs {want}");
+            assert_eq!(t.count.iter().sum::<f64>(), p.iter().filter(|&&s| s > thr).count() as f64);
+        }
+        let pair = ae::stats_pair(&x, thr, Some(0.05), &[10, 15], true, true, &Checks::ALL).unwrap();
+        for (g, tables) in &pair {
+            let one = ae::stats(&x, g, &[10, 15], &Checks::ALL).unwrap();
+            let bits = |v: &[BinStats]| v.iter().map(table_bits).collect::<Vec<_>>();
+            assert!(bits(tables) == bits(&one), "{g:?}");
+        }
+        assert_eq!(pair.len(), 4);
+    }
 }

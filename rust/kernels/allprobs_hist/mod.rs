@@ -1,5 +1,7 @@
 //! All-probabilities metrics (`max_prob = false`) by histogram selection: ACE, TACE and their
-//! relatives, and, inside `evaluate`, the even-binned ones too (one pass for every bin count).
+//! relatives (one pass for every bin count). It bins even edges too, in the same pass; the
+//! production paths take even tables from [`crate::kernels::allprobs_even`] (the table of paths
+//! in [`crate::kernels`]), and the tests and fuzz targets use this as an independent check.
 //!
 //! Every bin edge, adaptive or even, is a value; only the entries near the edges need exact
 //! treatment, so nothing is sorted whole:
