@@ -41,8 +41,8 @@
 //!   each through the scattered path, bin 0 included.
 //!
 //! Rows are checked in the same read. The vector pass checks ranges only where they can fail:
-//! an entry in a lane is in (threshold, first edge), inside [0, 1]; every scattered entry is checked
-//! on its way; entries dropped but not scattered, which are <= threshold < 1, with one vector
+//! an entry in a lane is in (threshold, first edge), inside [0, 1]; every scattered entry is
+//! checked on its way; entries dropped but not scattered, which are <= threshold < 1, with one vector
 //! comparison against the lower bound. The row sum is the lane sum of [`row_sum_and_bad`], so a
 //! row fails exactly when the portable check fails it.
 //!
@@ -333,8 +333,9 @@ impl Scratch {
     }
 
     /// Applies the log to every table's cells and empties it. In a sparse chunk the log holds
-    /// every kept entry; otherwise the entries outside the pass's narrowest lane, of which a
-    /// table skips those in its own lane (its lane pass summed them).
+    /// every kept entry; otherwise the kept entries outside the pass's narrowest lane or above
+    /// the raised threshold, which go to bins above 0 or, below a table's first edge, to bin
+    /// 0's row (its raised twin's bin 0; unused without one).
     pub(crate) fn flush(&mut self, pass: &Pass, mode: Mode) {
         let (sparse, raise) = (mode == Mode::Sparse, pass.cut.raise);
         for (l, c) in pass.lay.iter().zip(&mut self.tabs) {
@@ -381,11 +382,9 @@ impl Cells {
     }
 
     /// Adds the logged entries `log` to the cells of table `l` (class-conditional exactly when
-    /// `CC`): every one in a `sparse` chunk's log; else (entries outside the narrowest lane)
-    /// those outside the table's lane, which only a `wide` lane holds some of.
+    /// `CC`; see [`Scratch::flush`]). In a `sparse` chunk an entry of bin 0 goes to the table's
+    /// own bin 0, and also to bin 0's row when above `raise`.
     #[inline(always)]
-    #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
-    #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
     fn apply<const CC: bool>(&mut self, log: &[(u32, f64)], l: &Layout, sparse: bool, raise: f64) {
         if sparse {
             for &(col, s) in log {
@@ -517,16 +516,20 @@ pub fn stats_raised<T: Score>(
     raise: f64,
     check: &Checks,
 ) -> Result<(Vec<BinStats>, Vec<BinStats>), KernelError> {
-    if !can_raise(g.threshold, raise, bins) {
-        return Err(KernelError::Parameter(format!(
-            "a raised threshold must lie above the threshold {} and below the first edge of \
-             every bin count; {raise} does not for bins {bins:?}",
-            g.threshold
-        )));
-    }
-    let mut v = stats_with(x, g, bins, check, None, Cut { thr: g.threshold, raise })?;
+    let mut v = stats_with(x, g, bins, check, None, raised_cut(g.threshold, raise, bins)?)?;
     let raised = v.split_off(bins.len());
     Ok((v, raised))
+}
+
+/// The cut of a pass at `thr` with raised twins at `raise`, if [`can_raise`].
+fn raised_cut(thr: f64, raise: f64, bins: &[usize]) -> Result<Cut, KernelError> {
+    if !can_raise(thr, raise, bins) {
+        return Err(KernelError::Parameter(format!(
+            "a raised threshold must lie above the threshold {thr} and below the first edge of \
+             every bin count; {raise} does not for bins {bins:?}"
+        )));
+    }
+    Ok(Cut { thr, raise })
 }
 
 /// Whether the tables of threshold `raise` can be the raised twins of those of `thr` for
@@ -634,13 +637,7 @@ pub fn stats_pair<T: Score>(
     check: &Checks,
 ) -> Result<Vec<(Grouping, Vec<BinStats>)>, KernelError> {
     let cut = match raise {
-        Some(r) if can_raise(thr, r, bins) => Cut { thr, raise: r },
-        Some(r) => {
-            return Err(KernelError::Parameter(format!(
-                "a raised threshold must lie above the threshold {thr} and below the first edge \
-                 of every bin count; {r} does not for bins {bins:?}"
-            )))
-        }
+        Some(r) => raised_cut(thr, r, bins)?,
         None => Cut::at(thr),
     };
     let at = |class_conditional: bool, threshold: f64| Grouping {
@@ -761,11 +758,10 @@ fn choose<T: Score>(row: &[T], pass: &Pass) -> Mode {
     }
 }
 
-/// An entry `s` of column `col` outside the narrowest lane (dense and counted chunks; counted
-/// ones pass only kept entries): if kept, added to the `high` part's lane when there is one
-/// ([`Pass::high`]) and it is below the first edge, else logged for the tables' cells; if not
-/// kept, counted once in `dropped`. Whether it fails the range check (the lanes' entries
-/// cannot).
+/// An entry `s` of column `col` flagged by a dense or counted chunk (outside the narrowest
+/// lane, or above the raised threshold; counted chunks flag only kept entries): if kept,
+/// logged for the tables' cells; if not, counted once in `dropped`. Whether it fails the range
+/// check (the lanes' entries cannot).
 #[inline(always)]
 #[allow(clippy::manual_range_contains)] // NaN is out of range
 fn outside(s: f64, col: usize, pass: &Pass, dropped: &mut [f64], sc: &mut Scratch) -> bool {
@@ -911,7 +907,7 @@ mod x86 {
     /// lanes as [`crate::kernels::validate::row_sum_and_bad`] adds them, one comparison pair
     /// per lane of the pass (masked adds into the per-class array, or, pooled, into registers
     /// holding the eight lanes), and a bit mask sending the entries outside the narrowest lane
-    /// to the scattered path.
+    /// (and, with raised twins, those above the raised threshold) to the scattered path.
     ///
     /// Every table must have `x.k` classes, and `part`/`sc` be shaped by `pass` (asserted).
     #[target_feature(enable = "avx2")]
@@ -986,7 +982,7 @@ mod x86 {
     /// One row of a dense (`COUNT`: counted) chunk: (row sum, some value out of range).
     /// Block by block of [`BLOCK`] groups of eight columns, and within a block lane by lane:
     /// the first (narrowest) lane's pass over a block also sums and checks it and flags the
-    /// entries to scatter; other lanes (bin counts of 100 and more) re-read it from L1.
+    /// entries to scatter; the other lanes (one per other first edge) re-read it from L1.
     #[inline(always)]
     #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
     fn dense_row<T: Score, const COUNT: bool, const RAISE: bool>(
@@ -1076,8 +1072,9 @@ mod x86 {
     /// (`thr`, `u`)) of a dense (`COUNT`: counted) chunk, class-conditional or `POOLED`. With
     /// `FIRST` (the narrowest lane), also the row's checks in `first` and each group's mask of
     /// the entries to scatter in `masks` (dense: all outside the lane; counted: the kept ones
-    /// outside it, the dropped ones being checked against the lower bound here): those are
-    /// all the entries that can fail. Whether any entry is to scatter (`FIRST` only).
+    /// outside it, the dropped ones being checked against the lower bound here; with `RAISE`,
+    /// also those above `raise`): those are all the entries that can fail. Whether any entry
+    /// is to scatter (`FIRST` only).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool, const POOLED: bool>(
@@ -1191,15 +1188,7 @@ mod x86 {
     /// meanwhile, it lands in the cell of its new value (a wrong value, never an access
     /// outside the tables).
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn exceptions<T: Score>(
-        row: &[T],
-        masks: &[u8],
-        j0: usize,
-        pass: &Pass,
-        dropped: &mut [f64],
-        sc: &mut Scratch,
-    ) -> bool {
+    fn exceptions<T: Score>(row: &[T], masks: &[u8], j0: usize, pass: &Pass, dropped: &mut [f64], sc: &mut Scratch) -> bool {
         let mut bad = false;
         for (w, word) in masks.chunks(8).enumerate() {
             let mut bytes = [0u8; 8];

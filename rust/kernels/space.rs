@@ -3,8 +3,8 @@
 //! distinct grouping (binning, max_prob, class_conditional, threshold) is binned once for all
 //! requested bin counts: adaptive all-probabilities groupings share one histogram and one
 //! gather pass per (class_conditional, threshold) ([`allprobs_hist`]); even ones one row pass
-//! per class_conditional for the paper's thresholds 0 and 0.01 together ([`allprobs_even`]'s
-//! raised twins); every norm is then a cheap reduction of the same table.
+//! for both class_conditional and the paper's thresholds 0 and 0.01 together
+//! ([`allprobs_even::stats_pair`]); every norm is then a cheap reduction of the same table.
 //!
 //! Which kernel computes each table, and which tables are bitwise those of `gce`, is the table
 //! of paths in [`crate::kernels`].

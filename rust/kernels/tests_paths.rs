@@ -45,7 +45,7 @@ fn check_paths<T: Score>(x: &Inputs<T>, what: &str) {
 fn check_paths_at<T: Score>(x: &Inputs<T>, what: &str, bins: &[usize]) {
     let metrics: Vec<(Grouping, Norm)> = (0..32).map(paper_metric).collect();
     let mut tables: Vec<Vec<Option<BinStats>>> = vec![vec![None; bins.len()]; 32];
-  space::for_each_table(x, &metrics, bins, &Checks::ALL, |m, bi, t| tables[m][bi] = Some(t.clone())).unwrap();
+    space::for_each_table(x, &metrics, bins, &Checks::ALL, |m, bi, t| tables[m][bi] = Some(t.clone())).unwrap();
     let values = space::evaluate(x, &metrics, bins, &Checks::ALL).unwrap();
     for (m, (g, norm)) in metrics.iter().enumerate() {
         for (bi, &b) in bins.iter().enumerate() {

@@ -256,30 +256,37 @@ fn tables_equal_a_direct_computation() {
         for thr in [0.0, 0.01, 0.2] {
             for cc in [true, false] {
                 for b in [1usize, 2, 15, 1000] {
-                    let edges: Vec<f64> = (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect();
-                    let groups = if cc { k } else { 1 };
-                    let (mut cnt, mut sum, mut out) = (vec![0.0; groups * (b + 1)], vec![0.0; groups * (b + 1)], vec![0.0; groups * (b + 1)]);
-                    for (i, row) in p.chunks(k).enumerate() {
-                        for (c, &s) in row.iter().enumerate() {
-                            if s > thr {
-                                let bin = edges::bin_by_edges(&edges, s);
-                                let cell = if cc { c } else { 0 } * (b + 1) + bin;
-                                cnt[cell] += 1.0;
-                                sum[cell] += s;
-                                out[cell] += (c as i64 == y[i]) as u8 as f64;
-                            }
-                        }
-                    }
                     let t = bin_stats(&x, &grouping(cc, thr), b, &Checks::ALL).unwrap();
-                    let at = format!("N={n} K={k} thr={thr} cc={cc} B={b}");
-                    assert_eq!(t.count, cnt, "{at}");
-                    assert_eq!(t.sum_outcome, out, "{at}");
-                    for (a, d) in t.sum_score.iter().zip(&sum) {
-                        assert!((a - d).abs() <= 1e-12 * d.abs().max(1.0), "{at}: {a} vs {d}");
-                    }
+                    assert_is_direct(&t, &p, &y, k, thr, cc, b, &format!("N={n} K={k} thr={thr} cc={cc} B={b}"));
                 }
             }
         }
+    }
+}
+
+/// Asserts `t` is the table of (`cc`, `thr`, `b` even bins) computed directly from `p`, `y`
+/// (each kept entry binned by counting the edges <= it): counts and outcomes exactly, score
+/// sums to 1e-12 relative.
+#[allow(clippy::too_many_arguments)]
+fn assert_is_direct(t: &BinStats, p: &[f64], y: &[i64], k: usize, thr: f64, cc: bool, b: usize, at: &str) {
+    let edges: Vec<f64> = (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect();
+    let groups = if cc { k } else { 1 };
+    let (mut cnt, mut sum, mut out) = (vec![0.0; groups * (b + 1)], vec![0.0; groups * (b + 1)], vec![0.0; groups * (b + 1)]);
+    for (i, row) in p.chunks(k).enumerate() {
+        for (c, &s) in row.iter().enumerate() {
+            if s > thr {
+                let bin = edges::bin_by_edges(&edges, s);
+                let cell = if cc { c } else { 0 } * (b + 1) + bin;
+                cnt[cell] += 1.0;
+                sum[cell] += s;
+                out[cell] += (c as i64 == y[i]) as u8 as f64;
+            }
+        }
+    }
+    assert_eq!(t.count, cnt, "{at}");
+    assert_eq!(t.sum_outcome, out, "{at}");
+    for (a, d) in t.sum_score.iter().zip(&sum) {
+        assert!((a - d).abs() <= 1e-12 * d.abs().max(1.0), "{at}: {a} vs {d}");
     }
 }
 
@@ -321,8 +328,8 @@ fn the_row_pass_takes_avx2_on_an_avx2_cpu() {
 }
 
 /// Pooled tables are the class-conditional ones summed over the classes where those are small
-/// enough, else a pooled pass's; either way equal to a direct computation, and `evaluate`'s
-/// pair of passes (class-conditional and pooled, with raised twins) gives the same tables.
+/// enough, else a pooled pass's; either way the direct computation, and `evaluate`'s pair of
+/// passes (both groupings or the pooled one alone, with raised twins) gives the same tables.
 #[test]
 fn pooled_tables_sum_the_class_tables_or_take_their_own_pass() {
     let (n, k) = (60usize, 2100usize);
@@ -335,20 +342,20 @@ fn pooled_tables_sum_the_class_tables_or_take_their_own_pass() {
         let cc = ae::stats(&x, &grouping(true, thr), &[10], &Checks::ALL).unwrap();
         assert_eq!(table_bits(&pooled[0]), table_bits(&ae::collapse(&cc[0])), "thr={thr}");
         for (t, &b) in pooled.iter().zip(&[10, big]) {
-            assert_eq!(t.groups, 1);
-            let direct = bin_stats(&x, &grouping(false, thr), b, &Checks::ALL).unwrap();
-            assert_eq!(table_bits(t), table_bits(&direct), "thr={thr} B={b}");
-            let want: f64 = p.iter().filter(|&&s| s > thr).sum();
-            let got: f64 = t.sum_score.iter().sum();
-            assert!((got - want).abs() <= 1e-9 * want, "thr={thr} B={b}: {got} vs {want}");
-            assert_eq!(t.count.iter().sum::<f64>(), p.iter().filter(|&&s| s > thr).count() as f64);
+            let alone = bin_stats(&x, &grouping(false, thr), b, &Checks::ALL).unwrap();
+            assert_eq!(table_bits(t), table_bits(&alone), "thr={thr} B={b}");
+            assert_is_direct(t, &p, &y, k, thr, false, b, &format!("thr={thr} B={b}"));
         }
-        let pair = ae::stats_pair(&x, thr, Some(0.05), &[10, 15], true, true, &Checks::ALL).unwrap();
-        for (g, tables) in &pair {
-            let one = ae::stats(&x, g, &[10, 15], &Checks::ALL).unwrap();
-            let bits = |v: &[BinStats]| v.iter().map(table_bits).collect::<Vec<_>>();
-            assert!(bits(tables) == bits(&one), "{g:?}");
+        let bits = |v: &[BinStats]| v.iter().map(table_bits).collect::<Vec<_>>();
+        for (cc, pooled, groupings) in [(true, true, 4), (false, true, 2)] {
+            let pair = ae::stats_pair(&x, thr, Some(0.05), &[10, 15], cc, pooled, &Checks::ALL).unwrap();
+            assert_eq!(pair.len(), groupings);
+            for (g, tables) in &pair {
+                let one = ae::stats(&x, g, &[10, 15], &Checks::ALL).unwrap();
+                assert!(bits(tables) == bits(&one), "{g:?}");
+            }
         }
-        assert_eq!(pair.len(), 4);
     }
+    // A raised threshold that cannot be one is refused.
+    assert!(ae::stats_pair(&x, 0.0, Some(0.2), &[10], true, true, &Checks::ALL).is_err());
 }
