@@ -1,7 +1,10 @@
 //! Input value checks: finite, in [0, 1] within [`RANGE_TOL`], rows summing to 1 within
 //! [`ROW_SUM_TOL`], labels in [0, K). Row passes call [`row_ok`] on the row they already read;
-//! [`scan`] is the stand-alone pass for kernels that read the data column-wise. Only when a row
-//! fails do we spend time finding the first offending entry, to name it in the error.
+//! [`scan`] is the stand-alone pass for kernels that read the data otherwise. A kernel that
+//! reads blocks of columns (the transposition of `allprobs_hist`) takes each row's sum in its
+//! own order and the range test ([`in_range`]) on the way, and leaves to the exact check only
+//! the rows [`row_sum_surely_ok`] cannot decide. Only when a row fails do we spend time
+//! finding the first offending entry, to name it in the error.
 
 use rayon::prelude::*;
 
@@ -29,12 +32,44 @@ impl Checks {
     pub const NONE: Checks = Checks { values: false, row_sums: false, labels: false };
 }
 
+/// Whether a value passes the range check: in [0, 1] within [`RANGE_TOL`] (NaN fails).
+#[inline(always)]
+#[allow(clippy::manual_range_contains)] // NaN is out of range
+pub fn in_range(v: f64) -> bool {
+    v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL
+}
+
+/// All-ones in the lanes of `v` that fail [`in_range`] (NaN included), by the same comparisons.
+///
+/// # Safety
+/// The CPU must support AVX2 (safe to call from code compiled with AVX2 enabled).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub fn out_of_range_avx2(v: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m256d {
+    use std::arch::x86_64::*;
+    let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
+    // !(v >= lo) | !(v <= hi): true for NaN, as in the scalar check.
+    _mm256_or_pd(_mm256_cmp_pd::<_CMP_NGE_UQ>(v, lo), _mm256_cmp_pd::<_CMP_NLE_UQ>(v, hi))
+}
+
+/// Whether a row of `k` values that all pass [`in_range`], whose sum was computed in some
+/// order other than [`row_sum_and_bad`]'s as `sum`, certainly passes the row-sum check. The
+/// two sums differ by at most twice the error bound of recursive summation,
+/// `2 (k - 1) u sum|v|` with `u` half of `f64::EPSILON`, and `sum|v| <= sum + 2 k RANGE_TOL`
+/// (values are at least `-RANGE_TOL`); a row within that margin of the tolerance is left to
+/// the exact check. Lets a kernel that reads rows in another order take the row sums on the
+/// way and run [`first_row_error`] only on the rows it cannot decide.
+pub fn row_sum_surely_ok(sum: f64, k: usize) -> bool {
+    let k = k as f64;
+    let margin = 2.0 * k * f64::EPSILON * (1.0 + ROW_SUM_TOL + 2.0 * k * RANGE_TOL);
+    (sum - 1.0).abs() <= ROW_SUM_TOL - margin
+}
+
 /// Per-row sum and a flag that some value is non-finite or out of range; vectorisable.
 #[inline(always)]
 pub fn row_sum_and_bad<T: Score>(row: &[T]) -> (f64, bool) {
     const L: usize = 8;
-    let lo = -RANGE_TOL;
-    let hi = 1.0 + RANGE_TOL;
     let mut s = [0.0f64; L];
     let mut bad = [false; L];
     let mut it = row.chunks_exact(L);
@@ -42,7 +77,7 @@ pub fn row_sum_and_bad<T: Score>(row: &[T]) -> (f64, bool) {
         for l in 0..L {
             let v = c[l].to_f64();
             s[l] += v;
-            bad[l] |= !(v >= lo && v <= hi);
+            bad[l] |= !in_range(v);
         }
     }
     let mut sum = 0.0;
@@ -54,7 +89,7 @@ pub fn row_sum_and_bad<T: Score>(row: &[T]) -> (f64, bool) {
     for v in it.remainder() {
         let v = v.to_f64();
         sum += v;
-        any_bad |= !(v >= lo && v <= hi);
+        any_bad |= !in_range(v);
     }
     (sum, any_bad)
 }
@@ -81,12 +116,10 @@ pub trait RowVisitor {
 /// AVX2 must be available (call it from AVX2 code, where it is inlined).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-#[allow(clippy::manual_range_contains)] // NaN is out of range
 pub unsafe fn row_sum_and_bad_avx2<T: Score, V: RowVisitor>(row: &[T], visitor: &mut V) -> (f64, bool) {
     // SAFETY: AVX2 is available (the caller's contract). Loads read row[j..j+8] with j + 8 <= n8 <= row.len(), and the tail is copied into `padded` (8 values) from the slice; the lane stores write the 8-value `lanes`. Offsets depend only on row.len(), which no other thread can change; `visit` gets j + n <= row.len().
     unsafe {
         use std::arch::x86_64::*;
-        let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
         let n8 = row.len() / 8 * 8;
         let (mut s0, mut s1, mut bad) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
         for j in (0..n8).step_by(8) {
@@ -95,10 +128,7 @@ pub unsafe fn row_sum_and_bad_avx2<T: Score, V: RowVisitor>(row: &[T], visitor: 
             let v1 = T::load4(row.as_ptr().add(j + 4));
             s0 = _mm256_add_pd(s0, v0);
             s1 = _mm256_add_pd(s1, v1);
-            // !(v >= lo) | !(v <= hi): true for NaN, as in the scalar check.
-            let out0 = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v0, hi, _CMP_NLE_UQ));
-            let out1 = _mm256_or_pd(_mm256_cmp_pd(v1, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, hi, _CMP_NLE_UQ));
-            bad = _mm256_or_pd(bad, _mm256_or_pd(out0, out1));
+            bad = _mm256_or_pd(bad, _mm256_or_pd(out_of_range_avx2(v0), out_of_range_avx2(v1)));
             visitor.visit(j, v0, v1, 8);
         }
         let mut lanes = [0.0f64; 8];
@@ -115,7 +145,7 @@ pub unsafe fn row_sum_and_bad_avx2<T: Score, V: RowVisitor>(row: &[T], visitor: 
             for (p, v) in padded.iter_mut().zip(tail) {
                 let v = v.to_f64();
                 sum += v;
-                any_bad |= !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL);
+                any_bad |= !in_range(v);
                 *p = v;
             }
             visitor.visit(n8, _mm256_loadu_pd(padded.as_ptr()), _mm256_loadu_pd(padded.as_ptr().add(4)), tail.len());
@@ -132,7 +162,6 @@ pub fn row_ok(sum: f64, bad: bool, check: &Checks) -> bool {
 }
 
 /// The precise error for row `i`, which is known to have failed a check.
-#[allow(clippy::manual_range_contains)] // NaN is out of range
 pub fn row_error<T: Score>(x: &Inputs<T>, i: usize, check: &Checks) -> KernelError {
     let row = x.row(i);
     for (j, v) in row.iter().enumerate() {
@@ -143,7 +172,7 @@ pub fn row_error<T: Score>(x: &Inputs<T>, i: usize, check: &Checks) -> KernelErr
     }
     for (j, v) in row.iter().enumerate() {
         let v = v.to_f64();
-        if check.values && !(v >= -RANGE_TOL && v <= 1.0 + RANGE_TOL) {
+        if check.values && !in_range(v) {
             return KernelError::OutOfRange { row: i, col: j, value: v };
         }
     }

@@ -182,7 +182,13 @@ pub fn stats<T: Score>(
     // Compact when fewer than a quarter of the (sampled) entries are kept.
     let (kept, sampled) = if thr > 0.0 { sample_kept(x, thr) } else { (1, 1) };
     let compact = kept * 4 < sampled;
-    if !compact {
+    // The transposing path checks the values and row sums as it reads them (`Tiles`).
+    let transposing = class_conditional && !compact && x.k > 1;
+    if transposing {
+        if check.labels {
+            crate::kernels::validate::labels(x)?;
+        }
+    } else if !compact {
         crate::kernels::validate::scan(x, check)?;
     }
     // Compaction validates as it reads: run it before anything indexes by label
@@ -212,18 +218,28 @@ pub fn stats<T: Score>(
         } else {
             let mut tiles = Tiles::new(x.n, req.keys);
             let scratch = PerThread::<Candidates>::new();
-            for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
-                tiles.fill(x, &cols, thr);
-                let res: Vec<GroupResult> = (0..cols.len())
-                    .into_par_iter()
-                    .map(|j| {
-                        let counts = |cnt: &mut [u32]| tiles.add_counts(j, cnt);
-                        let pos = &pos[cols.start + j];
-                        scratch.with(|sc| group_with_counts(&tiles.column(j), counts, pos, &req, thr, sc))
-                    })
-                    .collect::<Result<_, _>>()?;
-                out.extend(res);
+            let mut groups = || -> Result<(), KernelError> {
+                for cols in class_blocks(x.n, x.k, std::mem::size_of::<T>()) {
+                    tiles.fill(x, &cols, thr);
+                    let res: Vec<GroupResult> = (0..cols.len())
+                        .into_par_iter()
+                        .map(|j| {
+                            let counts = |cnt: &mut [u32]| tiles.add_counts(j, cnt);
+                            let pos = &pos[cols.start + j];
+                            scratch.with(|sc| group_with_counts(&tiles.column(j), counts, pos, &req, thr, sc))
+                        })
+                        .collect::<Result<_, _>>()?;
+                    out.extend(res);
+                }
+                Ok(())
+            };
+            // The values were checked on the way; invalid input is named before any other
+            // error it may have caused.
+            if let Err(e) = groups() {
+                crate::kernels::validate::scan(x, check)?;
+                return Err(e);
             }
+            tiles.check_rows(x, check)?;
         }
         out
     } else {

@@ -12,30 +12,57 @@
 //! and column. Counts are integers, so adding the tiles' counts gives a class's bucket counts
 //! exactly, whatever the tiling; the class pass then needs one read of its column instead of
 //! two (the bucket sums, which must be added in row order, are taken in that read).
+//!
+//! The input checks are taken on the way too ([`RowSums`]): each row's running sum (its values
+//! added one by one in column order, across the blocks, on every path) and whether any value
+//! is out of range, so that no separate validation pass reads the matrix
+//! ([`Tiles::check_rows`]).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::Keys;
-use crate::kernels::simd;
+use crate::kernels::validate::{self, Checks};
+use crate::kernels::{simd, KernelError};
 use crate::kernels::{Inputs, Score};
 
-/// At most this many classes are transposed at once ...
-const MAX_BLOCK: usize = 64;
-/// ... and the transposed block holds at most this many bytes (unless one class is larger).
+/// At most this many classes are transposed at once ... (wider blocks read longer segments of
+/// each row and take fewer steps: 256, in practice the byte limit's ~160 float64 classes of
+/// 50k rows, measured ~10% faster than 64 for ACE at (50k, 1000); the tiles' u16 count tables
+/// then take ~0.7 MB per thread).
+const MAX_BLOCK: usize = 256;
+/// ... and the transposed block holds at most this many bytes (unless one class is larger),
+/// and at most an eighth of the input when that is more than [`MIN_BLOCK_BYTES`]: the copy is
+/// the kernel's extra memory.
 const BLOCK_BYTES: usize = 64 << 20;
-/// Rows per transposition chunk.
-const TRANSPOSE_ROWS: usize = 4096;
+const MIN_BLOCK_BYTES: usize = 16 << 20;
+/// At most this many rows per transposition tile ...
+const TRANSPOSE_ROWS: usize = 8192;
+/// ... and, when there are enough rows, at least this many.
+const MIN_TILE_ROWS: usize = 1024;
 // A tile's counts are u16.
 const _: () = assert!(TRANSPOSE_ROWS <= u16::MAX as usize);
+
+/// The row tiles of `n` rows: of equal sizes (the last a few rows shorter), at most
+/// [`TRANSPOSE_ROWS`], as many as a multiple of the threads where that leaves tiles of
+/// [`MIN_TILE_ROWS`] or more, so that no thread is left with a last tile alone. The tiling
+/// changes no result: counts are integers, a class's column is its tiles' segments in row
+/// order, and row sums run along rows.
+fn row_tiles(n: usize, threads: usize) -> Vec<Range<usize>> {
+    let tiles = n.div_ceil(TRANSPOSE_ROWS).next_multiple_of(threads.max(1)).min(n.div_ceil(MIN_TILE_ROWS)).max(1);
+    let rows = n.div_ceil(tiles).max(1);
+    (0..n).step_by(rows).map(|s| s..(s + rows).min(n)).collect()
+}
+
 /// Rows ahead that the transposition prefetches.
 const PREFETCH_ROWS: usize = 16;
 
 /// Classes per transposed block, balanced over the blocks, in whole cache lines of a row when
 /// the limits allow (then rows need no leftover columns after the register blocks).
 pub(super) fn class_blocks(n: usize, k: usize, elem: usize) -> Vec<Range<usize>> {
-    let by_bytes = (BLOCK_BYTES / (n * elem).max(1)).max(1);
+    let budget = BLOCK_BYTES.min((n * k * elem / 8).max(MIN_BLOCK_BYTES));
+    let by_bytes = (budget / (n * elem).max(1)).max(1);
     let cap = MAX_BLOCK.min(by_bytes);
     let nblocks = k.div_ceil(cap.min(k));
     let w = k.div_ceil(nblocks);
@@ -58,10 +85,28 @@ impl Counter<'_> {
     }
 }
 
+/// The input checks of a tile, taken while it is transposed: `sum[i - rows.start]` is row i's
+/// running sum, its values added one at a time in column order (carried from block to block,
+/// so after the last block it is the row's plain sequential sum, on every path), and `bad`
+/// whether any value failed [`validate::in_range`].
+pub(super) struct RowSums<'a> {
+    pub(super) sum: &'a mut [f64],
+    pub(super) bad: bool,
+}
+
+impl RowSums<'_> {
+    #[inline(always)]
+    fn add(&mut self, ii: usize, v: f64) {
+        self.sum[ii] += v;
+        self.bad |= !validate::in_range(v);
+    }
+}
+
 /// Copies `x[rows, cols]` into `t` column by column: entry (i, c) goes to
-/// `t[(c - cols.start) * stride + (i - rows.start)]`, and counts each entry's bucket slot for
-/// column `c - cols.start` in `counter`. Uses the AVX2 register-block kernels when the CPU has
-/// AVX2, the scalar loop otherwise.
+/// `t[(c - cols.start) * stride + (i - rows.start)]`, counts each entry's bucket slot for
+/// column `c - cols.start` in `counter`, and adds each entry to its row's running sum in
+/// `sums` (in column order). Uses the AVX2 register-block kernels when the CPU has AVX2, the
+/// scalar loop otherwise (bitwise the same copies, counts and sums).
 fn transpose_rows<T: Score>(
     x: &Inputs<T>,
     rows: Range<usize>,
@@ -69,10 +114,12 @@ fn transpose_rows<T: Score>(
     stride: usize,
     t: &mut [T],
     counter: &mut Counter,
+    sums: &mut RowSums,
 ) {
     assert!(rows.end <= x.n && cols.end <= x.k && cols.start <= cols.end);
     assert!(rows.len() <= stride && t.len() >= cols.len() * stride);
     assert!(counter.cnt.len() >= cols.len() * (counter.keys.nkeys() + 1));
+    assert!(sums.sum.len() >= rows.len());
     if rows.is_empty() || cols.is_empty() {
         return;
     }
@@ -83,21 +130,22 @@ fn transpose_rows<T: Score>(
             simd::record(simd::Kernel::Transpose, simd::Level::Avx2);
             // SAFETY: the CPU has AVX2, and the asserts above are the bounds
             // `avx2::transpose_f64` requires.
-            unsafe { avx2::transpose_f64(p, x.k, rows, cols, stride, t, counter) };
+            unsafe { avx2::transpose_f64(p, x.k, rows, cols, stride, t, counter, sums) };
             return;
         }
         if let (Some(p), Some(t)) = (T::as_f32s(x.probs), T::as_f32s_mut(t)) {
             simd::record(simd::Kernel::Transpose, simd::Level::Avx2);
             // SAFETY: as above, for `avx2::transpose_f32`.
-            unsafe { avx2::transpose_f32(p, x.k, rows, cols, stride, t, counter) };
+            unsafe { avx2::transpose_f32(p, x.k, rows, cols, stride, t, counter, sums) };
             return;
         }
     }
     simd::record(simd::Kernel::Transpose, simd::Level::Portable);
-    transpose_scalar(x.probs, x.k, rows, cols, stride, t, counter);
+    transpose_scalar(x.probs, x.k, rows, cols, stride, t, counter, sums);
 }
 
 /// The portable transposition: one row at a time, one scalar store per entry.
+#[allow(clippy::too_many_arguments)]
 fn transpose_scalar<T: Score>(
     p: &[T],
     k: usize,
@@ -106,6 +154,7 @@ fn transpose_scalar<T: Score>(
     stride: usize,
     t: &mut [T],
     counter: &mut Counter,
+    sums: &mut RowSums,
 ) {
     let end = rows.end;
     for (ii, i) in rows.enumerate() {
@@ -116,6 +165,7 @@ fn transpose_scalar<T: Score>(
         for (j, &v) in row.iter().enumerate() {
             t[j * stride + ii] = v;
             counter.add(j, counter.keys.slot(v, counter.thr));
+            sums.add(ii, v.to_f64());
         }
     }
 }
@@ -146,7 +196,8 @@ mod avx2 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    use super::{prefetch_row, Counter, PREFETCH_ROWS};
+    use super::{prefetch_row, Counter, RowSums, PREFETCH_ROWS};
+    use crate::kernels::validate::out_of_range_avx2 as out_of_range;
 
     /// The bucket-slot computation of [`super::Keys::slot`] in vector registers, and the
     /// count-table offsets of eight consecutive columns.
@@ -239,6 +290,9 @@ mod avx2 {
 
     /// f64 transposition in 4 x 4 register blocks, two above each other, so that each column
     /// receives one whole 64-byte line per 8 rows; leftover rows and columns go one at a time.
+    /// Each transposed column vector (four rows' values of one column) is added to those rows'
+    /// running sums, columns in order, so each row's sum adds its values one at a time in
+    /// column order, as the scalar loop does.
     ///
     /// When `t` starts on a cache line and `stride` is a whole number of lines, those lines
     /// are written with non-temporal stores: the tile is far larger than the caches and is
@@ -249,6 +303,7 @@ mod avx2 {
     /// The CPU must support AVX2; `rows.end * k <= p.len()`, `cols.end <= k`,
     /// `rows.len() <= stride` and `cols.len() * stride <= t.len()`.
     #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn transpose_f64(
         p: &[f64],
         k: usize,
@@ -257,11 +312,13 @@ mod avx2 {
         stride: usize,
         t: &mut [f64],
         counter: &mut Counter,
+        sums: &mut RowSums,
     ) {
         let (w, n) = (cols.len(), rows.len());
         let (w4, n8) = (w - w % 4, n - n % 8);
         let sc = SlotConsts::new(counter);
         let stream = (t.as_ptr() as usize).is_multiple_of(64) && stride.is_multiple_of(8);
+        let mut bad = _mm256_setzero_pd();
         for ii in (0..n8).step_by(8) {
             let i = rows.start + ii;
             for r in 0..8 {
@@ -269,8 +326,12 @@ mod avx2 {
                     prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
                 }
             }
+            // The running sums of rows ii..ii+4 and ii+4..ii+8.
+            let (lo, hi) = (&sums.sum[ii..ii + 4], &sums.sum[ii + 4..ii + 8]);
+            // SAFETY: each load reads the four values of a (bounds-checked) 4-value slice.
+            let mut acc = unsafe { [_mm256_loadu_pd(lo.as_ptr()), _mm256_loadu_pd(hi.as_ptr())] };
             for j in (0..w4).step_by(4) {
-                for half in 0..2 {
+                for (half, acc) in acc.iter_mut().enumerate() {
                     // SAFETY: rows i+4*half..+4 lie in `rows` and columns cols.start+j..+4 in
                     // `cols`, so the loads stay within `p` (the caller's bounds). Offsets
                     // depend only on the shape, never on values: a concurrent writer changes
@@ -304,16 +365,27 @@ mod avx2 {
                             }
                         }
                     }
+                    for v in out {
+                        *acc = _mm256_add_pd(*acc, v);
+                    }
                     for r in [r0, r1, r2, r3] {
+                        bad = _mm256_or_pd(bad, out_of_range(r));
                         count_f64x4(r, j, &sc, counter);
                     }
                 }
             }
+            let (lo, hi) = sums.sum[ii..ii + 8].split_at_mut(4);
+            // SAFETY: each store writes the four values of a (bounds-checked) 4-value slice.
+            unsafe {
+                _mm256_storeu_pd(lo.as_mut_ptr(), acc[0]);
+                _mm256_storeu_pd(hi.as_mut_ptr(), acc[1]);
+            }
             // The leftover columns of these rows, while the rows are in cache.
-            transpose_part(p, k, i..i + 8, rows.start, cols.start + w4..cols.end, w4, stride, t, counter);
+            transpose_part(p, k, i..i + 8, rows.start, cols.start + w4..cols.end, w4, stride, t, counter, sums);
         }
+        sums.bad |= _mm256_movemask_pd(bad) != 0;
         let tail = rows.start + n8..rows.end;
-        transpose_part(p, k, tail, rows.start, cols, 0, stride, t, counter);
+        transpose_part(p, k, tail, rows.start, cols, 0, stride, t, counter, sums);
         if stream {
             // Streamed stores are weakly ordered: complete them before the tile is handed on.
             _mm_sfence();
@@ -321,11 +393,13 @@ mod avx2 {
     }
 
     /// f32 transposition in 8 x 8 register blocks; leftover rows and columns go through the
-    /// scalar loop.
+    /// scalar loop. Row sums as in [`transpose_f64`]: each column vector, widened exactly to
+    /// f64, is added to its rows' running sums, columns in order.
     ///
     /// # Safety
     /// As for [`transpose_f64`].
     #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn transpose_f32(
         p: &[f32],
         k: usize,
@@ -334,10 +408,12 @@ mod avx2 {
         stride: usize,
         t: &mut [f32],
         counter: &mut Counter,
+        sums: &mut RowSums,
     ) {
         let (w, n) = (cols.len(), rows.len());
         let (w8, n8) = (w - w % 8, n - n % 8);
         let sc = SlotConsts::new(counter);
+        let mut bad = _mm256_setzero_pd();
         for ii in (0..n8).step_by(8) {
             let i = rows.start + ii;
             for r in 0..8 {
@@ -345,6 +421,10 @@ mod avx2 {
                     prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
                 }
             }
+            // The running sums of rows ii..ii+4 and ii+4..ii+8.
+            let (lo, hi) = (&sums.sum[ii..ii + 4], &sums.sum[ii + 4..ii + 8]);
+            // SAFETY: each load reads the four values of a (bounds-checked) 4-value slice.
+            let mut acc = unsafe { [_mm256_loadu_pd(lo.as_ptr()), _mm256_loadu_pd(hi.as_ptr())] };
             // Element offsets of the 8 x 8 block's first row in `p` and first column in `t`.
             let (src, dst) = (i * k + cols.start, ii);
             for j in (0..w8).step_by(8) {
@@ -402,14 +482,27 @@ mod avx2 {
                         _mm256_storeu_ps(d.add(c * stride), v);
                     }
                 }
+                for v in out {
+                    let (lo, hi) = (_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
+                    acc[0] = _mm256_add_pd(acc[0], lo);
+                    acc[1] = _mm256_add_pd(acc[1], hi);
+                    bad = _mm256_or_pd(bad, _mm256_or_pd(out_of_range(lo), out_of_range(hi)));
+                }
                 for v in r {
                     count_f32x8(v, j, &sc, counter);
                 }
             }
-            transpose_part(p, k, i..i + 8, rows.start, cols.start + w8..cols.end, w8, stride, t, counter);
+            let (lo, hi) = sums.sum[ii..ii + 8].split_at_mut(4);
+            // SAFETY: each store writes the four values of a (bounds-checked) 4-value slice.
+            unsafe {
+                _mm256_storeu_pd(lo.as_mut_ptr(), acc[0]);
+                _mm256_storeu_pd(hi.as_mut_ptr(), acc[1]);
+            }
+            transpose_part(p, k, i..i + 8, rows.start, cols.start + w8..cols.end, w8, stride, t, counter, sums);
         }
+        sums.bad |= _mm256_movemask_pd(bad) != 0;
         let tail = rows.start + n8..rows.end;
-        transpose_part(p, k, tail, rows.start, cols, 0, stride, t, counter);
+        transpose_part(p, k, tail, rows.start, cols, 0, stride, t, counter, sums);
     }
 
     /// The entries a register-block kernel leaves, one at a time: rows `rows` (of the tile
@@ -426,12 +519,14 @@ mod avx2 {
         stride: usize,
         t: &mut [T],
         counter: &mut Counter,
+        sums: &mut RowSums,
     ) {
         for i in rows {
             for (j, c) in (j0..).zip(cols.clone()) {
                 let v = p[i * k + c];
                 t[j * stride + (i - row0)] = v;
                 counter.add(j, counter.keys.slot(v, counter.thr));
+                sums.add(i - row0, v.to_f64());
             }
         }
     }
@@ -453,20 +548,24 @@ pub(super) struct Tiles<T> {
     stride: Vec<usize>,
     /// Per tile: `counts[j * (keys.nkeys() + 1) + slot]` for column j of the block.
     counts: Vec<Vec<u16>>,
+    /// Per tile: its rows' running sums over the blocks transposed so far, and whether any of
+    /// their values failed the range check ([`RowSums`]).
+    sums: Vec<Vec<f64>>,
+    bad: Vec<bool>,
     keys: Keys,
 }
 
 impl<T: Score> Tiles<T> {
     pub(super) fn new(n: usize, keys: Keys) -> Self {
-        let rows: Vec<Range<usize>> =
-            (0..n).step_by(TRANSPOSE_ROWS).map(|s| s..(s + TRANSPOSE_ROWS).min(n)).collect();
+        let rows = row_tiles(n, rayon::current_num_threads());
         // Columns start on whole cache lines, with the stride padded by one line so the block's
         // columns do not all map to the same cache set (power-of-two strides thrash L1 in a
         // transpose).
         let line = 64 / std::mem::size_of::<T>();
         let stride = rows.iter().map(|r| r.len().next_multiple_of(line) + line).collect();
         let tiles = rows.len();
-        Tiles { data: vec![Vec::new(); tiles], counts: vec![Vec::new(); tiles], rows, stride, keys }
+        let sums = rows.iter().map(|r| vec![0.0; r.len()]).collect();
+        Tiles { data: vec![Vec::new(); tiles], counts: vec![Vec::new(); tiles], sums, bad: vec![false; tiles], rows, stride, keys }
     }
 
     /// Transposes the block `cols` and counts its bucket slots (values above `thr` by key, the
@@ -477,18 +576,40 @@ impl<T: Score> Tiles<T> {
         self.data
             .par_iter_mut()
             .zip(self.counts.par_iter_mut())
-            .zip(self.rows.par_iter())
-            .zip(self.stride.par_iter())
-            .for_each(|(((t, cnt), r), &stride)| {
+            .zip(self.sums.par_iter_mut().zip(self.bad.par_iter_mut()))
+            .zip(self.rows.par_iter().zip(self.stride.par_iter()))
+            .for_each(|(((t, cnt), (sum, bad)), (r, &stride))| {
                 // One spare line, so that the columns can start on a cache line.
                 t.resize(w * stride + 64 / std::mem::size_of::<T>(), T::default());
                 cnt.clear();
                 cnt.resize(w * (keys.nkeys() + 1), 0);
                 let mut counter = Counter { cnt, keys, thr };
+                let mut sums = RowSums { sum, bad: *bad };
                 let a = line_start(t);
                 let t = &mut t[a..];
-                transpose_rows(x, r.clone(), cols.clone(), stride, t, &mut counter);
+                transpose_rows(x, r.clone(), cols.clone(), stride, t, &mut counter, &mut sums);
+                *bad = sums.bad;
             });
+    }
+
+    /// The input checks of `check` (values and row sums; not labels), after every block of
+    /// columns has been filled: rows whose running sums and values certainly pass
+    /// ([`validate::row_sum_surely_ok`]) are done; the others (tiles with a value out of range,
+    /// rows near the tolerance) are checked again exactly, in row order, and the first failing
+    /// row is the error, as [`validate::scan`] names it.
+    pub(super) fn check_rows(&self, x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> {
+        if !check.values && !check.row_sums {
+            return Ok(());
+        }
+        for ((r, sums), &bad) in self.rows.iter().zip(&self.sums).zip(&self.bad) {
+            let sure = |&s: &f64| !check.row_sums || validate::row_sum_surely_ok(s, x.k);
+            if (check.values && bad) || !sums.iter().all(sure) {
+                if let Some(e) = validate::first_row_error(x, r.clone(), check) {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Column `j` of the block, as one segment per tile.
@@ -527,8 +648,9 @@ mod tests {
     }
 
     /// The dispatching transposition (AVX2 when available) against the scalar loop and against
-    /// the definition, copies and bucket counts, over shapes where rows and columns are not
-    /// multiples of the register blocks, with values dropped by the threshold.
+    /// the definition, copies, bucket counts and row sums (bitwise), over shapes where rows and
+    /// columns are not multiples of the register blocks, with values dropped by the threshold
+    /// and (in some runs) values out of range.
     fn check<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy) {
         for keys in [Keys::CLASS, Keys::CLASS.above(0.3)] {
             check_keys(from, keys);
@@ -536,7 +658,6 @@ mod tests {
     }
 
     fn check_keys<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy, keys: Keys) {
-        let nk1 = keys.nkeys() + 1;
         for &(n, k) in &[(1usize, 1usize), (3, 5), (37, 17), (64, 64), (101, 43), (9, 200)] {
             // A few exact zeros, dropped as the threshold test requires.
             let p: Vec<T> = values(n * k, |v| from(if v < 0.05 { 0.0 } else { v }));
@@ -544,34 +665,76 @@ mod tests {
             let x = Inputs::new(&p, &labels, k).unwrap();
             let col_ranges = [0..k, k / 3..k, 1..k.min(12), k - 1..k, 0..0];
             let row_ranges = [0..n, n / 2..n, 1.min(n)..n.min(35)];
-            for thr in [0.0, 0.3] {
-                for cols in col_ranges.iter() {
-                    for rows in row_ranges.iter() {
-                        let stride = rows.len() + 5;
-                        let mut want = vec![T::default(); cols.len() * stride];
-                        let mut got = want.clone();
-                        let mut want_cnt = vec![0u16; cols.len() * nk1];
-                        let mut got_cnt = want_cnt.clone();
-                        let mut c = Counter { cnt: &mut want_cnt, keys, thr };
-                        transpose_scalar(&p, k, rows.clone(), cols.clone(), stride, &mut want, &mut c);
-                        let mut c = Counter { cnt: &mut got_cnt, keys, thr };
-                        transpose_rows(&x, rows.clone(), cols.clone(), stride, &mut got, &mut c);
-                        let at = format!("n={n} k={k} thr={thr} rows={rows:?} cols={cols:?}");
-                        assert_eq!(got, want, "{at}");
-                        assert_eq!(got_cnt, want_cnt, "{at}");
-                        let mut def_cnt = vec![0u16; cols.len() * nk1];
-                        for (j, c) in cols.clone().enumerate() {
-                            for (ii, i) in rows.clone().enumerate() {
-                                let v = p[i * k + c];
-                                assert_eq!(want[j * stride + ii], v);
-                                def_cnt[j * nk1 + keys.slot(v, thr)] += 1;
-                            }
+            // The same values with one out of range (NaN, too large, too negative) in some row.
+            let mut odd = p.clone();
+            for (at, v) in [(n * k / 2, f64::NAN), (n * k - 1, 1.5), (k / 2, -0.1)] {
+                odd[at] = from(v);
+            }
+            let xo = Inputs::new(&odd, &labels, k).unwrap();
+            for (p, x) in [(&p, &x), (&odd, &xo)] {
+                for thr in [0.0, 0.3] {
+                    for cols in col_ranges.iter() {
+                        for rows in row_ranges.iter() {
+                            check_one(p, x, rows.clone(), cols.clone(), thr, keys);
                         }
-                        assert_eq!(want_cnt, def_cnt, "{at}");
                     }
                 }
             }
         }
+    }
+
+    /// One call of [`check_keys`]: dispatching kernel, scalar loop and definition agree, with
+    /// running row sums starting from values of their own (as from an earlier block).
+    fn check_one<T: Score + PartialEq + std::fmt::Debug>(
+        p: &[T],
+        x: &Inputs<T>,
+        rows: Range<usize>,
+        cols: Range<usize>,
+        thr: f64,
+        keys: Keys,
+    ) {
+        let (k, nk1) = (x.k, keys.nkeys() + 1);
+        let stride = rows.len() + 5;
+        let mut want = vec![T::default(); cols.len() * stride];
+        let mut got = want.clone();
+        let mut want_cnt = vec![0u16; cols.len() * nk1];
+        let mut got_cnt = want_cnt.clone();
+        let start: Vec<f64> = (0..rows.len()).map(|i| i as f64 * 0.1).collect();
+        let (mut want_sum, mut got_sum) = (start.clone(), start.clone());
+        let mut c = Counter { cnt: &mut want_cnt, keys, thr };
+        let mut want_rs = RowSums { sum: &mut want_sum, bad: false };
+        transpose_scalar(p, k, rows.clone(), cols.clone(), stride, &mut want, &mut c, &mut want_rs);
+        let want_bad = want_rs.bad;
+        let mut c = Counter { cnt: &mut got_cnt, keys, thr };
+        let mut got_rs = RowSums { sum: &mut got_sum, bad: false };
+        transpose_rows(x, rows.clone(), cols.clone(), stride, &mut got, &mut c, &mut got_rs);
+        let got_bad = got_rs.bad;
+        let at = format!("k={k} thr={thr} rows={rows:?} cols={cols:?}");
+        // Compared as bit patterns (NaN is not equal to itself).
+        let tbits = |s: &[T]| s.iter().map(|v| v.to_f64().to_bits()).collect::<Vec<_>>();
+        assert_eq!(tbits(&got), tbits(&want), "{at}");
+        assert_eq!(got_cnt, want_cnt, "{at}");
+        let bits = |s: &[f64]| s.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got_sum), bits(&want_sum), "{at}");
+        assert_eq!(got_bad, want_bad, "{at}");
+        let mut def_cnt = vec![0u16; cols.len() * nk1];
+        for (j, c) in cols.clone().enumerate() {
+            for (ii, i) in rows.clone().enumerate() {
+                let v = p[i * k + c];
+                assert_eq!(want[j * stride + ii].to_f64().to_bits(), v.to_f64().to_bits());
+                def_cnt[j * nk1 + keys.slot(v, thr)] += 1;
+            }
+        }
+        assert_eq!(want_cnt, def_cnt, "{at}");
+        // Each row's sum: its start, then its values one at a time in column order.
+        let def_sum: Vec<f64> = rows
+            .clone()
+            .zip(&start)
+            .map(|(i, &s0)| cols.clone().fold(s0, |s, c| s + p[i * k + c].to_f64()))
+            .collect();
+        assert_eq!(bits(&want_sum), bits(&def_sum), "{at}");
+        let def_bad = rows.clone().any(|i| cols.clone().any(|c| !validate::in_range(p[i * k + c].to_f64())));
+        assert_eq!(want_bad, def_bad, "{at}");
     }
 
     /// Whole blocks through [`Tiles`] (aligned columns, so the f64 kernel streams its stores)
@@ -598,7 +761,110 @@ mod tests {
                     assert_eq!(cnt, def, "n={n} k={k} column {c}");
                 }
             }
+            // After the last block, each row's sum is its values added in column order.
+            let sums: Vec<u64> = tiles.sums.concat().iter().map(|s| s.to_bits()).collect();
+            let def: Vec<u64> =
+                (0..n).map(|i| p[i * k..(i + 1) * k].iter().fold(0.0, |s, v| s + v.to_f64()).to_bits()).collect();
+            assert_eq!(sums, def, "n={n} k={k} row sums");
         }
+    }
+
+    /// The checks taken while transposing name the same error as the stand-alone scan (or
+    /// none), for every set of checks: valid rows, rows at and just beyond the row-sum
+    /// tolerance (where the two sums' orders could disagree, so the exact check decides),
+    /// values out of range and NaN, in the first, a middle and the last tile.
+    fn check_rows_like_scan<T: Score>(from: impl Fn(f64) -> T + Copy) {
+        let (n, k) = (2 * TRANSPOSE_ROWS + 37, 70);
+        let mut draw = crate::kernels::tests::xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut base = vec![0.0f64; n * k];
+        for row in base.chunks_mut(k) {
+            row.iter_mut().for_each(|v| *v = draw() + 1e-3);
+            let s: f64 = row.iter().sum();
+            row.iter_mut().for_each(|v| *v /= s);
+        }
+        // (row, column, value, whether it replaces the value or is added to it, moving the
+        // row sum by that much).
+        let edits: [&[(usize, usize, f64, bool)]; 8] = [
+            &[],
+            &[(5, 3, f64::NAN, true)],
+            &[(TRANSPOSE_ROWS + 1, 0, 1.0 + 2.0 * validate::RANGE_TOL, true), (n - 1, 9, f64::NAN, true)],
+            &[(n - 1, 69, -2.0 * validate::RANGE_TOL, true)],
+            &[(TRANSPOSE_ROWS, 4, 0.01, false)],
+            &[(7, 0, validate::ROW_SUM_TOL, false)],
+            &[(7, 0, validate::ROW_SUM_TOL * (1.0 + 1e-12), false)],
+            &[(n / 2, 1, -validate::ROW_SUM_TOL, false), (n - 2, 1, 1e-9, false)],
+        ];
+        let labels = vec![0i64; n];
+        let checks = [
+            Checks::ALL,
+            Checks { values: false, ..Checks::ALL },
+            Checks { row_sums: false, ..Checks::ALL },
+            Checks::NONE,
+        ];
+        for (e, edit) in edits.iter().enumerate() {
+            let mut q = base.clone();
+            for &(i, j, v, set) in edit.iter() {
+                q[i * k + j] = if set { v } else { q[i * k + j] + v };
+            }
+            let p: Vec<T> = q.iter().map(|&v| from(v)).collect();
+            let x = Inputs::new(&p, &labels, k).unwrap();
+            let mut tiles = Tiles::new(n, Keys::CLASS);
+            for cols in class_blocks(n, k, std::mem::size_of::<T>()) {
+                tiles.fill(&x, &cols, 0.0);
+            }
+            for check in &checks {
+                // Compared as text (an error may carry a NaN).
+                let want = format!("{:?}", validate::scan(&x, check));
+                assert_eq!(format!("{:?}", tiles.check_rows(&x, check)), want, "edit {e}, {check:?}");
+            }
+            // The edits that must fail do (the others are at the tolerance, either way).
+            if (1..5).contains(&e) {
+                assert!(validate::scan(&x, &Checks::ALL).is_err(), "edit {e} should fail");
+            }
+        }
+    }
+
+    #[test]
+    fn class_blocks_cover_the_classes_within_the_memory_budget() {
+        for &(n, k) in &[(50_000usize, 1000usize), (1, 1), (10, 3), (1_000_000, 100), (3, 100_000), (200_000_000, 2)] {
+            for elem in [4usize, 8] {
+                let b = class_blocks(n, k, elem);
+                let at = format!("n={n} k={k} elem={elem}");
+                assert_eq!((b[0].start, b.last().unwrap().end), (0, k), "{at}");
+                assert!(b.windows(2).all(|w| w[0].end == w[1].start), "{at}");
+                let budget = BLOCK_BYTES.min((n * k * elem / 8).max(MIN_BLOCK_BYTES));
+                for r in &b {
+                    assert!(r.len() <= MAX_BLOCK, "{at}");
+                    // Over the budget only when a single class is.
+                    assert!(r.len() * n * elem <= budget || r.len() == 1, "{at}: {r:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_tiles_cover_the_rows_evenly() {
+        for n in [0usize, 1, 7, 1023, 1025, 5000, 8192, 8193, 50_000, 200_001] {
+            for threads in [1usize, 2, 3, 8] {
+                let t = row_tiles(n, threads);
+                let at = format!("n={n} threads={threads}");
+                assert_eq!(t.first().map_or(0, |r| r.start), 0, "{at}");
+                assert_eq!(t.last().map_or(0, |r| r.end), n, "{at}");
+                assert!(t.windows(2).all(|w| w[0].end == w[1].start), "{at}");
+                assert!(t.iter().all(|r| r.len() <= TRANSPOSE_ROWS), "{at}");
+                let (min, max) = (t.iter().map(|r| r.len()).min(), t.iter().map(|r| r.len()).max());
+                assert!(max.unwrap_or(0) - min.unwrap_or(0) <= t.len(), "{at}: {t:?}");
+                if n >= MIN_TILE_ROWS * threads {
+                    assert_eq!(t.len() % threads, 0, "{at}: {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn check_rows_names_the_scans_error() {
+        check_rows_like_scan(|v| v);
+        check_rows_like_scan(|v| v as f32);
     }
 
     #[test]
