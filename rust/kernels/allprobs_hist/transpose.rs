@@ -237,6 +237,27 @@ mod avx2 {
         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)))
     }
 
+    /// The running sums of rows ii..ii+4 and ii+4..ii+8 of the tile.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load_sums(sums: &RowSums, ii: usize) -> [__m256d; 2] {
+        let (lo, hi) = (&sums.sum[ii..ii + 4], &sums.sum[ii + 4..ii + 8]);
+        // SAFETY: each load reads the four values of a (bounds-checked) 4-value slice.
+        unsafe { [_mm256_loadu_pd(lo.as_ptr()), _mm256_loadu_pd(hi.as_ptr())] }
+    }
+
+    /// Stores what [`load_sums`] loaded, with the row group's values added.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn store_sums(sums: &mut RowSums, ii: usize, acc: [__m256d; 2]) {
+        let (lo, hi) = sums.sum[ii..ii + 8].split_at_mut(4);
+        // SAFETY: each store writes the four values of a (bounds-checked) 4-value slice.
+        unsafe {
+            _mm256_storeu_pd(lo.as_mut_ptr(), acc[0]);
+            _mm256_storeu_pd(hi.as_mut_ptr(), acc[1]);
+        }
+    }
+
     /// Adds one to each count-table entry `idx` (`counter.cnt` indexes, bounds-checked).
     #[inline(always)]
     fn bump(idx: &[u32], counter: &mut Counter) {
@@ -326,10 +347,7 @@ mod avx2 {
                     prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
                 }
             }
-            // The running sums of rows ii..ii+4 and ii+4..ii+8.
-            let (lo, hi) = (&sums.sum[ii..ii + 4], &sums.sum[ii + 4..ii + 8]);
-            // SAFETY: each load reads the four values of a (bounds-checked) 4-value slice.
-            let mut acc = unsafe { [_mm256_loadu_pd(lo.as_ptr()), _mm256_loadu_pd(hi.as_ptr())] };
+            let mut acc = load_sums(sums, ii);
             for j in (0..w4).step_by(4) {
                 for (half, acc) in acc.iter_mut().enumerate() {
                     // SAFETY: rows i+4*half..+4 lie in `rows` and columns cols.start+j..+4 in
@@ -374,12 +392,7 @@ mod avx2 {
                     }
                 }
             }
-            let (lo, hi) = sums.sum[ii..ii + 8].split_at_mut(4);
-            // SAFETY: each store writes the four values of a (bounds-checked) 4-value slice.
-            unsafe {
-                _mm256_storeu_pd(lo.as_mut_ptr(), acc[0]);
-                _mm256_storeu_pd(hi.as_mut_ptr(), acc[1]);
-            }
+            store_sums(sums, ii, acc);
             // The leftover columns of these rows, while the rows are in cache.
             transpose_part(p, k, i..i + 8, rows.start, cols.start + w4..cols.end, w4, stride, t, counter, sums);
         }
@@ -421,10 +434,7 @@ mod avx2 {
                     prefetch_row(p, (i + r + PREFETCH_ROWS) * k, &cols);
                 }
             }
-            // The running sums of rows ii..ii+4 and ii+4..ii+8.
-            let (lo, hi) = (&sums.sum[ii..ii + 4], &sums.sum[ii + 4..ii + 8]);
-            // SAFETY: each load reads the four values of a (bounds-checked) 4-value slice.
-            let mut acc = unsafe { [_mm256_loadu_pd(lo.as_ptr()), _mm256_loadu_pd(hi.as_ptr())] };
+            let mut acc = load_sums(sums, ii);
             // Element offsets of the 8 x 8 block's first row in `p` and first column in `t`.
             let (src, dst) = (i * k + cols.start, ii);
             for j in (0..w8).step_by(8) {
@@ -492,12 +502,7 @@ mod avx2 {
                     count_f32x8(v, j, &sc, counter);
                 }
             }
-            let (lo, hi) = sums.sum[ii..ii + 8].split_at_mut(4);
-            // SAFETY: each store writes the four values of a (bounds-checked) 4-value slice.
-            unsafe {
-                _mm256_storeu_pd(lo.as_mut_ptr(), acc[0]);
-                _mm256_storeu_pd(hi.as_mut_ptr(), acc[1]);
-            }
+            store_sums(sums, ii, acc);
             transpose_part(p, k, i..i + 8, rows.start, cols.start + w8..cols.end, w8, stride, t, counter, sums);
         }
         sums.bad |= _mm256_movemask_pd(bad) != 0;
