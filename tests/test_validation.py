@@ -238,3 +238,23 @@ def test_native_module_raises_the_same_classes():
         _native.gce(np.array([0, 1]), P, "even", True, False, 0.0, "l1", 15)
     with pytest.raises(TypeError, match="float32 or float64"):
         _native.gce(Y, P.astype(np.float16), "even", True, False, 0.0, "l1", 15)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_first_bad_row_is_named_when_classes_are_read_in_blocks(dtype):
+    # ACE reads blocks of classes (here 3 blocks of 200) and checks rows as it goes: the error
+    # still names the first bad row, whichever block holds the bad value, as ECE's row pass does.
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(600), size=3000)
+    y = rng.integers(0, 600, size=3000)
+    nan_late_block = p.copy()
+    nan_late_block[50, 550] = np.nan
+    nan_late_block[100, 0] += 0.01  # a later row that does not sum to 1
+    sum_first = p.copy()
+    sum_first[50, 0] += 0.01
+    sum_first[100, 550] = np.nan
+    for f in (calibkit.ace, calibkit.ece):
+        with pytest.raises(InvalidProbabilitiesError, match=r"probs\[50, 550\].*finite"):
+            f(y, nan_late_block.astype(dtype))
+        with pytest.raises(InvalidProbabilitiesError, match=r"row 50 of probs sums to 1.01"):
+            f(y, sum_first.astype(dtype))
