@@ -54,12 +54,14 @@ pub fn out_of_range_avx2(v: std::arch::x86_64::__m256d) -> std::arch::x86_64::__
 }
 
 /// Whether a row of `k` values that all pass [`in_range`], whose sum was computed in some
-/// order other than [`row_sum_and_bad`]'s as `sum`, certainly passes the row-sum check. The
-/// two sums differ by at most twice the error bound of recursive summation,
-/// `2 (k - 1) u sum|v|` with `u` half of `f64::EPSILON`, and `sum|v| <= sum + 2 k RANGE_TOL`
-/// (values are at least `-RANGE_TOL`); a row within that margin of the tolerance is left to
-/// the exact check. Lets a kernel that reads rows in another order take the row sums on the
-/// way and run [`first_row_error`] only on the rows it cannot decide.
+/// order other than [`row_sum_and_bad`]'s as `sum`, certainly passes the row-sum check. Each
+/// sum is within `(k - 1) u sum|v|` of the exact one (recursive summation, `u` half of
+/// `f64::EPSILON`), so the two differ by at most twice that; `sum|v| <= 1 + ROW_SUM_TOL +
+/// 2 k RANGE_TOL` for a row that passes (values are at least `-RANGE_TOL`). The margin is
+/// twice that difference (`2 k EPSILON sum|v|`, covering the rounding of the test itself); a
+/// row within it of the tolerance is left to the exact check. Lets a kernel that reads rows in
+/// another order take the row sums on the way and run [`first_row_error`] only on the rows it
+/// cannot decide. Not valid for values out of range (their magnitudes void the bound).
 pub fn row_sum_surely_ok(sum: f64, k: usize) -> bool {
     let k = k as f64;
     let margin = 2.0 * k * f64::EPSILON * (1.0 + ROW_SUM_TOL + 2.0 * k * RANGE_TOL);
@@ -263,5 +265,41 @@ mod tests {
         let bad = [0.25f64, 0.75, 0.5, 0.7];
         let x = Inputs::new(&bad, &y, 2).unwrap();
         assert!(matches!(failed_row_error(&x, 0..2, &Checks::ALL), KernelError::RowSum { row: 1, .. }));
+    }
+
+    /// `row_sum_surely_ok` passes clear rows, leaves those at the tolerance to the exact check,
+    /// refuses NaN, and never passes a row (its sequential sum) that `row_sum_and_bad` fails:
+    /// rows of many sizes scaled to sums within 2e-15 of the tolerance.
+    #[test]
+    fn row_sum_surely_ok_is_conservative() {
+        assert!(row_sum_surely_ok(1.0, 1000));
+        assert!(row_sum_surely_ok(1.0 + 0.9 * ROW_SUM_TOL, 1000));
+        assert!(row_sum_surely_ok(1.0 - 0.9 * ROW_SUM_TOL, 1000));
+        assert!(!row_sum_surely_ok(1.0 + ROW_SUM_TOL, 1000));
+        assert!(!row_sum_surely_ok(1.0 - ROW_SUM_TOL, 1000));
+        assert!(!row_sum_surely_ok(f64::NAN, 10));
+        // So many values that no order's sum can be trusted near the tolerance.
+        assert!(!row_sum_surely_ok(1.0 + 0.5 * ROW_SUM_TOL, 1 << 30));
+        let mut draw = crate::kernels::tests::xorshift(3);
+        let (mut decided, mut total) = (0, 0);
+        for k in [2usize, 9, 100, 1000, 10_000] {
+            for target in [1.0 + ROW_SUM_TOL, 1.0 - ROW_SUM_TOL] {
+                for _ in 0..200 {
+                    let mut row: Vec<f64> = (0..k).map(|_| draw()).collect();
+                    let s: f64 = row.iter().sum();
+                    let scale = target * (1.0 + (draw() - 0.5) * 4e-15) / s;
+                    row.iter_mut().for_each(|v| *v *= scale);
+                    let sequential = row.iter().fold(0.0, |a, v| a + v);
+                    let (sum, bad) = row_sum_and_bad(&row);
+                    total += 1;
+                    if row_sum_surely_ok(sequential, k) {
+                        decided += 1;
+                        assert!(row_ok(sum, bad, &Checks::ALL), "k={k} sums {sequential} {sum}");
+                    }
+                }
+            }
+        }
+        // Both sides were exercised: rows decided on the way, and rows left to the exact check.
+        assert!(decided > 0 && decided < total, "{decided} of {total}");
     }
 }

@@ -28,9 +28,9 @@ use crate::kernels::{simd, KernelError};
 use crate::kernels::{Inputs, Score};
 
 /// At most this many classes are transposed at once ... (wider blocks read longer segments of
-/// each row and take fewer steps: 256, in practice the byte limit's ~160 float64 classes of
-/// 50k rows, measured ~10% faster than 64 for ACE at (50k, 1000); the tiles' u16 count tables
-/// then take ~0.7 MB per thread).
+/// each row and take fewer steps: up to 256, in practice the byte limit's 125 float64 classes
+/// of 50k rows, measured ~10% faster than 64 for ACE at (50k, 1000); a tile's u16 count table
+/// then takes ~0.5 MB).
 const MAX_BLOCK: usize = 256;
 /// ... and the transposed block holds at most this many bytes (unless one class is larger),
 /// and at most an eighth of the input when that is more than [`MIN_BLOCK_BYTES`]: the copy is
@@ -598,17 +598,20 @@ impl<T: Score> Tiles<T> {
     }
 
     /// The input checks of `check` (values and row sums; not labels), after every block of
-    /// columns has been filled: rows whose running sums and values certainly pass
-    /// ([`validate::row_sum_surely_ok`]) are done; the others (tiles with a value out of range,
-    /// rows near the tolerance) are checked again exactly, in row order, and the first failing
-    /// row is the error, as [`validate::scan`] names it.
+    /// columns has been filled: rows whose values are all in range and whose running sums
+    /// certainly pass ([`validate::row_sum_surely_ok`]) are done; the others (tiles with a
+    /// value out of range, whichever checks are asked for, and rows near the tolerance) are
+    /// checked again exactly, in row order, and the first failing row is the error, as
+    /// [`validate::scan`] names it.
     pub(super) fn check_rows(&self, x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> {
         if !check.values && !check.row_sums {
             return Ok(());
         }
         for ((r, sums), &bad) in self.rows.iter().zip(&self.sums).zip(&self.bad) {
-            let sure = |&s: &f64| !check.row_sums || validate::row_sum_surely_ok(s, x.k);
-            if (check.values && bad) || !sums.iter().all(sure) {
+            // A value out of range fails the value check, and voids the bound on how far the
+            // two sums' orders can differ: either way only the exact check decides.
+            let sure = |&s: &f64| validate::row_sum_surely_ok(s, x.k);
+            if bad || (check.row_sums && !sums.iter().all(sure)) {
                 if let Some(e) = validate::first_row_error(x, r.clone(), check) {
                     return Err(e);
                 }
@@ -743,7 +746,8 @@ mod tests {
     }
 
     /// Whole blocks through [`Tiles`] (aligned columns, so the f64 kernel streams its stores)
-    /// against the definition: columns and per-column bucket counts, over several tiles.
+    /// against the definition: columns, per-column bucket counts and, after the last block,
+    /// row sums, over several tiles.
     fn check_tiles<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy) {
         let keys = Keys::CLASS;
         for &(n, k) in &[(TRANSPOSE_ROWS + 13, 11usize), (2 * TRANSPOSE_ROWS + 8, 70), (5, 3)] {
@@ -827,6 +831,25 @@ mod tests {
                 assert!(validate::scan(&x, &Checks::ALL).is_err(), "edit {e} should fail");
             }
         }
+        // Values far out of range void the bound on the two orders' difference: this row sums
+        // to 1 in column order (1e16 - 1e16 first) but to 0 in the scan's eight lanes (1.0 is
+        // lost beside 1e16 in lane 0), so with the values unchecked only the exact check can
+        // say it fails.
+        let mut q = base.clone();
+        q[3 * k..4 * k].fill(0.0);
+        (q[3 * k], q[3 * k + 1], q[3 * k + 8]) = (1e16, -1e16, 1.0);
+        let p: Vec<T> = q.iter().map(|&v| from(v)).collect();
+        let x = Inputs::new(&p, &labels, k).unwrap();
+        let mut tiles = Tiles::new(n, Keys::CLASS);
+        for cols in class_blocks(n, k, std::mem::size_of::<T>()) {
+            tiles.fill(&x, &cols, 0.0);
+        }
+        let values_off = Checks { values: false, ..Checks::ALL };
+        assert!(matches!(validate::scan(&x, &values_off), Err(KernelError::RowSum { row: 3, .. })));
+        for check in &checks {
+            let want = format!("{:?}", validate::scan(&x, check));
+            assert_eq!(format!("{:?}", tiles.check_rows(&x, check)), want, "far out of range, {check:?}");
+        }
     }
 
     #[test]
@@ -857,8 +880,11 @@ mod tests {
                 assert_eq!(t.last().map_or(0, |r| r.end), n, "{at}");
                 assert!(t.windows(2).all(|w| w[0].end == w[1].start), "{at}");
                 assert!(t.iter().all(|r| r.len() <= TRANSPOSE_ROWS), "{at}");
-                let (min, max) = (t.iter().map(|r| r.len()).min(), t.iter().map(|r| r.len()).max());
-                assert!(max.unwrap_or(0) - min.unwrap_or(0) <= t.len(), "{at}: {t:?}");
+                // Equal sizes, the last no longer than the others.
+                if let Some((last, rest)) = t.split_last() {
+                    assert!(rest.iter().all(|r| r.len() == t[0].len()), "{at}: {t:?}");
+                    assert!(last.len() <= t[0].len() && !last.is_empty(), "{at}: {t:?}");
+                }
                 if n >= MIN_TILE_ROWS * threads {
                     assert_eq!(t.len() % threads, 0, "{at}: {t:?}");
                 }
