@@ -21,7 +21,7 @@
 
 use std::ops::Range;
 
-use crate::kernels::Score;
+use crate::kernels::{validate, Score};
 
 /// Which checks a scanned range may fail (conservatively: false means it certainly passes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub trait Wide: Copy + Default {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Suspect, Wide};
-    use crate::kernels::validate::{RANGE_TOL, ROW_SUM_TOL};
+    use crate::kernels::validate::{out_of_range_avx2, ROW_SUM_TOL};
     use std::arch::x86_64::*;
     use std::ops::Range;
 
@@ -235,9 +235,11 @@ mod x86 {
                 conf[r..n].copy_from_slice(&cm[..n - r]);
                 pred[r..n].copy_from_slice(&ca[..n - r]);
             }
-            let lo = _mm256_cmp_pd(acc.min, _mm256_set1_pd(-RANGE_TOL), _CMP_NGE_UQ);
-            let hi = _mm256_cmp_pd(acc.max, _mm256_set1_pd(1.0 + RANGE_TOL), _CMP_NLE_UQ);
-            let values = _mm256_or_pd(_mm256_or_pd(lo, hi), acc.non_finite);
+            // The range rule on each lane's minimum and maximum: all its rows' values pass
+            // exactly when both do (the minimum starts at 0 and the maximum at 0, so min <= max;
+            // a NaN reaching either is flagged, as `non_finite` flags it anyway).
+            let out = _mm256_or_pd(out_of_range_avx2(acc.min), out_of_range_avx2(acc.max));
+            let values = _mm256_or_pd(out, acc.non_finite);
             Suspect { values: _mm256_movemask_pd(values) != 0, sums: _mm256_movemask_pd(acc.bad_sum) != 0 }
             }
     }
@@ -261,14 +263,14 @@ pub struct LongLanes {
 /// Combines the lanes once per row and scans the ragged tail `rest` (starting at column
 /// `base`): the row's first argmax (lowest column among equal maxima; 0 if no value is above
 /// -inf), maximum, sum (lanes added in lane order, then the tail in column order) and whether
-/// some value is outside [0, 1] +- `RANGE_TOL` or NaN. The last is exactly the scalar
-/// `!(v >= lo && v <= hi)` over the row: a value below `lo` lowers the minimum, one above `hi`
-/// raises the maximum, and a NaN (or +inf with -inf) makes the sum NaN.
+/// some value is outside [0, 1] +- `RANGE_TOL` or NaN. The last is exactly
+/// [`validate::in_range`] failing for some value of the row: the rule is applied to the row's
+/// minimum and maximum (a value below the range lowers the minimum, one above raises the
+/// maximum; the minimum is at most the maximum), and a NaN (or +inf with -inf) makes the sum
+/// NaN.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // lane j of several arrays
 fn combine<T: Score>(l: &LongLanes, rest: &[T], base: usize) -> (usize, f64, f64, bool) {
-    use crate::kernels::validate::RANGE_TOL;
-    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let mut sum = 0.0;
     let mut mx = f64::NEG_INFINITY;
     let mut mn = f64::INFINITY;
@@ -291,7 +293,7 @@ fn combine<T: Score>(l: &LongLanes, rest: &[T], base: usize) -> (usize, f64, f64
             arg = base + j;
         }
     }
-    let bad = mn < lo || mx > hi || sum.is_nan();
+    let bad = !validate::in_range(mn) || !validate::in_range(mx) || sum.is_nan();
     (if arg == usize::MAX { 0 } else { arg }, mx, sum, bad)
 }
 

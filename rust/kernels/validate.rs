@@ -249,9 +249,41 @@ pub fn scan<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<(), KernelError> 
     }
 }
 
+/// What to report when a kernel that checks the input on its way (or after) failed first with
+/// `e`: the input's own first error if it has one, as [`scan`] names it, else `e`. Invalid input
+/// is reported as such, never as an error it caused further on.
+pub fn input_error_first<T: Score>(x: &Inputs<T>, check: &Checks, e: KernelError) -> KernelError {
+    match scan(x, check) {
+        Err(own) => own,
+        Ok(()) => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel's error on input that fails a check is replaced by the check's error, naming
+    /// the first bad row (or label); on valid input the kernel's error stands.
+    #[test]
+    fn invalid_input_is_named_before_the_error_it_caused() {
+        let mut p = vec![0.25f64, 0.75, 0.5, 0.5, 0.1, 0.9, 0.3, 0.7];
+        let y = [0i64, 1, 0, 1];
+        let x = Inputs::new(&p, &y, 2).unwrap();
+        assert_eq!(input_error_first(&x, &Checks::ALL, KernelError::InputChanged), KernelError::InputChanged);
+        p[5] = f64::NAN;
+        p[7] = 2.0;
+        let x = Inputs::new(&p, &y, 2).unwrap();
+        let e = input_error_first(&x, &Checks::ALL, KernelError::InputChanged);
+        assert!(matches!(e, KernelError::NonFinite { row: 2, .. }), "{e:?}");
+        // Only the checks asked for: with values unchecked, the kernel's error stands.
+        let unchecked = Checks::NONE;
+        assert_eq!(input_error_first(&x, &unchecked, KernelError::InputChanged), KernelError::InputChanged);
+        let z = [0i64, 1, 0, 2];
+        let x = Inputs::new(&p[..], &z, 2).unwrap();
+        let e = input_error_first(&x, &Checks::ALL, KernelError::InputChanged);
+        assert!(matches!(e, KernelError::LabelOutOfRange { index: 3, .. }), "{e:?}");
+    }
 
     /// A row or label that failed when first read and passes when read again (another thread
     /// changed it) is named as InputChanged, not as a made-up error or a panic.

@@ -24,10 +24,12 @@ pub(super) fn sample_kept<T: Score>(x: &Inputs<T>, thr: f64) -> (usize, usize) {
 const COMPACT_ENTRIES: usize = 1 << 20;
 
 /// The kept scores of one chunk of rows, class by class in row order: class c's are
-/// `values[offsets[c]..offsets[c + 1]]`.
+/// `values[offsets[c]..offsets[c + 1]]`; and its kept true-label scores (class, score) in row
+/// order.
 pub(super) struct ChunkLists {
     values: Vec<f64>,
     offsets: Vec<usize>,
+    positives: Vec<(u32, f64)>,
 }
 
 /// The kept scores of every class, as one list per chunk of rows (chunks in row order).
@@ -45,12 +47,48 @@ impl Kept {
     pub(super) fn all(&self) -> Vec<&[f64]> {
         self.chunks.iter().map(|l| &l.values[..]).collect()
     }
+
+    /// The kept true-label scores per class, in row order: what [`super::positives`] reads,
+    /// taken here from rows already in cache.
+    pub(super) fn positives(&self, k: usize) -> Vec<Vec<f64>> {
+        let mut pos = vec![Vec::new(); k];
+        for (c, s) in self.chunks.iter().flat_map(|l| &l.positives) {
+            pos[*c as usize].push(*s);
+        }
+        pos
+    }
+}
+
+/// Appends row `i`'s true-label score (class, score) to `pos` if it is kept; `false` if the
+/// label is not a column (labels were checked before: another thread changed it).
+#[inline(always)]
+fn push_positive<T: Score>(x: &Inputs<T>, i: usize, row: &[T], thr: f64, pos: &mut Vec<(u32, f64)>) -> bool {
+    let c = x.labels[i] as u64 as usize;
+    match row.get(c) {
+        Some(v) => {
+            let s = v.to_f64();
+            if s > thr {
+                pos.push((c as u32, s));
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+/// Why a chunk's compaction stopped: the first row failing a check, or a label that is not a
+/// column.
+#[derive(Debug, PartialEq)]
+enum Stop {
+    Row(usize),
+    Label,
 }
 
 /// The kept scores of every class ([`Kept`]). One parallel pass over chunks of rows, each
 /// compacting its rows' kept (class, score) pairs and sorting them by class (a stable counting
 /// sort of the chunk's pairs, in the same task: nothing runs serially over all kept entries).
-/// Rows are validated in the same read (the first failing row, in row order, is reported).
+/// Rows are validated in the same read (the first failing row, in row order, is reported), and
+/// the kept true-label scores are taken from them too (no separate pass of random reads).
 /// Each chunk's lists are sized for the `kept` fraction (sampled) with some slack, so that they
 /// rarely grow (which would copy them, and fault in fresh pages, again).
 pub(super) fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64, kept: f64, check: &Checks) -> Result<Kept, KernelError> {
@@ -58,29 +96,30 @@ pub(super) fn compact_kept<T: Score>(x: &Inputs<T>, thr: f64, kept: f64, check: 
         validate::labels(x)?;
     }
     let chunks = crate::kernels::chunks::row_chunks_min(x.n, x.k, COMPACT_ENTRIES);
-    let parts: Vec<Result<ChunkLists, usize>> = chunks
+    let parts: Vec<Result<ChunkLists, Stop>> = chunks
         .par_iter()
         .map(|r| {
             let cap = (r.len() as f64 * x.k as f64 * kept * 1.25) as usize + x.k;
             let (mut cls, mut val) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
-            if let Some(i) = compact_rows(x, r.clone(), thr, check, &mut cls, &mut val) {
-                return Err(i);
-            }
-            Ok(by_class(x.k, &cls, &val))
+            let mut pos = Vec::with_capacity(r.len());
+            compact_rows(x, r.clone(), thr, check, &mut cls, &mut val, &mut pos)?;
+            Ok(by_class(x.k, &cls, &val, pos))
         })
         .collect();
     let mut out = Vec::with_capacity(parts.len());
     for p in parts {
         match p {
             Ok(l) => out.push(l),
-            Err(i) => return Err(validate::row_error(x, i, check)),
+            Err(Stop::Row(i)) => return Err(validate::row_error(x, i, check)),
+            Err(Stop::Label) => return Err(KernelError::InputChanged),
         }
     }
     Ok(Kept { chunks: out })
 }
 
-/// The (class, value) pairs sorted by class, stably. Classes are below `k` (column indices).
-fn by_class(k: usize, cls: &[u32], val: &[f64]) -> ChunkLists {
+/// The (class, value) pairs sorted by class, stably, with the chunk's true-label scores.
+/// Classes are below `k` (column indices).
+fn by_class(k: usize, cls: &[u32], val: &[f64], positives: Vec<(u32, f64)>) -> ChunkLists {
     let mut offsets = vec![0usize; k + 1];
     for &c in cls {
         offsets[c as usize + 1] += 1;
@@ -94,10 +133,11 @@ fn by_class(k: usize, cls: &[u32], val: &[f64]) -> ChunkLists {
         values[next[c as usize]] = v;
         next[c as usize] += 1;
     }
-    ChunkLists { values, offsets }
+    ChunkLists { values, offsets, positives }
 }
 
-/// Appends the kept (class, score) pairs of `rows`; the first row failing a check, if any.
+/// Appends the kept (class, score) pairs of `rows`, and the kept true-label scores to `pos`;
+/// stops at the first row failing a check.
 /// (The portable path branches per entry; the AVX2 path marks the kept entries in its
 /// checking read and walks the marks with no data-dependent branch, measured 1.6x faster than
 /// a branch per group of eight at (50k, 1000), threshold 0.01, one thread.) Dispatches to
@@ -109,15 +149,16 @@ fn compact_rows<T: Score>(
     check: &Checks,
     cls: &mut Vec<u32>,
     val: &mut Vec<f64>,
-) -> Option<usize> {
+    pos: &mut Vec<(u32, f64)>,
+) -> Result<(), Stop> {
     #[cfg(target_arch = "x86_64")]
     if simd::avx2() {
         simd::record(simd::Kernel::Compact, simd::Level::Avx2);
         // SAFETY: the CPU has AVX2, the only feature `x86::compact_rows` is compiled for.
-        return unsafe { x86::compact_rows(x, rows, thr, check, cls, val) };
+        return unsafe { x86::compact_rows(x, rows, thr, check, cls, val, pos) };
     }
     simd::record(simd::Kernel::Compact, simd::Level::Portable);
-    compact_rows_portable(x, rows, thr, check, cls, val)
+    compact_rows_portable(x, rows, thr, check, cls, val, pos)
 }
 
 /// The portable [`compact_rows`].
@@ -128,12 +169,16 @@ fn compact_rows_portable<T: Score>(
     check: &Checks,
     cls: &mut Vec<u32>,
     val: &mut Vec<f64>,
-) -> Option<usize> {
+    pos: &mut Vec<(u32, f64)>,
+) -> Result<(), Stop> {
     for i in rows {
         let row = x.row(i);
         let (sum, bad) = validate::row_sum_and_bad(row);
         if !validate::row_ok(sum, bad, check) {
-            return Some(i);
+            return Err(Stop::Row(i));
+        }
+        if !push_positive(x, i, row, thr, pos) {
+            return Err(Stop::Label);
         }
         for (c, &v) in row.iter().enumerate() {
             let s = v.to_f64();
@@ -143,13 +188,14 @@ fn compact_rows_portable<T: Score>(
             }
         }
     }
-    None
+    Ok(())
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
+    use super::{push_positive, Stop};
     use crate::kernels::validate::{self, row_sum_and_bad_avx2, Checks, RowVisitor};
     use crate::kernels::{Inputs, Score};
 
@@ -222,7 +268,8 @@ mod x86 {
         check: &Checks,
         cls: &mut Vec<u32>,
         val: &mut Vec<f64>,
-    ) -> Option<usize> {
+        pos: &mut Vec<(u32, f64)>,
+    ) -> Result<(), Stop> {
         let mut marks = Marks { thr: _mm256_set1_pd(thr), bytes: vec![0u8; x.k.div_ceil(64) * 8] };
         for i in rows {
             let row = x.row(i);
@@ -230,11 +277,14 @@ mod x86 {
             // slice whose length no other thread can change).
             let (sum, bad) = unsafe { row_sum_and_bad_avx2(row, &mut marks) };
             if !validate::row_ok(sum, bad, check) {
-                return Some(i);
+                return Err(Stop::Row(i));
+            }
+            if !push_positive(x, i, row, thr, pos) {
+                return Err(Stop::Label);
             }
             append_marked(row, &marks.bytes, cls, val);
         }
-        None
+        Ok(())
     }
 }
 
@@ -254,11 +304,15 @@ mod tests {
             let t: f64 = row.iter().sum();
             row.iter_mut().for_each(|v| *v /= t);
         }
-        let y = vec![0i64; n];
+        let y: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % k as i64).collect();
         let x = Inputs::new(&p, &y, k).unwrap();
         let thr = 1.5 / k as f64;
         let kept = compact_kept(&x, thr, 0.25, &Checks::ALL).unwrap();
         assert!(kept.chunks.len() > 1);
+        // The true-label scores taken in the compaction are the separate pass's.
+        let pos = kept.positives(k);
+        assert!(pos.iter().map(Vec::len).sum::<usize>() > n / 8);
+        assert_eq!(pos, super::super::positives(&x, thr).unwrap());
         let mut total = 0;
         for c in 0..k {
             let want: Vec<f64> = (0..n).map(|i| p[i * k + c]).filter(|&v| v > thr).collect();
@@ -276,6 +330,15 @@ mod tests {
             let r = compact_kept(&x, thr, 0.25, &Checks::ALL);
             assert!(matches!(r, Err(KernelError::OutOfRange { row, .. }) if row == bad), "bad row {bad}");
         }
+        // A label that is not a column, with labels left unchecked (as if changed by another
+        // thread after the check): an error, not an index panic.
+        let mut z = y.clone();
+        z[n - 2] = k as i64;
+        let x = Inputs::new(&p, &z, k).unwrap();
+        let unchecked = Checks { labels: false, ..Checks::ALL };
+        assert!(matches!(compact_kept(&x, thr, 0.25, &unchecked), Err(KernelError::InputChanged)));
+        let r = compact_kept(&x, thr, 0.25, &Checks::ALL);
+        assert!(matches!(r, Err(KernelError::LabelOutOfRange { index, .. }) if index == n - 2));
     }
 
     /// The one-read AVX2 compaction keeps exactly what the production portable compaction
@@ -294,7 +357,7 @@ mod tests {
                 let t: f64 = row.iter().sum();
                 row.iter_mut().for_each(|v| *v /= t);
             }
-            let y = vec![0i64; n];
+            let y: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % k as i64).collect();
             for bad_row in [None, Some(150)] {
                 let mut p = p.clone();
                 if let Some(r) = bad_row {
@@ -303,23 +366,23 @@ mod tests {
                 let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
                 for thr in [0.0, 0.01, 0.2] {
                     let x = Inputs::new(&p, &y, k).unwrap();
-                    let (mut c, mut v, mut pc, mut pv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                    let (mut c, mut v, mut q, mut pc, mut pv, mut pq) = Default::default();
                     // SAFETY: AVX2 is present (checked above).
-                    let bad = unsafe { x86::compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v) };
-                    let pbad = compact_rows_portable(&x, 0..n, thr, &Checks::ALL, &mut pc, &mut pv);
+                    let bad = unsafe { x86::compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v, &mut q) };
+                    let pbad = compact_rows_portable(&x, 0..n, thr, &Checks::ALL, &mut pc, &mut pv, &mut pq);
                     // (What was appended before a failing row does not matter: it is an error.)
                     assert_eq!(bad, pbad, "f64 K={k} thr={thr}");
-                    if bad.is_none() {
-                        assert_eq!((&c, &v), (&pc, &pv), "f64 K={k} thr={thr}");
+                    if bad.is_ok() {
+                        assert_eq!((&c, &v, &q), (&pc, &pv, &pq), "f64 K={k} thr={thr}");
                     }
                     let x = Inputs::new(&p32, &y, k).unwrap();
-                    let (mut c, mut v, mut pc, mut pv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                    let (mut c, mut v, mut q, mut pc, mut pv, mut pq) = Default::default();
                     // SAFETY: as above.
-                    let bad = unsafe { x86::compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v) };
-                    let pbad = compact_rows_portable(&x, 0..n, thr, &Checks::ALL, &mut pc, &mut pv);
+                    let bad = unsafe { x86::compact_rows(&x, 0..n, thr, &Checks::ALL, &mut c, &mut v, &mut q) };
+                    let pbad = compact_rows_portable(&x, 0..n, thr, &Checks::ALL, &mut pc, &mut pv, &mut pq);
                     assert_eq!(bad, pbad, "f32 K={k} thr={thr}");
-                    if bad.is_none() {
-                        assert_eq!((&c, &v), (&pc, &pv), "f32 K={k} thr={thr}");
+                    if bad.is_ok() {
+                        assert_eq!((&c, &v, &q), (&pc, &pv, &pq), "f32 K={k} thr={thr}");
                     }
                 }
             }

@@ -23,8 +23,9 @@
 //! (a class's scores are then its segments of every chunk, in row order), and the matrix is
 //! never transposed (`compact`); with a threshold, the histograms leave out the buckets below
 //! it (`Keys::above`), so the per-class work on the many small groups stays small. The kept
-//! true-label scores (`positives`) are read in parallel too: nothing runs over all rows or
-//! all kept entries on one thread.
+//! true-label scores are taken in the compaction, from rows in cache (`positives` reads them
+//! in parallel on the other paths): nothing runs over all rows or all kept entries on one
+//! thread.
 //! Class-conditional otherwise: blocks of classes are transposed (in parallel over row chunks,
 //! with AVX2 register-block kernels and streamed stores; `transpose`) so that each class's
 //! column is contiguous, and the bucket counts (integers, so their order does not matter) are
@@ -195,7 +196,10 @@ pub fn stats<T: Score>(
     // (`positives`), so that an out-of-range label is an error, not an index panic (found by
     // the `validation` fuzz target; regression test in `tests_fuzz.rs`).
     let compacted = if compact { Some(compact_kept(x, thr, kept as f64 / sampled as f64, check)?) } else { None };
-    let pos = positives(x, thr)?;
+    let pos = match &compacted {
+        Some(kept) => kept.positives(x.k),
+        None => positives(x, thr)?,
+    };
     let per_group: Vec<GroupResult> = if let Some(kept) = compacted {
         // Thresholds drop most entries of a many-class softmax: filter first, then work on
         // the compact per-class lists of kept scores (no transposition of the whole matrix).
@@ -235,10 +239,7 @@ pub fn stats<T: Score>(
             };
             // The values were checked on the way; invalid input is named before any other
             // error it may have caused.
-            if let Err(e) = groups() {
-                crate::kernels::validate::scan(x, check)?;
-                return Err(e);
-            }
+            groups().map_err(|e| crate::kernels::validate::input_error_first(x, check, e))?;
             tiles.check_rows(x, check)?;
         }
         out
