@@ -364,3 +364,15 @@ def test_bad_data_is_reported_like_gce():
         evaluate(labels, bad)
     with pytest.raises(ValueError):
         evaluate(labels[:-1], probs)
+
+
+@pytest.mark.parametrize("threshold", [0.0, float("nan")])
+def test_native_evaluate_refuses_no_bin_counts(threshold):
+    """The native evaluate, called with no bin count, refuses (its thresholds would go
+    unchecked; a NaN one once made it loop for ever) instead of hanging or returning nothing."""
+    from calibkit import _native
+
+    y = np.array([0, 1, 2, 0])
+    p = np.full((4, 3), 1 / 3)
+    with pytest.raises(InvalidParameterError, match="at least one bin count"):
+        _native.evaluate(y, p, [("even", False, True, threshold, "l1")], [])

@@ -57,7 +57,7 @@ use std::ops::Range;
 use crate::kernels::chunks::{map_fold, row_chunks_min, PerThread};
 use crate::kernels::edges::EvenEdges;
 use crate::kernels::simd;
-use crate::kernels::validate::{failed_row_error, labels as check_labels, row_ok, row_sum_and_bad, Checks, RANGE_TOL};
+use crate::kernels::validate::{failed_row_error, in_range, labels as check_labels, row_ok, row_sum_and_bad, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 
 /// Lanes of a pooled pass's bin 0 (column modulo `LANES`).
@@ -763,14 +763,13 @@ fn choose<T: Score>(row: &[T], pass: &Pass) -> Mode {
 /// logged for the tables' cells; if not, counted once in `dropped`. Whether it fails the range
 /// check (the lanes' entries cannot).
 #[inline(always)]
-#[allow(clippy::manual_range_contains)] // NaN is out of range
 fn outside(s: f64, col: usize, pass: &Pass, dropped: &mut [f64], sc: &mut Scratch) -> bool {
     if s > pass.cut.thr {
         sc.add(col, s);
     } else {
         dropped[pass.zero_slot(col)] += 1.0;
     }
-    !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL)
+    !in_range(s)
 }
 
 /// The outcomes of a row (`label < row.len()`) in every table of the pass, and in their raised
@@ -899,7 +898,7 @@ mod x86 {
     use std::ops::Range;
 
     use super::{outcomes, outside, Mode, Part, Pass, Scratch};
-    use crate::kernels::validate::{row_ok, Checks, RANGE_TOL};
+    use crate::kernels::validate::{in_range, row_ok, Checks, RANGE_TOL};
     use crate::kernels::{Inputs, Score};
 
     /// [`super::accumulate_portable`] with AVX2: the same updates of every cell in the same
@@ -1205,7 +1204,6 @@ mod x86 {
 
     /// One row of a sparse chunk: (row sum, some value out of range).
     #[inline(always)]
-    #[allow(clippy::manual_range_contains)] // NaN is out of range
     fn sparse_row<T: Score>(row: &[T], pass: &Pass, sc: &mut Scratch) -> (f64, bool) {
         let thr = pass.cut.thr;
         let k = row.len();
@@ -1239,7 +1237,7 @@ mod x86 {
         };
         let (v, n) = tail(row, n8);
         for (c, &s) in (n8..).zip(&v[..n]) {
-            bad |= !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL);
+            bad |= !in_range(s);
             if s > thr {
                 sc.add(c, s);
             }

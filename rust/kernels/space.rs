@@ -38,6 +38,10 @@ pub fn for_each_table<T: Score>(
     check: &Checks,
     mut visit: impl FnMut(usize, usize, &BinStats),
 ) -> Result<(), KernelError> {
+    // With no bin count, no grouping (its threshold) would be checked below.
+    if bins.is_empty() {
+        return Err(KernelError::Parameter("num_bins must hold at least one bin count, e.g. (15,)".into()));
+    }
     for (g, _) in metrics {
         for &b in bins {
             g.check(b)?;
@@ -53,6 +57,7 @@ pub fn for_each_table<T: Score>(
     let mut done = vec![false; metrics.len()];
     for m in 0..metrics.len() {
         while !done[m] {
+            let before = done.iter().filter(|&&d| d).count();
             for (gm, tables) in tables_with(x, metrics, &done, m, bins, top.as_ref())? {
                 for (m2, (g2, _)) in metrics.iter().enumerate() {
                     if *g2 == gm {
@@ -62,6 +67,11 @@ pub fn for_each_table<T: Score>(
                         done[m2] = true;
                     }
                 }
+            }
+            // Each round computes some grouping not done (checked thresholds compare equal to
+            // themselves); never loop without progress.
+            if done.iter().filter(|&&d| d).count() == before {
+                return Err(KernelError::Parameter(format!("no kernel computes the grouping {:?}", metrics[m].0)));
             }
         }
     }

@@ -92,3 +92,33 @@ fn paths_agree_for_any_thread_count() {
     };
     assert_eq!(run(1), run(2));
 }
+
+/// Even all-probabilities metrics at more thresholds than the paper's two, some of which can
+/// be raised twins of a lower one and some not (0.3 is above the first edge of 10 bins),
+/// listed out of order: every table is still `bin_stats`' own, computed once. And an empty
+/// list of bin counts is refused (its thresholds, NaN included, would go unchecked), not
+/// looped on.
+#[test]
+fn even_metrics_at_any_thresholds_are_computed_once_each() {
+    let (p, y) = data(3000, 20, 11);
+    let x = Inputs::new(&p, &y, 20).unwrap();
+    let mut metrics = Vec::new();
+    for thr in [0.3, 0.0, 0.02, 0.01, 0.5] {
+        for cc in [true, false] {
+            metrics.push((Grouping { binning: Binning::Even, max_prob: false, class_conditional: cc, threshold: thr }, Norm::L1));
+        }
+    }
+    let bins = [2usize, 10, 15];
+    let mut seen = vec![0usize; metrics.len() * bins.len()];
+    space::for_each_table(&x, &metrics, &bins, &Checks::ALL, |m, bi, t| {
+        seen[m * bins.len() + bi] += 1;
+        assert_eq!(t, &bin_stats(&x, &metrics[m].0, bins[bi], &Checks::ALL).unwrap(), "{:?} B={}", metrics[m].0, bins[bi]);
+    })
+    .unwrap();
+    assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
+    for thr in [0.0, f64::NAN] {
+        let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional: true, threshold: thr };
+        let r = space::evaluate(&x, &[(g, Norm::L1)], &[], &Checks::ALL);
+        assert!(matches!(r, Err(KernelError::Parameter(ref m)) if m.contains("at least one bin count")), "{r:?}");
+    }
+}

@@ -39,8 +39,6 @@ fn scan_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
 /// [`scan_row`] for rows of a few classes, where lane bookkeeping would cost more than the row.
 #[inline(always)]
 fn scan_short_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
-    use crate::kernels::validate::RANGE_TOL;
-    let (lo, hi) = (-RANGE_TOL, 1.0 + RANGE_TOL);
     let mut s = [0.0f64; 2];
     let mut bad = false;
     let mut mx = f64::NEG_INFINITY;
@@ -48,7 +46,7 @@ fn scan_short_row<T: Score>(row: &[T]) -> (usize, f64, f64, bool) {
     for (j, v) in row.iter().enumerate() {
         let v = v.to_f64();
         s[j & 1] += v;
-        bad |= !(v >= lo && v <= hi);
+        bad |= !crate::kernels::validate::in_range(v);
         let gt = v > mx;
         mx = if gt { v } else { mx };
         arg = if gt { j } else { arg };

@@ -181,7 +181,7 @@ pub(super) mod x86 {
     use super::super::{class_limit, Pairs};
     use super::Buffers;
     use crate::kernels::edges::EvenEdges;
-    use crate::kernels::validate::RANGE_TOL;
+    use crate::kernels::validate::out_of_range_avx2;
     use crate::kernels::{Grouping, Score};
     use std::arch::x86_64::*;
     use std::ops::Range;
@@ -189,8 +189,6 @@ pub(super) mod x86 {
     /// What [`cells_of`] and [`push_block`] do to every four pairs, and the checks they gather
     /// on the way (only gathered: a failing chunk is refused as a whole).
     struct Four {
-        lo: __m256d,
-        hi: __m256d,
         threshold: __m256d,
         drop: __m128i,
         nb: __m128i,
@@ -209,8 +207,6 @@ pub(super) mod x86 {
             // SAFETY: register operations only; AVX2 as the caller guarantees.
             unsafe {
                 Four {
-                    lo: _mm256_set1_pd(-RANGE_TOL),
-                    hi: _mm256_set1_pd(1.0 + RANGE_TOL),
                     threshold: _mm256_set1_pd(g.threshold),
                     drop: _mm_set1_epi32(drop as i32),
                     nb: _mm_set1_epi32(e.num_bins() as i32),
@@ -237,8 +233,7 @@ pub(super) mod x86 {
             unsafe {
                 let s = T::load4(x.conf.as_ptr().add(at));
                 let bins = e.bin4(s);
-                // !(s >= lo) | !(s <= hi): true for NaN.
-                self.bad = _mm256_or_pd(self.bad, _mm256_or_pd(_mm256_cmp_pd(s, self.lo, _CMP_NGE_UQ), _mm256_cmp_pd(s, self.hi, _CMP_NLE_UQ)));
+                self.bad = _mm256_or_pd(self.bad, out_of_range_avx2(s));
                 // OR of every `correct` byte: a value other than 0/1 sets a bit of 0xFE.
                 let c4 = (x.correct.as_ptr().add(at) as *const u32).read_unaligned();
                 self.bits |= c4;

@@ -8,7 +8,7 @@
 //! bins, [`adaptive_group`] for adaptive bins, [`BinStats`] and [`reduce`] for the metric.
 //!
 //! Even bins take one pass that validates, bins and adds each pair (confidence finite and
-//! within [0, 1] up to [`RANGE_TOL`], correct 0 or 1, predicted in [0, K)) over fixed chunks of
+//! within [0, 1] up to `RANGE_TOL`, correct 0 or 1, predicted in [0, K)) over fixed chunks of
 //! pairs whose tables are added in chunk order, so the result is the same for any number of
 //! threads: pooled groupings in the pooled pass (`pooled`: a rounded bin guess and one
 //! comparison with the exact edge, eight interleaved table copies), the others in the grouped
@@ -26,7 +26,7 @@ use crate::kernels::edges::EvenEdges;
 use crate::kernels::share::map_fold_here;
 use crate::kernels::stats::LaneTables;
 use crate::kernels::toplabel::adaptive_group;
-use crate::kernels::validate::RANGE_TOL;
+use crate::kernels::validate::in_range;
 use crate::kernels::{reduce, Binning, BinStats, GceSpec, Grouping, KernelError, Norm, Score};
 
 mod grouped;
@@ -117,13 +117,12 @@ impl<'a, T: Score> Pairs<'a, T> {
     }
 }
 
-/// Whether a pair fails its value checks: a confidence outside [0, 1] up to [`RANGE_TOL`]
-/// (NaN included), or an outcome other than 0 or 1. The one rule of every portable pass
-/// (branch-free; the AVX2 twins test the same bounds).
+/// Whether a pair fails its value checks: a confidence outside [0, 1] up to `RANGE_TOL`
+/// (NaN included: [`in_range`]), or an outcome other than 0 or 1. The one rule of every
+/// portable pass (branch-free; the AVX2 twins use [`out_of_range_avx2`]).
 #[inline(always)]
-#[allow(clippy::manual_range_contains)] // two comparisons that vectorise, NaN failing both
 fn pair_bad(s: f64, c: u8) -> bool {
-    !(s >= -RANGE_TOL && s <= 1.0 + RANGE_TOL) | (c > 1)
+    !in_range(s) | (c > 1)
 }
 
 /// The bound a predicted class must stay below: `k`, capped at `i64::MAX` so that a negative id

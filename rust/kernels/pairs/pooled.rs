@@ -149,7 +149,7 @@ pub(super) fn push_pooled_portable<T: Score>(x: &Pairs<'_, T>, threshold: f64, e
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::super::Pairs;
-    use crate::kernels::validate::RANGE_TOL;
+    use crate::kernels::validate::out_of_range_avx2;
     use crate::kernels::Score;
     use std::arch::x86_64::*;
     use std::ops::Range;
@@ -208,7 +208,6 @@ mod x86 {
             assert!(block.end <= x.n && t.bins == b + 1 && b <= super::POOLED_MAX_BINS && t.data.len() == super::PooledTables::COPIES * stride);
             let conf = x.conf.as_ptr().add(block.start);
             let correct = x.correct.as_ptr().add(block.start);
-            let (lo, hi) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0 + RANGE_TOL));
             let bf = _mm256_set1_pd(b as f64);
             let step = _mm256_set1_pd(1.0 / b as f64);
             let one = _mm256_set1_pd(1.0);
@@ -285,7 +284,8 @@ mod x86 {
             for k in iters - lead..iters {
                 add!(k);
             }
-            let range = _mm256_or_pd(_mm256_cmp_pd(mn, lo, _CMP_NGE_UQ), _mm256_cmp_pd(mx, hi, _CMP_NLE_UQ));
+            // The range rule on the lanes' minimum and maximum (both start at 0.5, so min <= max).
+            let range = _mm256_or_pd(out_of_range_avx2(mn), out_of_range_avx2(mx));
             let ok = _mm256_movemask_pd(range) == 0 && bits & 0xFEFE_FEFE_FEFE_FEFE == 0;
             (8 * iters, ok)
         }

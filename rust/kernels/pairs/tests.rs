@@ -6,6 +6,7 @@ use super::grouped::{cells_of_portable, push_block_portable, Buffers, PairTables
 use super::grouped::x86;
 use super::pooled::{pooled_chunk, pooled_fits, push_pooled, push_pooled_portable, POOLED_MAX_BINS};
 use super::*;
+use crate::kernels::validate::RANGE_TOL;
 use crate::kernels::validate::Checks;
 use crate::kernels::{Inputs, Norm};
 
