@@ -203,7 +203,7 @@ def test_adaptive_positions_are_specs():
         (dict(weights=[1.0, np.nan, 1.0]), InvalidParameterError, r"weights\[1\].*finite"),
         (dict(weights=[1.0, np.inf, 1.0]), InvalidParameterError, r"weights\[1\]"),
         (dict(weights=[1.0, 1.0]), ShapeMismatchError, "weights has 2"),
-        (dict(weights=[1e308, 1e308, 1.0]), InvalidParameterError, "scale them down"),
+        (dict(weights=[1e308, 1e308, 1.0]), InvalidParameterError, "scale the weights down"),
         (dict(weights=[[1.0, 1.0, 1.0]]), ShapeMismatchError, "1-D"),
         (dict(weights=["a", "b", "c"]), InputTypeError, "real numbers"),
         (dict(groups=[0, 3, 1], num_groups=3), InvalidParameterError, r"groups\[1\] is 3"),
@@ -239,7 +239,7 @@ def test_native_binding_refuses_without_panicking():
         _native.grouped_bin_stats(None, s, o[:1], None, 1, "even", 3)
     with pytest.raises(InvalidParameterError, match="table"):
         _native.grouped_bin_stats(None, s, o, None, 10**6, "adaptive", 10**6)
-    with pytest.raises(InvalidParameterError, match="scale them down"):
+    with pytest.raises(InvalidParameterError, match="scale the weights down"):
         _native.grouped_bin_stats(None, s, o, np.array([1e308, 1e308]), 1, "adaptive", 3)
 
 

@@ -168,6 +168,37 @@ def test_callable_metric_gets_the_same_weights():
     np.testing.assert_allclose(a.resamples, b.resamples, atol=1e-12)
 
 
+def test_undefined_resamples_of_a_callable_leave_interval_and_std_alike():
+    """A callable that is NaN on some resamples: the interval and the standard error are both
+    those of the finite resamples (the standard error was NaN)."""
+    rng = np.random.default_rng(6)
+    y, p = _overconfident(rng, 400)
+    calls = []
+
+    def sometimes_nan(labels, probs, sample_weight=None):
+        calls.append(1)
+        v = calibkit.ece(labels, probs, num_bins=10, sample_weight=sample_weight)
+        return float("nan") if len(calls) % 5 == 0 else v
+
+    ci = calibkit.confidence_interval(y, p, sometimes_nan, n_resamples=60, seed=1,
+                                      return_resamples=True)
+    fin = ci.resamples[np.isfinite(ci.resamples)]
+    assert 0 < fin.size < ci.resamples.size
+    assert ci.std == pytest.approx(np.std(fin, ddof=1))
+    assert np.isfinite([ci.low, ci.high]).all()
+
+
+def test_resamples_overflowed_by_huge_weights_are_an_error():
+    """The point estimate is finite, but a resample doubling a row of weight 1e308 is not: a
+    NumericalError, not an interval from the other resamples."""
+    rng = np.random.default_rng(7)
+    y, p = _overconfident(rng, 300)
+    w = np.ones(len(y))
+    w[0] = 1e308
+    with pytest.raises(calibkit.NumericalError, match="scale the weights down"):
+        calibkit.confidence_interval(y, p, "ECE", n_resamples=200, seed=0, sample_weight=w)
+
+
 def test_multinomial_weights_resample_n_rows():
     from calibkit import _native
 

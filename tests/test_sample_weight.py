@@ -97,6 +97,93 @@ def test_bad_weights_are_clear_errors(bad, exc):
         assert "sample_weight" in str(info.value)
 
 
+def _weighted_entry_points():
+    """Every public function of calibkit that takes ``sample_weight``."""
+    import inspect
+
+    out = []
+    for name in calibkit.__all__:
+        f = getattr(calibkit, name)
+        if callable(f) and not inspect.isclass(f) and "sample_weight" in inspect.signature(f).parameters:
+            out.append(name)
+    return out
+
+
+def test_every_weighted_entry_point_is_found():
+    assert {"gce", "ece", "smece", "ksce", "decompose", "binning_free", "evaluate",
+            "calibration_bins", "confidence_interval", "signed_ece", "ece_sweep"} <= set(_weighted_entry_points())
+
+
+@pytest.mark.parametrize("name", _weighted_entry_points())
+@pytest.mark.parametrize("bad,says", [
+    (np.full(250, 1e308), "the sum of sample_weight exceeds the largest float64"),
+    (np.r_[np.ones(249), np.nan], "sample_weight[249] is nan: weights must be finite and >= 0"),
+    (np.r_[-2.0, np.ones(249)], "sample_weight[0] is -2.0: weights must be finite and >= 0"),
+    (np.zeros(250), "sample_weight is zero everywhere"),
+])
+def test_every_weighted_entry_point_applies_the_weight_rule(name, bad, says):
+    """One rule, one message, everywhere: a weight sum that overflows float64 was a silent NaN
+    from smece (its grid mass overflowed) and differently worded elsewhere."""
+    y, p, _ = _data(5)
+    kw = {"n_resamples": 20, "seed": 0} if name == "confidence_interval" else {}
+    with pytest.raises(InvalidParameterError) as info:
+        getattr(calibkit, name)(y, p, sample_weight=bad, **kw)
+    assert str(info.value).startswith(says)
+
+
+def _numbers(obj, depth=0):
+    """Every float in a result (floats, arrays, dataclasses and named tuples of them)."""
+    if isinstance(obj, (float, np.floating)):
+        return [float(obj)]
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return obj.ravel().tolist()
+    if depth < 3 and isinstance(obj, (tuple, list)):
+        return [x for o in obj for x in _numbers(o, depth + 1)]
+    if depth < 3 and hasattr(obj, "__dataclass_fields__"):
+        return [x for f in obj.__dataclass_fields__ for x in _numbers(getattr(obj, f), depth + 1)]
+    return []
+
+
+@pytest.mark.parametrize("name", _weighted_entry_points())
+def test_huge_weights_give_a_finite_result_or_a_clear_error(name):
+    """Weights whose sum is finite but near the top of float64: each row's weight counts once
+    per score a metric keeps (K per row without max_prob) and smece's grids carry their sum.
+    Every entry point returns finite numbers or says to scale the weights down; never NaN."""
+    y, p, _ = _data(5)
+    w = np.zeros(len(y))
+    w[0], w[1:5] = 1e308, 1.0
+    kw = {"n_resamples": 20, "seed": 0} if name == "confidence_interval" else {}
+    try:
+        res = getattr(calibkit, name)(y, p, sample_weight=w, **kw)
+    except (InvalidParameterError, calibkit.NumericalError) as e:
+        assert "scale the weights down" in str(e)
+        return
+    values = [v for v in _numbers(res) if not (name == "calibration_bins" and v == 0)]
+    assert values and np.isfinite(values).all(), res
+
+
+def test_accumulator_refuses_a_running_weight_total_that_overflows():
+    """Each batch's weights pass, but with the earlier batches' (or a merged accumulator's)
+    they would sum past float64: refused before anything changes, not NaN tables later."""
+    from calibkit.streaming import Accumulator
+
+    y, p, _ = _data(9)
+    w = np.zeros(len(y))
+    w[0] = 1e308
+    a = Accumulator(["ECE", "RMSCE"], num_bins=5)
+    a.update(y, p, sample_weight=w)
+    before = a.copy()
+    says = "the sum of sample_weight with the weights of earlier batches exceeds the largest float64"
+    with pytest.raises(InvalidParameterError, match=says):
+        a.update(y, p, sample_weight=w)
+    b = Accumulator(["ECE", "RMSCE"], num_bins=5)
+    b.update(y, p, sample_weight=w)
+    with pytest.raises(InvalidParameterError, match=says):
+        a.merge(b)
+    assert a == before
+    assert np.isfinite(a.compute().values).all()
+
+
 def test_weighted_path_still_validates_probabilities():
     y, p, w = _data(6)
     p = p.copy()

@@ -10,7 +10,8 @@
   (:class:`calibkit.errors.TopLabelInputError`).
 * ``max_prob=True`` gives one group (top-label confidence, prediction correct);
   ``max_prob=False`` gives one group per class k (column k, ``labels == k``: one-vs-rest).
-* ``sample_weight``: length N, finite, >= 0, not all 0; integer weights act as repeated rows.
+* ``sample_weight``: length N, finite, >= 0, not all 0, a finite sum; integer weights act as
+  repeated rows.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._validate import as_array, check_gce_params
+from ._validate import as_array, check_gce_params, check_weights
 from .errors import (
     InputTypeError,
     InvalidParameterError,
@@ -400,17 +400,7 @@ def _rows(groups, scores, outcomes, weights, num_groups):
     w = None
     if weights is not None:
         w = np.ascontiguousarray(_vector(weights, "weights", m), dtype=np.float64)
-        bad = ~(np.isfinite(w) & (w >= 0))
-        if bad.any():
-            i = _first_bad(bad)
-            raise InvalidParameterError(
-                f"weights[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
-            )
-        with np.errstate(over="ignore"):
-            if not np.isfinite(w.sum()):
-                raise InvalidParameterError(
-                    "weights sum to more than the largest float64; scale them down"
-                )
+        check_weights(w, "weights", allow_all_zero=True)
     return g, s, o, w, int(num_groups)
 
 

@@ -15,6 +15,9 @@ Rules:
 * an integer is any :class:`numbers.Integral` (Python or NumPy ints) but never a bool;
 * a bin count is such an integer in ``[1, MAX_BINS]``, and a (groups x bins) table must fit in
   ``MAX_TABLE_CELLS`` cells, on every path that allocates one (the kernel checks its own);
+* weights (``sample_weight``, and ``weights`` of the bin-table helpers) are finite and >= 0
+  (0 drops a row), their sum is finite (it normalises every weighted bin, curve and test), and
+  unless a caller accumulates batches, not all 0;
 * every error is an :class:`~calibkit.errors.InvalidParameterError` (a ``ValueError``) that
   names the argument, says what it got and what is accepted; a wrong *type* raises its
   subclass :class:`~calibkit.errors.ParameterTypeError`, which is also an
@@ -59,6 +62,8 @@ __all__ = [
     "as_bin_counts",
     "check_table",
     "check_gce_params",
+    "check_weights",
+    "check_weight_total",
 ]
 
 BINNINGS = ("even", "adaptive")
@@ -214,3 +219,37 @@ def check_gce_params(binning, norm, threshold, num_bins) -> tuple[str, str, floa
         return binning, norm, threshold, num_bins
     return (as_choice(binning, "binning", BINNINGS), as_choice(norm, "norm", NORMS),
             as_threshold(threshold), as_num_bins(num_bins))
+
+
+def check_weights(w: np.ndarray, name: str = "sample_weight", *, allow_all_zero: bool = False,
+                  carried: float = 0.0) -> np.ndarray:
+    """The one rule for weights, on a float64 1-D array already of the caller's shape.
+
+    Every weight is finite and >= 0 (0 drops a row), and their total, with the weight
+    ``carried`` from earlier batches of a stream, passes :func:`check_weight_total`. Returns
+    ``w``.
+    """
+    bad = ~(np.isfinite(w) & (w >= 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidParameterError(f"{name}[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)")
+    if w.size or carried:
+        with np.errstate(over="ignore"):
+            total = float(np.sum(w)) + float(carried)
+        check_weight_total(total, name, allow_zero=allow_all_zero, batches=bool(carried))
+    return w
+
+
+def check_weight_total(total: float, name: str = "sample_weight", *, allow_zero: bool = False,
+                       batches: bool = False) -> None:
+    """The total of valid weights is finite (a sum that overflows would turn every weighted
+    mean into NaN) and, unless ``allow_zero`` (one batch of a stream, checked again as a
+    whole), positive. ``batches``: the total includes earlier batches (the message says so)."""
+    if not math.isfinite(total):
+        earlier = " with the weights of earlier batches" if batches else ""
+        raise InvalidParameterError(
+            f"the sum of {name}{earlier} exceeds the largest float64 (about 1.8e308); "
+            f"scale the weights down"
+        )
+    if not allow_zero and not total > 0:
+        raise InvalidParameterError(f"{name} is zero everywhere: at least one row needs a positive weight")

@@ -55,7 +55,8 @@ from . import _native, _toplabel
 from ._binstats import grouped_bin_stats, grouped_bin_stats_at
 from ._groups import score_groups
 from ._select import Selection, SelectionError, add_packed, scan_groups
-from ._params import as_bin_counts, as_int, as_num_classes, check_gce_params, check_table
+from ._params import (as_bin_counts, as_int, as_num_classes, check_gce_params, check_table,
+                      check_weight_total)
 from ._space import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
 from ._validate import (
     empty_probs_error,
@@ -389,9 +390,7 @@ def _weighted_values(lblocks, pblocks, n, k, space, num_bins, scheduler, split_e
     res = _run_pass(lblocks, pblocks, {"even": even, "kept": kept}, scheduler, split_every)
     if res is None or res["rows"] != n:  # pragma: no cover - guarded by _prepare
         raise SelectionError("the chunks held fewer rows than the arrays' shape says")
-    if not res["weight"] > 0:
-        raise InvalidParameterError(
-            "sample_weight is zero everywhere: at least one row needs a positive weight")
+    check_weight_total(res["weight"])
     tables = {("even",) + key: tab for key, tab in res["even"].items()}
     for mp, cc, t in kept:
         pieces = res["kept"].get((mp, cc, t), [])

@@ -71,7 +71,8 @@ class InvalidFlagError(ParameterTypeError):
 
 
 class NumericalError(CalibkitError, FloatingPointError):
-    """A fit left the finite floating-point range (non-finite parameters or loss).
+    """A fit or an estimator left the finite floating-point range (non-finite parameters or
+    loss, or a smoothed estimate's grids overflowing under huge sample weights).
 
     A ``FloatingPointError`` too, so existing ``except FloatingPointError`` clauses still work.
     """

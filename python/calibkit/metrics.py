@@ -88,8 +88,8 @@ def gce(
         (:class:`calibkit.errors.FewSamplesWarning`) when bins hold too few predictions (see
         :mod:`calibkit.trust.auto_bins`).
     sample_weight : array_like of shape (N,), optional
-        Per-row weights, finite and >= 0: integer weights give exactly the value of repeated
-        rows, 0 drops a row (see :mod:`calibkit.trust.weights`).
+        Per-row weights, finite and >= 0 with a finite sum: integer weights give exactly the
+        value of repeated rows, 0 drops a row (see :mod:`calibkit.trust.weights`).
     debias : bool, default False
         l2 only: Kumar et al.'s (2019) debiased estimate (:mod:`calibkit.trust.debias`);
         refused for l1 and max.

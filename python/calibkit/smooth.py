@@ -21,10 +21,13 @@ Only step 1 reads the N predictions, once per distinct grid size (one size for e
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _native
 from ._binfree import groups, positive_float
+from .errors import NumericalError
 
 __all__ = ["smece"]
 
@@ -168,12 +171,22 @@ def smece(
         bandwidth = positive_float(bandwidth, "bandwidth")
     gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="smece")
     values, sigmas = [], []
-    for scores, outcomes in gs:
-        g = _Group(scores, outcomes, w)
-        sigma = bandwidth if bandwidth is not None else g.search()
-        values.append(g.at(sigma))
-        sigmas.append(sigma)
-    value = float(np.mean(values))
+    # Overflow is possible only under weights near the top of float64, and checked below.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for scores, outcomes in gs:
+            g = _Group(scores, outcomes, w)
+            sigma = bandwidth if bandwidth is not None else g.search()
+            values.append(g.at(sigma))
+            sigmas.append(sigma)
+        value = float(np.mean(values))
+    if not math.isfinite(value):
+        # Only weights near the top of the float64 range get here (the grids' mass is their
+        # sum): an error, never a NaN.
+        raise NumericalError(
+            f"smece left the float64 range: the smoothed grids overflowed with sample_weight "
+            f"summing to {float(np.sum(w)):.4g}; scale the weights down"
+            if w is not None else "smece left the float64 range"
+        )
     if not return_bandwidth:
         return value
     return value, (sigmas[0] if len(sigmas) == 1 and max_prob else np.asarray(sigmas))

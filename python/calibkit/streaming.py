@@ -88,7 +88,7 @@ from ._binstats import even_boundaries, grouped_bin_stats
 from ._groups import score_groups
 from ._kept import KeptScores, equal_state
 from ._sketch import SketchGroups, load_datasketches
-from ._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table
+from ._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table, check_weight_total
 from ._space import MetricSpace, MetricSpec, as_space
 from ._validate import (
     float_dtype,
@@ -427,7 +427,7 @@ class Accumulator:
         """Checked float64 weights of a batch of ``n`` rows (None stays None)."""
         if sample_weight is None:
             return None
-        w = as_sample_weight(sample_weight, n, allow_all_zero=True)
+        w = as_sample_weight(sample_weight, n, allow_all_zero=True, carried=self.n_samples)
         if self.adaptive == "sketch" and self._adaptive_keys and not np.all(w == np.round(w)):
             i = int(np.flatnonzero(w != np.round(w))[0])
             raise InvalidParameterError(
@@ -550,6 +550,9 @@ class Accumulator:
             )
         if other.num_classes is None:
             return self
+        # The weight rule on the merged total (as on each batch's): finite, before any change.
+        check_weight_total(float(self.n_samples) + float(other.n_samples), allow_zero=True,
+                           batches=True)
         if other is self:
             other = self.copy()
         if self.num_classes is None:

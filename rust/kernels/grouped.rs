@@ -94,17 +94,7 @@ impl<'a, T: Score> GroupedRows<'a, T> {
         }
         if let Some(w) = self.weights {
             same("weights", w.len())?;
-            if let Some(i) = w.iter().position(|&x| !(x.is_finite() && x >= 0.0)) {
-                return Err(KernelError::Parameter(format!(
-                    "weights[{i}] is {}: weights must be finite and >= 0",
-                    w[i]
-                )));
-            }
-            if !w.iter().sum::<f64>().is_finite() {
-                return Err(KernelError::Parameter(
-                    "weights sum to more than the largest float64; scale them down".into(),
-                ));
-            }
+            crate::kernels::validate::weights(w, "weights")?;
         }
         if let Some(i) = self.scores.iter().position(|s| !s.to_f64().is_finite()) {
             return Err(KernelError::Parameter(format!(

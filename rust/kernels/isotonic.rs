@@ -40,6 +40,9 @@ pub fn isotonic_fit(x: &[f64], y: &[f64], weights: Option<&[f64]>) -> Result<Vec
     if n == 0 {
         return Err(KernelError::Shape("no rows: pass at least one".into()));
     }
+    if let Some(w) = weights {
+        crate::kernels::validate::weights(w, "weights")?;
+    }
     if n > u32::MAX as usize {
         return Err(KernelError::Shape(format!("{n} rows is more than the isotonic fit handles (2^32 - 1)")));
     }

@@ -73,6 +73,9 @@ pub fn ks_error(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Re
     if n == 0 {
         return Err(KernelError::Shape("no predictions: pass at least one".into()));
     }
+    if let Some(w) = weights {
+        crate::kernels::validate::weights(w, "weights")?;
+    }
     let fast = weights.is_none()
         && outcomes.iter().all(|&o| o == 0.0 || o == 1.0)
         && scores.iter().all(|&s| s >= 0.0 && s.is_finite());
@@ -89,10 +92,8 @@ pub fn ks_error(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Re
             .collect(),
     };
     let total: f64 = t.iter().map(|e| e.2).sum();
-    if !(total > 0.0 && total.is_finite()) {
-        return Err(KernelError::Parameter(format!(
-            "the weights sum to {total}: at least one prediction needs a positive weight"
-        )));
+    if total == 0.0 {
+        return Err(KernelError::Parameter("the weights sum to 0: at least one prediction needs a positive weight".into()));
     }
     t.sort_unstable_by_key(|e| e.0);
     let mut s = 0.0f64;

@@ -41,6 +41,9 @@ pub fn grid_mass(scores: &[f64], values: &[f64], weights: Option<&[f64]>, m: usi
             weights.map(|w| w.len())
         )));
     }
+    if let Some(w) = weights {
+        crate::kernels::validate::weights(w, "weights")?;
+    }
     let scale = (m - 1) as f64;
     let last = (m - 2) as i64;
     let mut gv = vec![0.0f64; m];

@@ -259,9 +259,60 @@ pub fn input_error_first<T: Score>(x: &Inputs<T>, check: &Checks, e: KernelError
     }
 }
 
+/// The weight rule of every weighted kernel (the Python layer applies the same rule first,
+/// `calibkit._params.check_weights`): each weight finite and >= 0, and their sum finite (an
+/// overflowing sum would make every weighted mean NaN). Returns that sum. Whether an all-zero
+/// total is an error is the caller's (some kernels give empty groups then).
+pub fn weights(w: &[f64], name: &str) -> Result<f64, KernelError> {
+    if let Some(i) = w.iter().position(|&x| !(x.is_finite() && x >= 0.0)) {
+        return Err(KernelError::Parameter(format!("{name}[{i}] is {}: weights must be finite and >= 0", w[i])));
+    }
+    let total: f64 = w.iter().sum();
+    if !total.is_finite() {
+        return Err(KernelError::Parameter(format!(
+            "the sum of {name} exceeds the largest float64 (about 1.8e308); scale the weights down"
+        )));
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one weight rule: each weight finite and >= 0, the sum finite; and every weighted
+    /// kernel applies it (a NaN, negative or overflowing weight is an error that names the
+    /// weights, never a NaN result).
+    #[test]
+    fn weights_are_checked_by_one_rule_in_every_weighted_kernel() {
+        use crate::kernels::{isotonic, ks, smooth};
+        assert_eq!(weights(&[0.0, 2.5, 1.0], "w").ok(), Some(3.5));
+        assert_eq!(weights(&[], "w").ok(), Some(0.0));
+        for (w, says) in [
+            (vec![1.0, f64::NAN], "w[1] is NaN: weights must be finite and >= 0"),
+            (vec![-1.0, 1.0], "w[0] is -1: weights must be finite and >= 0"),
+            (vec![1.0, f64::INFINITY], "w[1] is inf"),
+            (vec![f64::MAX, f64::MAX], "the sum of w exceeds the largest float64"),
+        ] {
+            match weights(&w, "w") {
+                Err(KernelError::Parameter(m)) => assert!(m.starts_with(says), "{m}"),
+                other => panic!("{w:?}: {other:?}"),
+            }
+        }
+        let (s, o) = ([0.2, 0.7], [0.0, 1.0]);
+        for w in [[1.0, f64::NAN], [-1.0, 1.0], [f64::MAX, f64::MAX]] {
+            let named = |e: KernelError| {
+                matches!(&e, KernelError::Parameter(m) if m.starts_with("weights[") || m.starts_with("the sum of weights exceeds"))
+            };
+            assert!(ks::ks_error(&s, &o, Some(&w)).is_err_and(named), "ks {w:?}");
+            assert!(smooth::grid_mass(&s, &o, Some(&w), 8).is_err_and(named), "smooth {w:?}");
+            assert!(isotonic::isotonic_fit(&s, &o, Some(&w)).is_err_and(named), "isotonic {w:?}");
+        }
+        // All-zero weights: the kernels that need a positive total say so.
+        let zero = [0.0, 0.0];
+        assert!(ks::ks_error(&s, &o, Some(&zero)).is_err());
+        assert!(isotonic::isotonic_fit(&s, &o, Some(&zero)).is_err());
+    }
 
     /// A kernel's error on input that fails a check is replaced by the check's error, naming
     /// the first bad row (or label); on valid input the kernel's error stands.

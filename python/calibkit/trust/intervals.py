@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _native
-from ..errors import InputTypeError, InvalidParameterError
+from ..errors import InputTypeError, InvalidParameterError, NumericalError
 from ..space import MetricSpec
 from .._toplabel import resolve
 from .auto_bins import resolve_auto
@@ -68,7 +68,7 @@ class ConfidenceInterval:
     low, high : float
         The interval's ends.
     std : float
-        Standard deviation of the resampled values (the bootstrap standard error).
+        Standard deviation of the finite resampled values (the bootstrap standard error).
     confidence : float
     method : str
     n_resamples : int
@@ -147,7 +147,10 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
     metric : str, int, MetricSpec or callable, default "ECE"
         A metric of the space (name, paper index 0-31, :class:`calibkit.MetricSpec`), or any
         callable ``metric(labels, probs, sample_weight=w)`` returning a float (e.g. a
-        binning-free estimator); the callable is called once per resample.
+        binning-free estimator); the callable is called once per resample, and resamples where
+        it is not finite are left out of the interval and ``std``. A metric of the space is
+        finite on every resample; if huge sample weights overflow one, it is a
+        :class:`calibkit.NumericalError`.
     num_bins : int or "auto", default 15
         Ignored for a callable.
     confidence : float in (0, 1), default 0.90
@@ -206,10 +209,27 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
               else row_cells(labels, probs, spec, num_bins))
         t, star = _space_resamples(spec, rc, sample_weight, weights, s, r)
         name = spec.name
+        _require_finite(star, name, sample_weight)
     low, high = _interval(t, star, conf, method)
-    std = float(np.std(star, ddof=1)) if r > 1 else 0.0
+    # A callable may be undefined on some resamples: like the interval, the spread is that of
+    # the finite ones.
+    fin = star[np.isfinite(star)]
+    std = float(np.std(fin, ddof=1)) if fin.size > 1 else (0.0 if r == 1 else float("nan"))
     return ConfidenceInterval(float(t), low, high, std, conf, method, r, name,
                               star if return_resamples else None)
+
+
+def _require_finite(star: np.ndarray, name: str, sample_weight) -> None:
+    """The metrics of the space are finite on every resample of valid input, unless the
+    weights overflow (a row's weight times its multiplicity): an error then, not an interval
+    silently computed from the other resamples."""
+    bad = int(np.count_nonzero(~np.isfinite(star)))
+    if bad:
+        why = "" if sample_weight is None else (
+            f": each resample multiplies sample_weight (summing to "
+            f"{float(np.sum(np.asarray(sample_weight, dtype=np.float64))):.4g}) by its rows' "
+            f"multiplicities, which overflowed float64; scale the weights down")
+        raise NumericalError(f"{bad} of {star.size} bootstrap resamples of {name} are not finite{why}")
 
 
 def _pairs_callable(fn, confidence, correct, predicted, num_classes):

@@ -13,8 +13,10 @@ one weight vector per resample.
 Weights must be finite and >= 0, one per row (N,); calibkit raises
 :class:`~calibkit.errors.ShapeMismatchError` for a wrong length or shape,
 :class:`~calibkit.errors.InputTypeError` for non-numbers and
-:class:`~calibkit.errors.InvalidParameterError` for NaN, infinite or negative values, or
-weights that are all zero.
+:class:`~calibkit.errors.InvalidParameterError` for NaN, infinite or negative values,
+weights that are all zero, or weights whose sum overflows float64 (also counting a row's weight
+once per score a metric keeps: K times per row without ``max_prob``). The rule is written once,
+:func:`calibkit._params.check_weights`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from .. import _native
 from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
+from .._params import check_weight_total, check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
@@ -32,8 +35,10 @@ __all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weigh
            "weighted_evaluate"]
 
 
-def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False) -> np.ndarray:
-    """``sample_weight`` checked and as a contiguous float64 array of shape (n,)."""
+def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False,
+                     carried: float = 0.0) -> np.ndarray:
+    """``sample_weight`` checked (:func:`calibkit._params.check_weights`, with the weight
+    ``carried`` from earlier batches) and as a contiguous float64 array of shape (n,)."""
     w = as_array(sample_weight, "sample_weight", f"an array of N = {n} non-negative numbers")
     if w.dtype.kind not in "biuf":
         raise InputTypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}")
@@ -41,16 +46,8 @@ def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False) -> 
         raise ShapeMismatchError(
             f"sample_weight must have shape ({n},), one weight per row, got shape {w.shape}"
         )
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    bad = ~(np.isfinite(w) & (w >= 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InvalidParameterError(
-            f"sample_weight[{i}] is {w[i]}: weights must be finite and >= 0 (0 drops a row)"
-        )
-    if n and not allow_all_zero and not (w > 0).any():
-        raise InvalidParameterError("sample_weight is zero everywhere: at least one row needs a positive weight")
-    return w
+    return check_weights(np.ascontiguousarray(w, dtype=np.float64), "sample_weight", allow_all_zero=allow_all_zero,
+                         carried=carried)
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,8 +67,17 @@ class Triples:
     threshold: float
 
     def weight_of(self, row_weights):
-        """Per-triple weights from per-row weights (None stays None: all ones)."""
-        return None if row_weights is None else row_weights[self.row]
+        """Per-triple weights from per-row weights (None stays None: all ones). A row's weight
+        counts once per score of it that the metric keeps (up to K per row without
+        ``max_prob``), so their total is checked too (:func:`calibkit._params.check_weight_total`)."""
+        if row_weights is None:
+            return None
+        w = row_weights[self.row]
+        with np.errstate(over="ignore"):
+            total = float(np.sum(w))
+        check_weight_total(total, "sample_weight over the scores this metric bins (a row's weight "
+                           "once per score it keeps)", allow_zero=True)
+        return w
 
     def stats(self, weights):
         return grouped_bin_stats(self.group, self.score, self.outcome, weights,
