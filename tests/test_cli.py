@@ -142,11 +142,15 @@ def _bad_files(tmp_path: Path) -> dict:
     f = tmp_path / "probs.npz"
     np.savez(f, probs=calibkit.softmax(LOGITS) * 0.5, labels=LABELS)
     cases["probabilities not summing to 1"] = (f, "invalid probabilities")
+    f = tmp_path / "empty.npz"
+    np.savez(f)
+    cases["archive of nothing"] = (f, "the .npz archive holds no arrays")
     return cases
 
 
 @pytest.mark.parametrize("case", ["missing file", "wrong arrays", "no labels", "label out of range",
-                                  "NaN", "length mismatch", "probabilities not summing to 1"])
+                                  "NaN", "length mismatch", "probabilities not summing to 1",
+                                  "archive of nothing"])
 def test_report_bad_input_exits_2(tmp_path, capsys, case):
     path, message = _bad_files(tmp_path)[case]
     assert main(["report", str(path), "--out", str(tmp_path / "o")]) == 2
@@ -293,6 +297,23 @@ def test_npz_keys_and_unnamed_pairs(tmp_path):
     assert code == 0 and _metric(out) == pytest.approx(want, abs=1e-12)
     code, _, err, _ = _report(tmp_path, f, "--scores-key", "nope")
     assert code == 2 and "--scores-key nope: no such array (arrays: other, truth, z)" in err
+
+
+def test_split_val_never_reads_the_test_arrays(tmp_path):
+    """--split val on a file without val_* arrays is an error, not a report of the test split
+    (a named or unnamed pair was taken for it)."""
+    val = LOGITS[: N // 2]
+    for name, arrays in [("named.npz", {"logits": LOGITS, "labels": LABELS}),
+                         ("pair.npz", {"arr_0": LOGITS, "arr_1": LABELS})]:
+        f = tmp_path / name
+        np.savez(f, **arrays)
+        code, _, err, _ = _report(tmp_path, f, "--split", "val")
+        assert code == 2 and "--split val reads val_logits or val_probs, and val_labels" in err, err
+    f = tmp_path / "both.npz"
+    np.savez(f, logits=LOGITS, labels=LABELS, val_logits=val, val_labels=LABELS[: N // 2])
+    code, _, _, out = _report(tmp_path, f, "--split", "val")
+    assert code == 0
+    assert _metric(out) == pytest.approx(reference.ece(LABELS[: N // 2], calibkit.softmax(val)), abs=1e-12)
 
 
 def test_logits_flag_applies_to_whichever_array(tmp_path):

@@ -190,8 +190,12 @@ def _toplabel(cols: dict, source: str, num_classes: int | None) -> TopLabelPredi
 # ------------------------------------------------------------------------------------ .npz
 def _read_npz(path: Path, a):
     with open(path, "rb") as fh:
-        if fh.read(4) != b"PK\x03\x04":
-            raise _fail(path, "not a readable .npz archive (save it with numpy.savez)")
+        head = fh.read(4)
+    if head == b"PK\x05\x06":  # a zip archive's end record first: an archive of nothing
+        raise _fail(path, "the .npz archive holds no arrays (save the scores and labels in it, "
+                          "e.g. numpy.savez(path, probs=probs, labels=labels))")
+    if head != b"PK\x03\x04":
+        raise _fail(path, "not a readable .npz archive (save it with numpy.savez)")
     try:
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in f.files}
@@ -224,6 +228,11 @@ def _read_npz(path: Path, a):
     else:
         lkey = next((k for k in (f"{pre}labels", "test_labels") if k in arrays
                      and (k != "test_labels" or a.split == "test")), None)
+    if a.split == "val" and (skey is None or lkey is None):
+        # never the test arrays (or an unnamed pair) in place of the split asked for
+        raise _fail(path, f"--split val reads val_logits or val_probs, and val_labels: not all in "
+                          f"this file (arrays: {found}); pass --scores-key/--labels-key NAME to "
+                          f"choose, or drop --split val")
     if (skey is None or lkey is None) and len(arrays) == 2:
         # an unnamed pair (numpy.savez(f, scores, y)): the 2-D array is the scores
         (k1, v1), (k2, v2) = arrays.items()
