@@ -188,6 +188,20 @@ def test_undefined_resamples_of_a_callable_leave_interval_and_std_alike():
     assert np.isfinite([ci.low, ci.high]).all()
 
 
+def test_a_callable_is_not_called_on_a_resample_of_no_rows():
+    """Three rows: about one Poisson resample in twenty draws none. The callable (whose own
+    weight check refuses all-zero weights) is not called on those; they are left out."""
+    y = np.array([0, 1, 0])
+    p = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
+
+    def my_ece(labels, probs, sample_weight=None):
+        return calibkit.ece(labels, probs, num_bins=2, sample_weight=sample_weight)
+
+    ci = calibkit.confidence_interval(y, p, my_ece, n_resamples=200, seed=0, return_resamples=True)
+    assert 0 < np.isnan(ci.resamples).sum() < 50
+    assert np.isfinite([ci.low, ci.high, ci.std]).all()
+
+
 def test_resamples_overflowed_by_huge_weights_are_an_error():
     """The point estimate is finite, but a resample doubling a row of weight 1e308 is not: a
     NumericalError, not an interval from the other resamples."""

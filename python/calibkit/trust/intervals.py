@@ -148,7 +148,7 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
         A metric of the space (name, paper index 0-31, :class:`calibkit.MetricSpec`), or any
         callable ``metric(labels, probs, sample_weight=w)`` returning a float (e.g. a
         binning-free estimator); the callable is called once per resample, and resamples where
-        it is not finite are left out of the interval and ``std``. A metric of the space is
+        it is not finite (or that drew no row at all) are left out of the interval and ``std``. A metric of the space is
         finite on every resample; if huge sample weights overflow one, it is a
         :class:`calibkit.NumericalError`.
     num_bins : int or "auto", default 15
@@ -278,5 +278,8 @@ def _callable_resamples(fn, labels, probs, sample_weight, weights, seed, r):
     for r0 in range(0, r, _BLOCK):
         w = _native.bootstrap_weights(weights, seed, r0, min(_BLOCK, r - r0), n)
         for j in range(w.shape[0]):
-            star[r0 + j] = float(fn(labels, probs, sample_weight=w[j] if sw is None else w[j] * sw))
+            wj = w[j] if sw is None else w[j] * sw
+            # A resample that drew no row (likely only for a handful of rows) is undefined, not
+            # an error of the caller's weights: left out, like any non-finite resample.
+            star[r0 + j] = float(fn(labels, probs, sample_weight=wj)) if wj.any() else np.nan
     return t, star, getattr(fn, "__name__", "metric")
