@@ -124,7 +124,7 @@ def test_csv_logit_columns_label_column_and_headerless(tmp_path):
         ("label,p0,p1\n0,0.5,0.5\n", {"label_column": "y"}, "no column named 'y'"),
         ("label,p0,p1\n0,0.5,0.5\n", {"label_column": 7}, "label column 7 does not exist"),
         ("label\n0\n", {}, "label column and at least one score column"),
-        ("label,p0,p1\n0.5,0.5,0.5\n", {}, "whole numbers"),
+        ("label,p0,p1\n0.5,0.5,0.5\n", {}, r"whole numbers \(row 0 has 0\.5\)"),
     ],
 )
 def test_csv_errors(tmp_path, text, kwargs, match):

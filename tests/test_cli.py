@@ -458,6 +458,9 @@ def test_report_reads_model_zoo_and_confidence_files(tmp_path):
     assert code == 0
     assert _metric(out) == pytest.approx(reference.ece(labels, probs), abs=1e-12)
     assert "class-conditional ECE (needs the predicted classes" in so
+    np.savez(tmp_path / "c2.npz", confidence=conf, correct=np.where(np.arange(conf.size) == 1, 2, 1))
+    code, _, err, _ = _report(tmp_path, tmp_path / "c2.npz")
+    assert code == 2 and "'correct' must be 0/1 or true/false (row 1 has 2)" in err, err
     # CSV in the model-zoo layout
     _write_csv(tmp_path / "z.csv", ["labels", "pred", "confidence"],
                [[y, q, f"{c:.17g}"] for y, q, c in zip(labels, pred, conf)])
