@@ -511,3 +511,16 @@ def test_param_rules_directly():
     P.check_table(1, P.MAX_BINS)
     with pytest.raises(InvalidParameterError, match="cells"):
         P.check_table(P.MAX_TABLE_CELLS // 10, 10)
+
+
+@pytest.mark.parametrize("call,shown", [
+    (lambda: _params.as_num_bins(np.float64(2.5)), "got 2.5 of type float64"),
+    (lambda: _params.as_flag(np.int64(1), "max_prob"), "got 1 of type int64"),
+    (lambda: _params.as_threshold(np.float64(1.5)), "got 1.5"),
+    (lambda: _params.as_num_bins(np.int64(-3)), "got -3"),
+])
+def test_messages_show_numpy_scalars_plainly(call, shown):
+    """The value a message names reads as the number, not NumPy 2's repr (np.float64(2.5))."""
+    with pytest.raises(CalibkitError) as info:
+        call()
+    assert shown in str(info.value) and "np." not in str(info.value)

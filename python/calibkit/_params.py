@@ -78,6 +78,12 @@ MAX_BINS: int = int(_native.MAX_BINS)
 MAX_TABLE_CELLS: int = int(_native.MAX_TABLE_CELLS)
 
 
+def _shown(value) -> str:
+    """How a message shows the value it got: NumPy scalars as their plain Python value (``2.5``,
+    not ``np.float64(2.5)``; the type is named separately where it matters)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
@@ -89,7 +95,7 @@ def as_flag(value, name: str) -> bool:
     if isinstance(value, np.bool_):
         return bool(value)
     raise InvalidFlagError(
-        f"{name} must be True or False (a bool), got {value!r} of type {type(value).__name__}"
+        f"{name} must be True or False (a bool), got {_shown(value)} of type {type(value).__name__}"
     )
 
 
@@ -97,14 +103,14 @@ def as_choice(value, name: str, choices, hint: str = "") -> str:
     """``value`` if it is one of the strings ``choices`` (``hint`` explains them in the error)."""
     if isinstance(value, str) and value in choices:
         return value
-    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {value!r}")
+    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {_shown(value)}")
 
 
 def as_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """``value`` as an int (any integer type, not bool) within ``[minimum, maximum]``."""
     if not _is_int(value):
         raise ParameterTypeError(
-            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
+            f"{name} must be an integer, got {_shown(value)} of type {type(value).__name__}"
         )
     v = int(value)
     if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
@@ -118,26 +124,26 @@ def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
             high_open: bool = False) -> float:
     """``value`` as a finite float within the given bounds (a bool is not a number here)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"{name} must be a finite number, got {value!r}")
+        raise ParameterTypeError(f"{name} must be a finite number, got {_shown(value)}")
     if not math.isfinite(float(value)):
-        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
+        raise InvalidParameterError(f"{name} must be a finite number, got {_shown(value)}")
     v = float(value)
     if low is not None and (v < low or (low_open and v == low)):
-        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {v!r}")
+        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {_shown(v)}")
     if high is not None and (v > high or (high_open and v == high)):
         raise InvalidParameterError(
-            f"{name} must be {'<' if high_open else '<='} {high}, got {v!r}")
+            f"{name} must be {'<' if high_open else '<='} {high}, got {_shown(v)}")
     return v
 
 
 def as_threshold(value, name: str = "threshold") -> float:
     """A score threshold: a number in [0, 1) (scores ``<= threshold`` are dropped)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"{name} must be a number in [0, 1), got {value!r}")
+        raise ParameterTypeError(f"{name} must be a number in [0, 1), got {_shown(value)}")
     t = float(value)
     if not 0.0 <= t < 1.0:
         raise InvalidParameterError(
-            f"{name} must be in [0, 1) (scores <= {name} are dropped), got {value!r}"
+            f"{name} must be in [0, 1) (scores <= {name} are dropped), got {_shown(value)}"
         )
     return t
 
@@ -147,7 +153,7 @@ def _count(value, name: str, what: str, limit: int, too_many) -> int:
     "a positive integer" in the type error; ``too_many(v)`` says why ``v`` exceeds the limit."""
     if not _is_int(value):
         raise ParameterTypeError(
-            f"{name} must be a positive integer{what}, got {value!r} of type {type(value).__name__}"
+            f"{name} must be a positive integer{what}, got {_shown(value)} of type {type(value).__name__}"
         )
     v = int(value)
     if v < 1:
@@ -183,7 +189,7 @@ def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ParameterTypeError(
             f"{name} must be a positive integer or a sequence of them such as (10, 20, 30), "
-            f"got {value!r} of type {type(value).__name__}"
+            f"got {_shown(value)} of type {type(value).__name__}"
         )
     items = tuple(value)
     if not items:
