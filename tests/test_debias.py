@@ -145,6 +145,64 @@ def test_sweep_picks_largest_monotone_count(norm):
     assert np.any(np.diff(t.sum_outcome[0][c > 0] / c[c > 0]) < 0)
 
 
+def _sweep_by_tables(y, p, **kw):
+    """The sweep's definition, one calibration_bins table per bin count (the old loop)."""
+    n = len(y)
+    top = kw.pop("max_bins", n)
+    chosen = 1
+    for b in range(2, top + 1):
+        t = calibkit.calibration_bins(y, p, num_bins=b, class_conditional=False, **kw)
+        c = t.counts[0]
+        if np.any(np.diff(t.sum_outcome[0][c > 0] / c[c > 0]) < 0):
+            break
+        chosen = b
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_sweep_without_tables_chooses_as_the_tables_do(seed):
+    """The unweighted sweep reads each bin count's bins off the sorted scores (prefix sums),
+    and skips to the end when the finest bins are monotone: the same bin count as a table
+    per count, and the value is gce's at that count. Ties (rounded scores), thresholds, pooled
+    scores, even bins (scores of 1.0 in their extra bin) and nearly separable data that sweeps
+    far."""
+    r = np.random.default_rng(seed)
+    n, k = int(r.integers(1, 300)), int(r.integers(1, 5))
+    p = r.dirichlet(np.ones(k) * r.uniform(0.2, 3), n)
+    if seed % 3 == 0:
+        p = np.round(p * 4) / 4
+        p /= p.sum(1, keepdims=True)
+    y = r.integers(0, k, n)
+    if seed % 4 == 1:  # right iff confident, a defect or two: sweeps to many bins
+        top, pred = p.max(1), p.argmax(1)
+        y = np.where(top > np.median(top), pred, (pred + 1) % k)
+        y = np.where(r.uniform(size=n) < 0.01, (y + 1) % k, y)
+    for kw in [dict(binning="adaptive"), dict(binning="even"), dict(binning="adaptive", max_prob=False),
+               dict(binning="even", threshold=0.3), dict(binning="adaptive", threshold=0.5),
+               dict(binning="adaptive", max_bins=7)]:
+        got = calibkit.ece_sweep(y, p, **kw)
+        b = _sweep_by_tables(y, p, **kw)
+        assert got.num_bins == b, kw
+        spec = {k_: v for k_, v in kw.items() if k_ != "max_bins"}
+        table = calibkit.calibration_bins(y, p, num_bins=b, class_conditional=False, **spec)
+        assert got.value == table.error("l1"), kw  # the chosen count's table, as before
+        assert got.value == pytest.approx(calibkit.gce(y, p, num_bins=b, **spec), abs=1e-15)
+
+
+def test_sweep_of_separable_scores_skips_to_the_end():
+    """Right exactly when confident: every binning is monotone, so the sweep runs to N bins.
+    It used to build a table per bin count (minutes at 100k rows); it now sees from the finest
+    bins that no binning can break monotonicity."""
+    c = np.linspace(0.5, 1.0, 100_000)
+    p = np.c_[c, 1 - c]
+    y = np.where(c > 0.75, 0, 1)
+    r = calibkit.ece_sweep(y, p)
+    assert r.num_bins == 100_000
+    assert r.value == pytest.approx(calibkit.gce(y, p, binning="adaptive", num_bins=100_000), abs=1e-15)
+    with pytest.raises(calibkit.errors.ParameterTypeError, match="max_bins must be an integer, got 2.5"):
+        calibkit.ece_sweep(y, p, max_bins=2.5)
+
+
 def test_sweep_rejects_max_norm():
     with pytest.raises(InvalidParameterError):
         calibkit.ece_sweep([0, 1], [0.3, 0.8], norm="max")

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._binstats import adaptive_positions, even_boundaries
+from .._groups import score_groups
+from .._params import as_int
+from .._validate import MAX_BINS, validate_inputs
 from ..bins import calibration_bins
 from ..errors import InvalidParameterError
-from .._validate import MAX_BINS
 
 __all__ = ["ece_sweep", "SweepResult"]
 
@@ -37,9 +40,7 @@ class SweepResult:
 
 
 def _monotone(t) -> bool:
-    c = t.counts[0]
-    acc = t.sum_outcome[0][c > 0] / c[c > 0]
-    return bool(np.all(np.diff(acc) >= 0))
+    return _rises(t.sum_outcome[0], t.counts[0])
 
 
 def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
@@ -61,6 +62,11 @@ def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
     max_bins : int, optional
         Stop the sweep there (default: N, capped at calibkit's bin limit).
     sample_weight : array_like of shape (N,), optional
+        Per-row weights. Unweighted, each bin count of the sweep costs O(B) (boundaries in the
+        sorted scores, counts and outcome sums by prefix sums) and scores whose finest bins
+        (one per distinct score) are already monotone skip the sweep, since every coarser
+        binning of them is monotone too; weighted, each bin count is a full table, so a sweep
+        that runs to thousands of bins on large data takes long (set ``max_bins``).
 
     Returns
     -------
@@ -80,16 +86,17 @@ def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
     if norm not in ("l1", "l2"):
         raise InvalidParameterError(f"norm must be 'l1' or 'l2' for the sweep, got {norm!r}")
     n = int(np.shape(labels)[0])
-    top = min(n, MAX_BINS) if max_bins is None else int(max_bins)
-    if top < 1:
-        raise InvalidParameterError(f"max_bins must be a positive integer, got {max_bins!r}")
+    top = min(n, MAX_BINS) if max_bins is None else as_int(max_bins, "max_bins", 1)
 
     def table(b):
         return calibration_bins(labels, probs, binning=binning, max_prob=max_prob,
                                 class_conditional=False, threshold=threshold, num_bins=b,
                                 sample_weight=sample_weight)
 
-    best = table(1)
+    best = table(1)  # validates every argument and value
+    if sample_weight is None:
+        chosen = _unweighted_choice(labels, probs, binning, max_prob, threshold, top)
+        return SweepResult((table(chosen) if chosen > 1 else best).error(norm), chosen, norm)
     chosen = 1
     for b in range(2, top + 1):
         t = table(b)
@@ -97,3 +104,43 @@ def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
             break
         best, chosen = t, b
     return SweepResult(best.error(norm), chosen, norm)
+
+
+def _unweighted_choice(labels, probs, binning: str, max_prob: bool, threshold: float,
+                       top: int) -> int:
+    """The bin count the sweep stops at, for unweighted (validated) input, without a table per
+    bin count. Bins are value-defined (SPEC's edges; equal scores never split), so in the
+    sorted kept scores each bin is a range between boundaries: the first index of the edge's
+    value (adaptive, at SPEC's positions) or of the first score >= the edge (even, the last
+    edge 1.0 leaving scores of 1.0 in their extra bin). Counts and outcome sums are integer
+    differences of prefix sums, so the accuracies, hence every decision, are the tables'."""
+    y, p = validate_inputs(labels, probs)
+    ((s, o),) = score_groups(y, p, max_prob, False, threshold)
+    order = np.argsort(s, kind="stable")
+    s = s[order].astype(np.float64)  # exact widening
+    n = s.size
+    cum = np.concatenate(([0], np.cumsum(o[order], dtype=np.int64)))
+    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+    ends = np.append(starts[1:], n)
+    # Every binning groups whole runs of equal scores into consecutive bins: if the runs'
+    # accuracies never decrease, no binning's do, and the sweep runs to the end.
+    if n == 0 or _rises(cum[ends] - cum[starts], ends - starts):
+        return top
+    first = np.repeat(starts, ends - starts)  # first index of each score's run
+    chosen = 1
+    for b in range(2, top + 1):
+        if binning == "adaptive":
+            cut = first[adaptive_positions(n, b)]
+        else:
+            cut = np.searchsorted(s, even_boundaries(b)[1:b + 1], side="left")
+        bounds = np.concatenate(([0], cut, [n]))
+        if not _rises(np.diff(cum[bounds]), np.diff(bounds)):
+            break
+        chosen = b
+    return chosen
+
+
+def _rises(outcomes: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether the accuracies of the non-empty bins never decrease (as :func:`_monotone`)."""
+    nz = counts > 0
+    return bool(np.all(np.diff(outcomes[nz] / counts[nz]) >= 0))
