@@ -282,6 +282,17 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"calibkit {calibkit.__version__}"
 
 
+def test_study_whose_validation_split_misses_a_class_exits_2(tmp_path, capsys):
+    """A method that cannot be fitted on the validation split (a class absent) is an input
+    error naming the method and the model (exit 2), not a traceback."""
+    f = tmp_path / "m.npz"
+    np.savez(f, logits=LOGITS, labels=LABELS, val_logits=LOGITS[:3], val_labels=np.zeros(3, int))
+    assert main(["study", "--test", str(f), "--out", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("calibkit: error: recalibration method ") and "never contains class" in err
+    assert "Traceback" not in err
+
+
 def test_npz_keys_and_unnamed_pairs(tmp_path):
     want = reference.ece(LABELS, calibkit.softmax(LOGITS))
     f = tmp_path / "pair.npz"

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._params import as_bin_counts, as_int, as_num_bins, as_real, as_threshold
-from ..errors import InvalidParameterError
+from ..errors import CalibkitError, InvalidParameterError
 
 from ._util import make_estimator, recalibration_inputs
 from .binning_free import binning_free_study_tables
@@ -448,6 +448,11 @@ def evaluate_methods(
         try:
             est.fit(xv, val.labels)
             p = np.asarray(est.predict_proba(xt), dtype=np.float64)
+        except CalibkitError as exc:
+            # The data cannot support the method (e.g. a class absent from the validation
+            # split): the same error, saying which method and model, so the command line
+            # reports it as an input error (exit 2), not a crash.
+            raise type(exc)(f"recalibration method {name!r} failed on {model.name}: {exc}") from exc
         except Exception as exc:
             raise RuntimeError(f"recalibration method {name!r} failed on {model.name}: {exc}") from exc
         secs[name] = time.perf_counter() - t0
