@@ -293,6 +293,17 @@ def test_study_whose_validation_split_misses_a_class_exits_2(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+def test_an_output_directory_that_cannot_be_made_exits_2(tmp_path, capsys):
+    f = tmp_path / "preds.npz"
+    np.savez(f, logits=LOGITS, labels=LABELS)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = blocker / "report"
+    assert main(["report", str(f), "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"calibkit: error: {blocker}") and "Errno" not in err, err
+
+
 def test_npz_keys_and_unnamed_pairs(tmp_path):
     want = reference.ece(LABELS, calibkit.softmax(LOGITS))
     f = tmp_path / "pair.npz"

@@ -407,8 +407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"calibkit: error: a dependency is missing ({exc}); install the extras with "
               "`pip install calibkit[study]`", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"calibkit: error: {exc}", file=sys.stderr)
+    except OSError as exc:  # e.g. an --out directory that cannot be made or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"calibkit: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover
         print("calibkit: interrupted", file=sys.stderr)
