@@ -304,6 +304,28 @@ def test_an_output_directory_that_cannot_be_made_exits_2(tmp_path, capsys):
     assert err.startswith(f"calibkit: error: {blocker}") and "Errno" not in err, err
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**32), "abc"])
+def test_a_seed_out_of_range_is_a_usage_error(capsys, seed):
+    """--seed -1 reached scikit-learn, whose own error escaped as a traceback."""
+    assert main(["--seed", seed, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --seed: expected an integer in [0, 4294967295]" in err and "Traceback" not in err
+
+
+def test_analysis_seeds_follow_one_rule():
+    """Every seed of the analysis is checked where it is given, naming it: scikit-learn's or
+    NumPy's own errors ('expected non-negative integer') escaped before."""
+    from calibkit import analysis as A
+    from calibkit.errors import CalibkitError
+
+    d = A.load_digits_split(0)
+    for call in (lambda: A.load_digits_split(-1), lambda: A.default_models(-1, ["softmax-regression"]),
+                 lambda: A.default_models(-1, ["softmax-regression"], split=d),
+                 lambda: A.StudyConfig(seed=2**32), lambda: A.noisy_labels(LABELS, 0.1, K, seed=-1)):
+        with pytest.raises(CalibkitError, match=r"seed must be an integer in \[0, 4294967295\], got"):
+            call()
+
+
 def test_npz_keys_and_unnamed_pairs(tmp_path):
     want = reference.ece(LABELS, calibkit.softmax(LOGITS))
     f = tmp_path / "pair.npz"

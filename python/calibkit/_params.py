@@ -64,6 +64,8 @@ __all__ = [
     "check_gce_params",
     "check_weights",
     "check_weight_total",
+    "MAX_SEED",
+    "as_study_seed",
 ]
 
 BINNINGS = ("even", "adaptive")
@@ -76,6 +78,17 @@ ROW_SUM_TOL: float = float(_native.ROW_SUM_TOL)
 MAX_BINS: int = int(_native.MAX_BINS)
 #: Largest (groups x (bins + 1)) table any path may allocate: the kernel's.
 MAX_TABLE_CELLS: int = int(_native.MAX_TABLE_CELLS)
+
+
+#: Largest seed of the analysis (digits split, model training, recalibration, label noise): the
+#: top of scikit-learn's ``random_state`` range, which those seeds reach.
+MAX_SEED: int = 2**32 - 1
+
+
+def as_study_seed(value, name: str = "seed") -> int:
+    """A seed of the analysis: an integer in ``[0, MAX_SEED]`` (scikit-learn refuses others, in
+    its own words, deep inside a study)."""
+    return as_int(value, name, 0, MAX_SEED)
 
 
 def _shown(value) -> str:

@@ -52,6 +52,19 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _seed(text: str) -> int:
+    """A seed of the analysis (``calibkit._params.as_study_seed``'s range)."""
+    from ._params import MAX_SEED
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, {MAX_SEED}], got {text!r}") from None
+    if not 0 <= v <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, {MAX_SEED}], got {v}")
+    return v
+
+
 def _fraction(text: str) -> float:
     try:
         v = float(text)
@@ -83,7 +96,7 @@ def _add_kind(p: argparse.ArgumentParser) -> None:
 
 def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     if seed:
-        p.add_argument("--seed", type=int, default=0, metavar="N",
+        p.add_argument("--seed", type=_seed, default=0, metavar="N",
                        help="random seed: data split, model training, recalibration methods, label "
                             "noise (default: 0); the same seed reproduces the same numbers")
     p.add_argument("-q", "--quiet", action="store_true",

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._params import as_study_seed
 from ..errors import InvalidParameterError
 
 from .data import ModelSplits, Predictions
@@ -86,6 +87,7 @@ def load_digits_split(seed: int = 0) -> DigitsSplit:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
+    seed = as_study_seed(seed)
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     X_fit, X_rest, y_fit, y_rest = train_test_split(
@@ -196,6 +198,7 @@ def default_models(
     >>> [m.name for m in default_models(0, ["softmax-regression"])]
     ['softmax-regression']
     """
+    seed = as_study_seed(seed)
     d = split if split is not None else load_digits_split(seed)
     out = []
     for name in models:

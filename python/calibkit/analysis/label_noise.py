@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .._params import as_int, as_real
+from .._params import as_int, as_real, as_study_seed
 from ..errors import InvalidParameterError
 
 from .tables import Table
@@ -72,7 +72,7 @@ def noisy_labels(labels, level: float, num_classes: int, *, seed: int = 0) -> np
     y = np.asarray(labels).astype(np.int64)
     if not 0.0 <= float(level) <= 1.0:
         raise InvalidParameterError(f"level: expected a fraction in [0, 1] (got {level!r})")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(as_study_seed(seed))
     order = rng.permutation(y.size)
     draws = rng.integers(0, num_classes, size=y.size)
     m = int(round(float(level) * y.size))

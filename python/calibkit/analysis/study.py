@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._params import as_bin_counts, as_int, as_num_bins, as_real, as_threshold
+from .._params import as_bin_counts, as_int, as_num_bins, as_real, as_study_seed, as_threshold
 from ..errors import CalibkitError, InvalidParameterError
 
 from ._util import make_estimator, recalibration_inputs
@@ -129,6 +129,7 @@ class StudyConfig:
         if self.temperature_starts is not None:
             as_int(self.temperature_starts, "temperature_starts", minimum=1)
         as_int(self.noise_levels, "noise_levels", minimum=1)
+        as_study_seed(self.seed)
         as_real(self.max_noise, "max_noise (a fraction)", low=0.0, high=1.0)
         as_threshold(self.importance_threshold, "importance_threshold")
         object.__setattr__(self, "temperatures", tuple(float(t) for t in self.temperatures))
