@@ -189,10 +189,16 @@ def test_sweep_without_tables_chooses_as_the_tables_do(seed):
         assert got.value == pytest.approx(calibkit.gce(y, p, num_bins=b, **spec), abs=1e-15)
 
 
-def test_sweep_of_separable_scores_skips_to_the_end():
+def test_sweep_of_separable_scores_skips_to_the_end(monkeypatch):
     """Right exactly when confident: every binning is monotone, so the sweep runs to N bins.
     It used to build a table per bin count (minutes at 100k rows); it now sees from the finest
-    bins that no binning can break monotonicity."""
+    bins that no binning can break monotonicity, and visits no bin count at all."""
+    import calibkit.trust.sweep as sweep
+
+    def no_count_visited(*_):
+        raise AssertionError("the sweep visited a bin count")
+
+    monkeypatch.setattr(sweep, "adaptive_positions", no_count_visited)
     c = np.linspace(0.5, 1.0, 100_000)
     p = np.c_[c, 1 - c]
     y = np.where(c > 0.75, 0, 1)

@@ -18,6 +18,8 @@ Rules:
 * weights (``sample_weight``, and ``weights`` of the bin-table helpers) are finite and >= 0
   (0 drops a row), their sum is finite (it normalises every weighted bin, curve and test), and
   unless a caller accumulates batches, not all 0;
+* a seed of the analysis is an integer in ``[0, MAX_SEED]`` (:func:`as_study_seed`);
+* a message quotes the value it got through :func:`shown` (NumPy scalars as plain numbers);
 * every error is an :class:`~calibkit.errors.InvalidParameterError` (a ``ValueError``) that
   names the argument, says what it got and what is accepted; a wrong *type* raises its
   subclass :class:`~calibkit.errors.ParameterTypeError`, which is also an
@@ -66,6 +68,7 @@ __all__ = [
     "check_weight_total",
     "MAX_SEED",
     "as_study_seed",
+    "shown",
 ]
 
 BINNINGS = ("even", "adaptive")
@@ -91,9 +94,10 @@ def as_study_seed(value, name: str = "seed") -> int:
     return as_int(value, name, 0, MAX_SEED)
 
 
-def _shown(value) -> str:
-    """How a message shows the value it got: NumPy scalars as their plain Python value (``2.5``,
-    not ``np.float64(2.5)``; the type is named separately where it matters)."""
+def shown(value) -> str:
+    """How an error message shows the value it got: NumPy scalars as their plain Python value
+    (``2.5``, not ``np.float64(2.5)``; the type is named separately where it matters). Every
+    message that quotes a value, parameter or array entry, goes through this."""
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
@@ -108,7 +112,7 @@ def as_flag(value, name: str) -> bool:
     if isinstance(value, np.bool_):
         return bool(value)
     raise InvalidFlagError(
-        f"{name} must be True or False (a bool), got {_shown(value)} of type {type(value).__name__}"
+        f"{name} must be True or False (a bool), got {shown(value)} of type {type(value).__name__}"
     )
 
 
@@ -116,14 +120,14 @@ def as_choice(value, name: str, choices, hint: str = "") -> str:
     """``value`` if it is one of the strings ``choices`` (``hint`` explains them in the error)."""
     if isinstance(value, str) and value in choices:
         return value
-    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {_shown(value)}")
+    raise InvalidParameterError(f"{name} must be one of {tuple(choices)}{hint}, got {shown(value)}")
 
 
 def as_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """``value`` as an int (any integer type, not bool) within ``[minimum, maximum]``."""
     if not _is_int(value):
         raise ParameterTypeError(
-            f"{name} must be an integer, got {_shown(value)} of type {type(value).__name__}"
+            f"{name} must be an integer, got {shown(value)} of type {type(value).__name__}"
         )
     v = int(value)
     if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
@@ -137,26 +141,26 @@ def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
             high_open: bool = False) -> float:
     """``value`` as a finite float within the given bounds (a bool is not a number here)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"{name} must be a finite number, got {_shown(value)}")
+        raise ParameterTypeError(f"{name} must be a finite number, got {shown(value)}")
     if not math.isfinite(float(value)):
-        raise InvalidParameterError(f"{name} must be a finite number, got {_shown(value)}")
+        raise InvalidParameterError(f"{name} must be a finite number, got {shown(value)}")
     v = float(value)
     if low is not None and (v < low or (low_open and v == low)):
-        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {_shown(v)}")
+        raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {shown(v)}")
     if high is not None and (v > high or (high_open and v == high)):
         raise InvalidParameterError(
-            f"{name} must be {'<' if high_open else '<='} {high}, got {_shown(v)}")
+            f"{name} must be {'<' if high_open else '<='} {high}, got {shown(v)}")
     return v
 
 
 def as_threshold(value, name: str = "threshold") -> float:
     """A score threshold: a number in [0, 1) (scores ``<= threshold`` are dropped)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"{name} must be a number in [0, 1), got {_shown(value)}")
+        raise ParameterTypeError(f"{name} must be a number in [0, 1), got {shown(value)}")
     t = float(value)
     if not 0.0 <= t < 1.0:
         raise InvalidParameterError(
-            f"{name} must be in [0, 1) (scores <= {name} are dropped), got {_shown(value)}"
+            f"{name} must be in [0, 1) (scores <= {name} are dropped), got {shown(value)}"
         )
     return t
 
@@ -166,7 +170,7 @@ def _count(value, name: str, what: str, limit: int, too_many) -> int:
     "a positive integer" in the type error; ``too_many(v)`` says why ``v`` exceeds the limit."""
     if not _is_int(value):
         raise ParameterTypeError(
-            f"{name} must be a positive integer{what}, got {_shown(value)} of type {type(value).__name__}"
+            f"{name} must be a positive integer{what}, got {shown(value)} of type {type(value).__name__}"
         )
     v = int(value)
     if v < 1:
@@ -202,7 +206,7 @@ def as_bin_counts(value, name: str = "num_bins") -> tuple[tuple[int, ...], bool]
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise ParameterTypeError(
             f"{name} must be a positive integer or a sequence of them such as (10, 20, 30), "
-            f"got {_shown(value)} of type {type(value).__name__}"
+            f"got {shown(value)} of type {type(value).__name__}"
         )
     items = tuple(value)
     if not items:

@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 # The parameter half of the checks lives in calibkit._params; these names stay importable here.
-from ._params import BINNINGS, MAX_BINS, NORMS, RANGE_TOL, ROW_SUM_TOL, check_gce_params, check_weights
+from ._params import (BINNINGS, MAX_BINS, NORMS, RANGE_TOL, ROW_SUM_TOL, check_gce_params,
+                      check_weights, shown)
 from ._arraylike import to_numpy
 from .errors import (
     InputTypeError,
@@ -41,6 +42,7 @@ __all__ = [
     "is_multilabel",
     "check_gce_params",
     "check_weights",
+    "shown",
     "as_probs",
     "as_labels",
     "BINNINGS",

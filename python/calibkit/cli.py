@@ -53,16 +53,14 @@ def _positive_int(text: str) -> int:
 
 
 def _seed(text: str) -> int:
-    """A seed of the analysis (``calibkit._params.as_study_seed``'s range)."""
-    from ._params import MAX_SEED
+    """A seed of the analysis, by its one rule (``calibkit._params.as_study_seed``)."""
+    from ._params import MAX_SEED, as_study_seed
+    from .errors import CalibkitError
 
     try:
-        v = int(text)
-    except ValueError:
+        return as_study_seed(int(text))
+    except (ValueError, CalibkitError):
         raise argparse.ArgumentTypeError(f"expected an integer in [0, {MAX_SEED}], got {text!r}") from None
-    if not 0 <= v <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"expected an integer in [0, {MAX_SEED}], got {v}")
-    return v
 
 
 def _fraction(text: str) -> float:

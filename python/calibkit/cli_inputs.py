@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._params import shown
 from .analysis.data import (
     PredictionFileError,
     Predictions,
@@ -124,7 +125,7 @@ def _as_bool(values, name: str, source: str) -> np.ndarray:
         a = a.reshape(-1)
         if not np.all(np.isin(a, (0, 1))):
             bad = int(np.flatnonzero(~np.isin(a, (0, 1)))[0])
-            raise _fail(source, f"{name!r} must be 0/1 or true/false (row {bad} has {a[bad].item()!r})")
+            raise _fail(source, f"{name!r} must be 0/1 or true/false (row {bad} has {shown(a[bad])})")
         return a.astype(bool)
     out = []
     for i, v in enumerate(a.reshape(-1)):

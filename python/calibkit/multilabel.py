@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 
 from ._binstats import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
-from ._validate import RANGE_TOL, check_gce_params
+from ._validate import RANGE_TOL, check_gce_params, shown
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -106,7 +106,7 @@ def validate_multilabel(label_matrix, probs) -> tuple[np.ndarray, np.ndarray]:
     if bad.any():
         i, k = np.argwhere(bad)[0]
         raise InvalidLabelsError(
-            f"label_matrix: multilabel labels must be 0 or 1, got {y[i, k].item()!r} at [{i}, {k}] "
+            f"label_matrix: multilabel labels must be 0 or 1, got {shown(y[i, k])} at [{i}, {k}] "
             f"({int(bad.sum())} such entries); for integer class labels pass a 1-D array"
         )
     p64 = np.ascontiguousarray(p, dtype=np.float64)

@@ -193,6 +193,7 @@ impl Cells<'_> {
             if b.len() != n {
                 return Err(KernelError::Shape(format!("base weights must have {n} entries, got {}", b.len())));
             }
+            crate::kernels::validate::weights(b, "base weights")?;
         }
         if let Some(i) = self.cell.iter().position(|&c| c != DROPPED && c as usize >= cells) {
             return Err(KernelError::Shape(format!("cell {} at entry {i} is outside the {cells} cells", self.cell[i])));
@@ -521,6 +522,7 @@ pub fn bootstrap_grouped(
         if b.len() != t.n_rows {
             return Err(KernelError::Shape(format!("base weights must have {} entries, got {}", t.n_rows, b.len())));
         }
+        crate::kernels::validate::weights(b, "base weights")?;
     }
     let values: Result<Vec<f64>, KernelError> = (0..n_resamples)
         .into_par_iter()

@@ -282,10 +282,13 @@ mod tests {
 
     /// The one weight rule: each weight finite and >= 0, the sum finite; and every weighted
     /// kernel applies it (a NaN, negative or overflowing weight is an error that names the
-    /// weights, never a NaN result).
+    /// weights, never a NaN result): KS, smoothing, isotonic, the grouped bin tables and both
+    /// bootstraps' base weights.
     #[test]
     fn weights_are_checked_by_one_rule_in_every_weighted_kernel() {
-        use crate::kernels::{isotonic, ks, smooth};
+        use crate::kernels::grouped::{grouped_bin_stats, GroupedRows};
+        use crate::kernels::resample::{bootstrap, bootstrap_grouped, Cells, Scheme, Triples};
+        use crate::kernels::{isotonic, ks, smooth, Binning, Norm};
         assert_eq!(weights(&[0.0, 2.5, 1.0], "w").ok(), Some(3.5));
         assert_eq!(weights(&[], "w").ok(), Some(0.0));
         for (w, says) in [
@@ -307,6 +310,16 @@ mod tests {
             assert!(ks::ks_error(&s, &o, Some(&w)).is_err_and(named), "ks {w:?}");
             assert!(smooth::grid_mass(&s, &o, Some(&w), 8).is_err_and(named), "smooth {w:?}");
             assert!(isotonic::isotonic_fit(&s, &o, Some(&w)).is_err_and(named), "isotonic {w:?}");
+            let rows = GroupedRows { groups: None, scores: &s[..], outcomes: &o, weights: Some(&w), num_groups: 1 };
+            assert!(grouped_bin_stats(&rows, Binning::Adaptive, 2).is_err_and(named), "grouped {w:?}");
+            let base = |e: KernelError| {
+                matches!(&e, KernelError::Parameter(m) if m.starts_with("base weights[") || m.starts_with("the sum of base weights exceeds"))
+            };
+            let cells = Cells { cell: &[0, 1], score: &s, hit: &[0, 0], base: Some(&w), width: 1, groups: 1, nb: 2 };
+            assert!(bootstrap(&cells, Norm::L1, false, Scheme::Poisson, 0, 4).is_err_and(base), "bootstrap {w:?}");
+            let t = Triples { groups: &[0, 0], scores: &s, outcomes: &o, rows: &[0, 1], base: Some(&w), n_rows: 2, num_groups: 1 };
+            let grouped = bootstrap_grouped(&t, Binning::Adaptive, 2, Norm::L1, false, Scheme::Poisson, 0, 4);
+            assert!(grouped.is_err_and(base), "bootstrap_grouped {w:?}");
         }
         // All-zero weights: the kernels that need a positive total say so.
         let zero = [0.0, 0.0];

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from .._params import shown
 from ..errors import CalibkitError, InvalidParameterError
 
 __all__ = [
@@ -164,7 +165,7 @@ def _check_labels(labels: Any, n: int | None, source: str) -> np.ndarray:
         if not np.all(y == np.round(y)):
             bad = int(np.flatnonzero(y != np.round(y))[0])
             raise _fail(
-                source, f"labels must be whole numbers (row {bad} has {y[bad].item()!r}); give class indices"
+                source, f"labels must be whole numbers (row {bad} has {shown(y[bad])}); give class indices"
             )
     if n is not None and y.shape[0] != n:
         raise _fail(

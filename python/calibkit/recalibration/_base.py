@@ -31,7 +31,7 @@ import numbers
 
 import numpy as np
 
-from .._params import RANGE_TOL, ROW_SUM_TOL, as_choice, as_flag, as_int, as_real
+from .._params import RANGE_TOL, ROW_SUM_TOL, as_choice, as_flag, as_int, as_real, shown
 from .._validate import as_array
 from ..errors import (
     InputTypeError,
@@ -352,7 +352,7 @@ def prepare_labels(y, n_samples: int, n_classes: int, *, name: str = "y") -> np.
         if not np.all(arr == np.round(arr)):
             bad = int(np.flatnonzero(arr != np.round(arr))[0])
             raise InvalidLabelsError(
-                f"{name}[{bad}] is {arr[bad].item()!r}, not an integer: labels must be class indices"
+                f"{name}[{bad}] is {shown(arr[bad])}, not an integer: labels must be class indices"
             )
     elif arr.dtype.kind not in "iu":
         raise InputTypeError(f"{name} must hold integer class indices, got dtype {arr.dtype}")

@@ -148,9 +148,9 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
         A metric of the space (name, paper index 0-31, :class:`calibkit.MetricSpec`), or any
         callable ``metric(labels, probs, sample_weight=w)`` returning a float (e.g. a
         binning-free estimator); the callable is called once per resample, and resamples where
-        it is not finite (or that drew no row at all) are left out of the interval and ``std``. A metric of the space is
-        finite on every resample; if huge sample weights overflow one, it is a
-        :class:`calibkit.NumericalError`.
+        it is not finite (or that drew no row at all) are left out of the interval and
+        ``std``. A metric of the space is finite on every resample; if huge sample weights
+        overflow one, it is a :class:`calibkit.NumericalError`.
     num_bins : int or "auto", default 15
         Ignored for a callable.
     confidence : float in (0, 1), default 0.90
@@ -214,7 +214,7 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
     # A callable may be undefined on some resamples: like the interval, the spread is that of
     # the finite ones.
     fin = star[np.isfinite(star)]
-    std = float(np.std(fin, ddof=1)) if fin.size > 1 else (0.0 if r == 1 else float("nan"))
+    std = float(np.std(fin, ddof=1)) if fin.size > 1 else (0.0 if fin.size else float("nan"))
     return ConfidenceInterval(float(t), low, high, std, conf, method, r, name,
                               star if return_resamples else None)
 

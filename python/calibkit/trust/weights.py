@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _native
 from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
-from .._params import check_weight_total, check_weights
+from .._params import check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
@@ -72,12 +72,8 @@ class Triples:
         ``max_prob``), so their total is checked too (:func:`calibkit._params.check_weight_total`)."""
         if row_weights is None:
             return None
-        w = row_weights[self.row]
-        with np.errstate(over="ignore"):
-            total = float(np.sum(w))
-        check_weight_total(total, "sample_weight over the scores this metric bins (a row's weight "
-                           "once per score it keeps)", allow_zero=True)
-        return w
+        return check_weights(row_weights[self.row], "sample_weight over the scores this metric "
+                             "bins (a row's weight once per score it keeps)", allow_all_zero=True)
 
     def stats(self, weights):
         return grouped_bin_stats(self.group, self.score, self.outcome, weights,
