@@ -166,8 +166,8 @@ def dask_arrays(n, size):
 
 def run_case(case: str, n: int, size: int) -> dict:
     import calibkit
-    import calibkit.dask as cdask
-    from calibkit.streaming import Accumulator
+    import calibkit.scale.dask as cdask
+    from calibkit.scale.streaming import Accumulator
 
     base = baseline_rate()
     y0, p0 = chunk(99, 1000)

@@ -9,14 +9,14 @@ import itertools
 import pickle
 
 import calibkit
-import calibkit._select
-import calibkit.dask as cdask
+import calibkit.scale.select as _select
+import calibkit.scale.dask as cdask
 import numpy as np
 import pytest
 from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from calibkit.evaluation import Evaluation, evaluate
+from calibkit.space import Evaluation, evaluate
 from calibkit.space import metric_space
-from calibkit.streaming import Accumulator
+from calibkit.scale.streaming import Accumulator
 from conftest import load_shared
 from hypothesis import given
 from hypothesis import strategies as st
@@ -140,8 +140,8 @@ def test_adaptive_metrics_share_few_passes(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_deep_refinement_stays_exact(monkeypatch, kind, dtype):
     """With no fetching and tiny bucket budgets the selection must refine down to single keys."""
-    monkeypatch.setattr(calibkit._select, "FETCH_MAX", 0)
-    monkeypatch.setattr(calibkit._select, "BUCKET_BUDGET", 64)
+    monkeypatch.setattr(_select, "FETCH_MAX", 0)
+    monkeypatch.setattr(_select, "BUCKET_BUDGET", 64)
     calls = count_passes(monkeypatch)
     labels, probs = make_data(3, 400, 3, kind, dtype)
     dl, dp = as_dask(labels, probs, (150, 0, 250))
@@ -157,9 +157,9 @@ def test_partial_results_do_not_grow_with_the_chunk():
     """What a chunk sends back is bounded by the bucket budget, not by its number of rows."""
     for rows in (20_000, 200_000):
         labels, probs = make_data(4, rows, 10, "dirichlet")
-        sel = calibkit._select.Selection(10, np.float64, (15,))
+        sel = _select.Selection(10, np.float64, (15,))
         plan = sel.plan()
-        assert plan["size"] <= 2 * calibkit._select.BUCKET_BUDGET
+        assert plan["size"] <= 2 * _select.BUCKET_BUDGET
         job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan},
                "count": {}, "num_bins": (15,)}
         size = len(pickle.dumps(cdask._chunk_task(labels, probs, job)))
@@ -170,16 +170,16 @@ def test_partial_results_do_not_grow_with_the_chunk():
 def test_plans_carry_everything_the_workers_need(monkeypatch):
     """A worker's module settings must not matter: the plan fixes every bucket bound."""
     labels, probs = make_data(7, 3000, 4, "dirichlet")
-    sel = calibkit._select.Selection(4, np.float64, (15,))
+    sel = _select.Selection(4, np.float64, (15,))
     plan = sel.plan()
     job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan}, "count": {},
            "num_bins": (15,)}
     reference = cdask._chunk_task(labels, probs, job)["scan"][(False, True, 0.0)]
-    monkeypatch.setattr(calibkit._select, "BUCKET_BUDGET", 64)  # a "worker" configured otherwise
+    monkeypatch.setattr(_select, "BUCKET_BUDGET", 64)  # a "worker" configured otherwise
     other = cdask._chunk_task(labels, probs, job)["scan"][(False, True, 0.0)]
-    np.testing.assert_array_equal(calibkit._select.unpack(other[0]),
-                                  calibkit._select.unpack(reference[0]))
-    assert calibkit._select.unpack(other[0]).size == plan["size"]
+    np.testing.assert_array_equal(_select.unpack(other[0]),
+                                  _select.unpack(reference[0]))
+    assert _select.unpack(other[0]).size == plan["size"]
 
 
 def test_changing_inputs_are_detected():
@@ -252,7 +252,7 @@ def test_unknown_chunk_sizes_and_bad_parameters():
 
 
 def test_docstring_examples():
-    for mod in (cdask, calibkit._select):
+    for mod in (cdask, _select):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0
     assert doctest.testmod(cdask).attempted > 0

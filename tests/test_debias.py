@@ -54,7 +54,7 @@ def test_debiased_is_below_plugin_and_rmsce_keyword():
 
 def test_negative_estimate_clips_to_zero_and_single_bins_count_zero():
     # perfectly calibrated-looking tiny bins: the variance term dominates
-    from calibkit.trust.debias import debiased_l2
+    from calibkit.binned.debias import debiased_l2
 
     assert debiased_l2([[4, 4]], [[1.2, 2.8]], [[1, 3]], False) == 0.0
     # a single-prediction bin contributes 0 but keeps its weight
@@ -244,7 +244,7 @@ def test_signed_ece_sign():
 # --- num_bins="auto" ---------------------------------------------------------------------
 
 def test_auto_bins_rule_and_warning():
-    from calibkit.trust.auto_bins import auto_num_bins
+    from calibkit.binned.auto_bins import auto_num_bins
 
     y, p = _data(6, n=1000)
     with warnings.catch_warnings():

@@ -7,7 +7,7 @@ import pytest
 from conftest import load_shared
 
 import calibkit
-from calibkit.diagnostics import (
+from calibkit.binned.diagnostics import (
     adaptive_bin_edges,
     ece_pathology_example,
     ignored_important_fraction,

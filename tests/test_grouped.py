@@ -1,4 +1,4 @@
-"""The weighted binning primitive (calibkit._binstats.grouped_bin_stats, rust/kernels/grouped.rs).
+"""The weighted binning primitive (calibkit.binned.table.grouped_bin_stats, rust/kernels/grouped.rs).
 
 Checked against independent computations: reference.py's binning, the existing kernels'
 bin_stats, and the weight-expanded sample (np.repeat) for integer weights.
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from calibkit import _native, reference
-from calibkit._binstats import adaptive_positions, grouped_bin_stats
+from calibkit.binned.table import adaptive_positions, grouped_bin_stats
 from calibkit.errors import (
     InputTypeError,
     InvalidParameterError,
@@ -245,7 +245,7 @@ def test_native_binding_refuses_without_panicking():
 
 @given(seed=st.integers(0, 2**31), m=st.integers(0, 60), num_bins=st.integers(1, 10))
 def test_given_edges_reproduce_the_adaptive_table(seed, m, num_bins):
-    from calibkit._binstats import grouped_bin_stats_at
+    from calibkit.binned.table import grouped_bin_stats_at
 
     rng = np.random.default_rng(seed)
     g = rng.integers(0, 3, size=m)
@@ -264,7 +264,7 @@ def test_given_edges_reproduce_the_adaptive_table(seed, m, num_bins):
 
 
 def test_given_edges_errors():
-    from calibkit._binstats import grouped_bin_stats_at
+    from calibkit.binned.table import grouped_bin_stats_at
 
     with pytest.raises(InvalidParameterError, match="non-decreasing"):
         grouped_bin_stats_at(None, [0.1, 0.5], [0, 1], [[0.6, 0.2]])
@@ -277,7 +277,7 @@ def test_given_edges_errors():
 
 
 def test_even_boundaries_are_specs():
-    from calibkit._binstats import even_boundaries
+    from calibkit.binned.table import even_boundaries
 
     for b in (1, 2, 3, 10, 15, 97):
         want = np.concatenate([[0.0], reference.upper_edges([], "even", b), [1.0]])

@@ -8,7 +8,7 @@ from scipy import stats
 
 import calibkit
 from calibkit.errors import CalibkitError, InvalidParameterError, ShapeMismatchError
-from calibkit.trust.bin_intervals import binomial_interval
+from calibkit.binned.bin_intervals import binomial_interval
 
 
 # --- per-bin intervals -------------------------------------------------------------------

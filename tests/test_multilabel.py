@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import calibkit
-from calibkit.evaluation import multilabel_evaluate
+from calibkit.space import multilabel_evaluate
 from calibkit.errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -18,7 +18,7 @@ from calibkit.errors import (
     InvalidProbabilitiesError,
     ShapeMismatchError,
 )
-from calibkit.multilabel import (
+from calibkit.binned.multilabel import (
     MultilabelError,
     multilabel_bins,
     multilabel_gce,
@@ -309,16 +309,18 @@ def test_multilabel_is_a_leaf_module():
     import ast
     from pathlib import Path
 
-    def imports(name):
-        tree = ast.parse(Path(calibkit.__file__).with_name(name).read_text())
-        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+    binned = Path(calibkit.__file__).parent / "binned"
 
-    assert imports("multilabel.py") <= {"_binstats", "_validate", "errors"}
-    # None: "from . import _native"; trust.*: the leaf modules behind CalibrationBins'
+    def imports(name):
+        tree = ast.parse((binned / name).read_text())
+        return {(n.level, n.module) for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.level}
+
+    assert imports("multilabel.py") <= {(1, "table"), (2, "_validate"), (2, "errors")}
+    # (2, None): "from .. import _native"; the leaf modules behind CalibrationBins'
     # accuracy_interval / error(debias=) / overconfidence (imported inside those methods)
-    trust_leaves = {"trust.bin_intervals", "trust.debias", "trust.masses"}
-    assert imports("_binstats.py") <= {None, "_validate", "errors"} | trust_leaves
-    for leaf in trust_leaves:
-        tree = ast.parse((Path(calibkit.__file__).parent / (leaf.replace(".", "/") + ".py")).read_text())
-        assert {n.module for n in ast.walk(tree)
-                if isinstance(n, ast.ImportFrom) and n.level} <= {"errors"}, leaf
+    leaves = {"bin_intervals", "debias", "masses"}
+    assert imports("table.py") <= ({(2, None), (2, "_validate"), (2, "_params"), (2, "errors")}
+                                   | {(1, leaf) for leaf in leaves})
+    for leaf in leaves:
+        assert imports(leaf + ".py") <= {(2, "errors"), (2, "_params")}, leaf

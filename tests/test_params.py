@@ -30,12 +30,12 @@ from calibkit.errors import (
     ShapeMismatchError,
 )
 from calibkit.space import MetricSpec
-from calibkit.streaming import Accumulator
+from calibkit.scale.streaming import Accumulator
 
 try:
     import dask.array as da
 
-    import calibkit.dask as cdask
+    import calibkit.scale.dask as cdask
 except ImportError:  # pragma: no cover - the dask extra is part of the test extras
     da = cdask = None
 

@@ -20,7 +20,7 @@ from calibkit.errors import (  # noqa: E402
     InvalidParameterError,
     ShapeMismatchError,
 )
-from calibkit.diagnostics import per_class_error  # noqa: E402
+from calibkit.binned.diagnostics import per_class_error  # noqa: E402
 from calibkit.analysis.temperature import error_vs_temperature  # noqa: E402
 from calibkit.space import evaluate  # noqa: E402
 

@@ -165,7 +165,7 @@ def test_huge_weights_give_a_finite_result_or_a_clear_error(name):
 def test_accumulator_refuses_a_running_weight_total_that_overflows():
     """Each batch's weights pass, but with the earlier batches' (or a merged accumulator's)
     they would sum past float64: refused before anything changes, not NaN tables later."""
-    from calibkit.streaming import Accumulator
+    from calibkit.scale.streaming import Accumulator
 
     y, p, _ = _data(9)
     w = np.zeros(len(y))
@@ -193,7 +193,7 @@ def test_weighted_path_still_validates_probabilities():
 
 
 def test_accumulator_integer_weights_equal_weighted_gce():
-    from calibkit.streaming import Accumulator
+    from calibkit.scale.streaming import Accumulator
 
     y, p, w = _data(7)
     names = ["ECE", "ACE", "SCE", "RMSCE", "TACE"]
@@ -220,7 +220,7 @@ def test_accumulator_integer_weights_equal_weighted_gce():
 
 def test_dask_integer_weights_equal_weighted_gce():
     da = pytest.importorskip("dask.array")
-    import calibkit.dask as cdask
+    import calibkit.scale.dask as cdask
 
     y, p, w = _data(8)
     names = ["ECE", "ACE", "SCE", "RMSCE"]

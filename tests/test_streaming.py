@@ -8,14 +8,14 @@ import itertools
 import pickle
 
 import calibkit
-import calibkit._groups
-import calibkit.streaming
+import calibkit.binned.groups
+import calibkit.scale.streaming
 import numpy as np
 import pytest
 from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from calibkit.evaluation import Evaluation, evaluate
+from calibkit.space import Evaluation, evaluate
 from calibkit.space import MetricSpec, metric_space
-from calibkit.streaming import Accumulator, IncompatibleAccumulatorError
+from calibkit.scale.streaming import Accumulator, IncompatibleAccumulatorError
 from conftest import load_shared
 from hypothesis import given
 from hypothesis import strategies as st
@@ -288,7 +288,7 @@ def test_sketch_edges_respect_the_documented_rank_error(k):
     flat = probs.ravel()
     kept = np.sort(flat[flat > 0])
     n, num_bins = kept.size, 20
-    positions = calibkit._groups.adaptive_positions(n, num_bins)
+    positions = calibkit.binned.groups.adaptive_positions(n, num_bins)
     passed_rank = passed_pmf = 0
     trials = 10
     for trial in range(trials):
@@ -491,6 +491,6 @@ def test_repr_and_rank_error():
 
 
 def test_docstring_examples():
-    for mod in (calibkit.streaming, calibkit._groups):
+    for mod in (calibkit.streaming, calibkit.binned.groups):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0

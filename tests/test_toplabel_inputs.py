@@ -29,7 +29,7 @@ from calibkit.errors import (
 )
 from calibkit.space import metric_space
 from calibkit._params import MAX_TABLE_CELLS
-from calibkit.streaming import Accumulator
+from calibkit.scale.streaming import Accumulator
 
 from conftest import SHARED_DATA, load_shared
 from test_api_inputs import NumpyMethodOnly
@@ -438,7 +438,7 @@ def test_accumulator_pairs_equal_matrix_batches(dtype):
 
 def test_dask_pairs_equal_in_memory():
     da = pytest.importorskip("dask.array")
-    import calibkit.dask
+    import calibkit.scale.dask
 
     labels, probs = _synthetic(n=3000, dtype=np.float32)
     pairs = pairs_of(labels, probs)

@@ -22,7 +22,7 @@ from calibkit.errors import (
     ShapeMismatchError,
 )
 from calibkit.space import MetricSpec, metric_space
-from calibkit.streaming import Accumulator
+from calibkit.scale.streaming import Accumulator
 
 SPACE = metric_space()
 
@@ -244,7 +244,7 @@ def test_auto_argument_errors():
 @pytest.mark.parametrize("chunks", [(17, 40), (64, 64), (250, 33), (250, 250)])
 def test_dask_fractional_weights_equal_weighted_evaluate(chunks):
     da = pytest.importorskip("dask.array")
-    import calibkit.dask as cdask
+    import calibkit.scale.dask as cdask
 
     y, p, w = _data(sum(chunks), 250, 4, dtype=np.float32 if chunks[0] == 64 else np.float64)
     ev = cdask.evaluate(da.from_array(y, chunks=chunks[0]), da.from_array(p, chunks=(chunks[0], 4)),
@@ -262,7 +262,7 @@ def test_dask_fractional_weights_equal_weighted_evaluate(chunks):
 
 def test_dask_weight_errors():
     da = pytest.importorskip("dask.array")
-    import calibkit.dask as cdask
+    import calibkit.scale.dask as cdask
 
     y, p, w = _data(21, 120, 3)
     dy, dp = da.from_array(y, chunks=50), da.from_array(p, chunks=(50, 3))
@@ -310,7 +310,7 @@ def test_top_label_pairs_with_weights_equal_gce(f32):
 
 def test_dask_top_label_pairs_with_weights():
     da = pytest.importorskip("dask.array")
-    import calibkit.dask as cdask
+    import calibkit.scale.dask as cdask
 
     y, p, w = _data(41, 260, 4)
     conf, pred = p.max(axis=1), p.argmax(axis=1)

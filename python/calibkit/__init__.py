@@ -7,7 +7,7 @@ Error over its whole parameter space, with the heavy lifting in Rust.
 # No `from __future__ import annotations` here: it would leave a stray name `annotations` in
 # dir(calibkit) (tests/test_api_inputs.py checks there is none).
 from ._softmax import log_softmax, softmax
-from .bins import CalibrationBins, calibration_bins, reduce_bins
+from .binned.bins import CalibrationBins, calibration_bins, reduce_bins
 from .errors import (
     CalibkitError,
     InputTypeError,
@@ -21,21 +21,39 @@ from .errors import (
     ShapeMismatchError,
     TopLabelInputError,
 )
-from .metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
-from .space import MetricSpace, MetricSpec, metric_space  # isort: skip (before .evaluation)
-from .evaluation import Evaluation, evaluate  # isort: skip
-from .streaming import Accumulator, IncompatibleAccumulatorError  # isort: skip
-from .smooth import smece
-from .ks import ksce
-from .decompose import Decomposition, decompose
-from .binning_free import BinningFree, binning_free
+from .binned.metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
+from .binned.spec import MetricSpace, MetricSpec, metric_space  # isort: skip (before .space)
+from .binned.space import Evaluation, evaluate  # isort: skip
+from .scale.streaming import Accumulator, IncompatibleAccumulatorError  # isort: skip
+from .binfree.smooth import smece
+from .binfree.ks import ksce
+from .binfree.decompose import Decomposition, decompose
+from .binfree.estimators import BinningFree, binning_free
 from .errors import FewSamplesWarning  # isort: skip
 from .trust.calibration_test import CalibrationTestResult, calibration_test  # isort: skip
 from .trust.intervals import ConfidenceInterval, confidence_interval  # isort: skip
 from .trust.signed import signed_ece  # isort: skip
 from .trust.sweep import SweepResult, ece_sweep  # isort: skip
 
+from . import _paths  # isort: skip
+
 __version__ = "0.1.0"
+
+_paths.install()
+
+
+def __getattr__(name: str):
+    """``calibkit.plots``, ``calibkit.dask``, ... imported on first use (PEP 562)."""
+    if name in _paths.SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _paths.SUBMODULES)
+
 
 __all__ = [
     "__version__",

@@ -204,7 +204,7 @@ def require_top_label(pairs: Pairs, max_prob: bool, class_conditional: bool,
 
 def pair_groups(pairs: Pairs, class_conditional: bool,
                 threshold: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The kept ``(scores, outcomes)`` of each group, as :func:`calibkit._groups.score_groups`
+    """The kept ``(scores, outcomes)`` of each group, as :func:`calibkit.binned.groups.score_groups`
     forms them from a matrix (scores in the dtype of ``confidence``, outcomes bool, groups in
     predicted-class order, input order within a group). The values must be validated."""
     keep = pairs.confidence > np.float64(threshold)  # compared in float64 (SPEC)
@@ -244,7 +244,7 @@ def evaluate(pairs: Pairs, specs: list, num_bins: list) -> np.ndarray:
 def toplabel_space(space, has_predicted: bool):
     """The metric space of an ``evaluate`` call with top-label input (see
     :func:`calibkit.evaluate`): by default the paper's max-prob metrics the input allows."""
-    from ._space import _as_space
+    from .binned.spec import _as_space
 
     if space is None:
         space = _as_space(None).select(max_prob=True)

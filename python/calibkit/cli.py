@@ -268,7 +268,7 @@ def _cmd_report(args) -> int:
     import numpy as np
 
     from .analysis.report import write_prediction_report
-    from .cli_inputs import TopLabelPredictions, read_predictions
+    from .io.predictions import TopLabelPredictions, read_predictions
 
     t0 = time.perf_counter()
     pred, notes = read_predictions(args.predictions, args)
@@ -298,7 +298,7 @@ def _report_toplabel(args, top, t0: float) -> int:
     import json
     from pathlib import Path
 
-    from .cli_inputs import FULL_MATRIX_METRICS, toplabel_metric_rows
+    from .io.predictions import FULL_MATRIX_METRICS, toplabel_metric_rows
 
     table = toplabel_metric_rows(top, num_bins=args.num_bins)
     acc = float(top.correct.mean())
@@ -410,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except (PredictionFileError, CalibkitError, _UsageError) as exc:
-        from .cli_inputs import shell_message
+        from .io.predictions import shell_message
 
         print(f"calibkit: error: {shell_message(str(exc))}", file=sys.stderr)
         return 2

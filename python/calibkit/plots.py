@@ -29,9 +29,9 @@ import textwrap
 import numpy as np
 
 from ._params import as_flag, as_int
-from ._space import MetricSpec
+from .binned.spec import MetricSpec
 from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from .evaluation import Evaluation
+from .binned.space import Evaluation
 
 __all__ = [
     "reliability_diagram",
@@ -173,7 +173,7 @@ def reliability_diagram(
            "num_classes": num_classes}
     is_top = any(v is not None for v in top.values())
     if isinstance(num_bins, str):
-        from .trust.auto_bins import auto_num_bins, resolve_num_bins
+        from .binned.auto_bins import auto_num_bins, resolve_num_bins
 
         if is_top:  # top-label input: N predictions, one group (or num_classes groups)
             if not isinstance(num_bins, str) or num_bins != "auto":
@@ -187,14 +187,14 @@ def reliability_diagram(
         if isinstance(num_bins, str):
             raise InvalidParameterError(f"num_bins: expected a positive int or 'auto', got {num_bins!r}")
     if is_top:  # top-label input (calibkit._toplabel)
-        from .bins import calibration_bins
+        from .binned.bins import calibration_bins
 
         def bins_fn(labels, probs, **kw):
             return calibration_bins(labels, probs, **top, **kw)
     elif np.ndim(labels) == 2:
-        from .multilabel import multilabel_bins as bins_fn
+        from .binned.multilabel import multilabel_bins as bins_fn
     else:
-        from .bins import calibration_bins as bins_fn
+        from .binned.bins import calibration_bins as bins_fn
     table = bins_fn(labels, probs, binning=binning, max_prob=max_prob, class_conditional=cc,
                     threshold=threshold, num_bins=num_bins)
     g = 0
@@ -365,7 +365,7 @@ def plot_per_class_error(
     >>> len(fig.axes[0].patches)
     5
     """
-    from .diagnostics import per_class_error
+    from .binned.diagnostics import per_class_error
 
     spec = MetricSpec.coerce(metric)
     errors = per_class_error(labels, probs, spec, num_bins=num_bins)
@@ -638,9 +638,9 @@ def corp_reliability_diagram(
     >>> fig.axes[0].get_ylabel()
     'CORP recalibrated probability'
     """
-    from ._binfree import groups
+    from .binfree.common import groups
     from ._params import as_choice, as_flag, as_int, as_real
-    from .decompose import decompose, recalibrate
+    from .binfree.decompose import decompose, recalibrate
 
     figsize = _check_figsize(figsize)
     band = as_choice(band, "band", _BANDS)

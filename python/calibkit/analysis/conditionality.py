@@ -95,7 +95,7 @@ def class_conditionality(
     (2, 3)
     """
     import calibkit
-    from calibkit.recalibration import ClassConditionalHistogramBinning, HistogramBinning
+    from ..recalibration import ClassConditionalHistogramBinning, HistogramBinning
 
     val, test = model.val, model.test
     out = {"Uncalibrated": np.asarray(test.probs, dtype=np.float64)}

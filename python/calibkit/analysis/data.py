@@ -244,7 +244,7 @@ def check_predictions(labels: Any, scores: Any, kind: str | None, source: str) -
     if kind == "probs":
         # The core checks every value (range, row sums, with its documented tolerances) in the
         # same Rust pass that computes a metric: one cheap ECE call runs all of them.
-        from ..metrics import gce
+        from ..binned.metrics import gce
 
         try:
             gce(y, s, num_bins=1)

@@ -202,7 +202,7 @@ def temperature_figure(labels, logits, temperatures, metrics: Sequence[str], *, 
     (matplotlib.figure.Figure, calibkit.analysis.temperature.TemperatureCurves)
     """
     _plt()
-    from calibkit.plots import plot_error_vs_temperature
+    from ..plots import plot_error_vs_temperature
 
     from .temperature import error_vs_temperature
 
@@ -213,6 +213,6 @@ def temperature_figure(labels, logits, temperatures, metrics: Sequence[str], *, 
 def reliability_figure(labels, probs, *, num_bins: int = 15, title: str = ""):
     """Reliability diagram of top-label confidence, via :func:`calibkit.plots.reliability_diagram`."""
     _plt()
-    from calibkit.plots import reliability_diagram
+    from ..plots import reliability_diagram
 
     return reliability_diagram(labels, probs, num_bins=num_bins, title=title or None)

@@ -188,7 +188,7 @@ def label_noise_study(
     if lv.ndim != 1 or lv.size == 0 or np.any((lv < 0) | (lv > 1)):
         raise InvalidParameterError(f"levels: expected fractions in [0, 1] (got {levels!r})")
     try:
-        from calibkit.diagnostics import ignored_important_fraction
+        from ..binned.diagnostics import ignored_important_fraction
     except ImportError:  # pragma: no cover - diagnostics ships with the package
         ignored_important_fraction = None
     cols = {c: [] for c in ("ECE", "ACE", "SCE", "accuracy", "mean max confidence",

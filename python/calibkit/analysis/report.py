@@ -234,7 +234,7 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
     ['ECE', 'Class-conditional ECE', 'SCE']
     """
     import calibkit
-    from calibkit.space import MetricSpec
+    from ..binned.spec import MetricSpec
 
     rows = []
     for label, key, fn in NAMED_METRIC_ORDER:
@@ -270,7 +270,7 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
 
 def metric_space_table(labels, probs, *, num_bins: int = 15) -> Table:
     """All 32 metrics of the paper's space at one bin count, with their settings."""
-    from calibkit.space import evaluate, metric_space
+    from ..binned.space import evaluate, metric_space
 
     sp = metric_space()
     v = evaluate(labels, probs, space=sp, num_bins=(int(num_bins),)).values[:, 0]
@@ -324,7 +324,7 @@ def per_bin_table(labels, probs, *, num_bins: int = 15) -> Table:
 def per_class_table(labels, probs, *, num_bins: int = 15) -> Table:
     """Per-class view: support, predictions, recall, precision and each class's error under
     class-conditional ECE, SCE and ACE (their class averages are the metrics)."""
-    from calibkit.diagnostics import per_class_error
+    from ..binned.diagnostics import per_class_error
 
     y = np.asarray(labels).astype(np.int64)
     p = np.asarray(probs)

@@ -432,8 +432,8 @@ def evaluate_methods(
     >>> v.shape
     (8, 32, 2)
     """
-    from calibkit.recalibration import PAPER_METHODS
-    from calibkit.space import evaluate, metric_space
+    from ..recalibration import PAPER_METHODS
+    from ..binned.space import evaluate, metric_space
 
     sp = metric_space() if space is None else space
     methods = PAPER_METHODS if methods is None else methods
@@ -525,8 +525,8 @@ def run_study(
     >>> res.models[0].rank_order().shape  # doctest: +SKIP
     (8, 32)
     """
-    from calibkit.recalibration import PAPER_METHODS
-    from calibkit.space import metric_space
+    from ..recalibration import PAPER_METHODS
+    from ..binned.spec import metric_space
 
     cfg = config or StudyConfig()
     t_start = time.perf_counter()

@@ -21,10 +21,10 @@ import numpy as np
 
 from .._params import as_num_bins
 from .._softmax import log_softmax, softmax
-from .._space import MetricSpace, MetricSpec, as_space
+from ..binned.spec import MetricSpace, MetricSpec, as_space
 from .._validate import as_array, as_labels, length_mismatch_error
 from ..errors import InvalidLabelsError, InvalidParameterError, ShapeMismatchError
-from ..evaluation import evaluate
+from ..binned.space import evaluate
 
 from ._util import make_estimator, recalibration_inputs
 from .data import ModelSplits
@@ -294,8 +294,8 @@ def optimise_temperature_per_metric(
     (2,)
     """
     import calibkit
-    from calibkit.recalibration import MetricTemperatureScaling
-    from calibkit.space import metric_space
+    from ..recalibration import MetricTemperatureScaling
+    from ..binned.spec import metric_space
 
     if space is None:
         sp = metric_space()

@@ -76,10 +76,10 @@ import numbers
 
 import numpy as np
 
-from calibkit import calibration_bins as _calibration_bins
-from calibkit import gce as _gce
-from calibkit._params import as_flag
-from calibkit.errors import InvalidParameterError, ShapeMismatchError
+from .. import calibration_bins as _calibration_bins
+from .. import gce as _gce
+from .._params import as_flag
+from ..errors import InvalidParameterError, ShapeMismatchError
 
 __all__ = [
     "GeneralCalibrationError",

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _native
-from .._binstats import grouped_bin_stats
+from ..binned.table import grouped_bin_stats
 from ..errors import InvalidParameterError
 from ._base import (
     RecalibratorBase,
@@ -44,7 +44,7 @@ def _histograms(scores, targets, n_bins, binning, groups=None, num_groups=1):
     """Edges (G, B+1), counts (G, B) and target sums (G, B) of G histograms at once.
 
     The bins are those of calibkit's metrics (the binning primitive,
-    :func:`calibkit._binstats.grouped_bin_stats`) with two adjustments for a map on [0, 1]:
+    :func:`calibkit.binned.table.grouped_bin_stats`) with two adjustments for a map on [0, 1]:
     even binning's extra bin of scores equal to 1 joins the last bin (closed at 1), and
     adaptive inner edges are clipped to [0, 1] (0 for a group with no score).
     """

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _native
-from ..space import MetricSpec
+from ..binned.spec import MetricSpec
 from .._toplabel import resolve
-from .auto_bins import resolve_auto
+from ..binned.auto_bins import resolve_auto
 from .cells import pair_cells, row_cells
 from .seeds import as_resamples, as_seed
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native
-from ..bins import CalibrationBins, calibration_bins
-from ..space import MetricSpec
+from ..binned.bins import CalibrationBins, calibration_bins
+from ..binned.spec import MetricSpec
 from .._validate import validate_inputs
-from .weights import Triples
+from ..binned.weights import Triples
 
 __all__ = ["RowCells", "row_cells", "pair_cells", "DROPPED", "triples", "weighted_stats"]
 

@@ -42,10 +42,10 @@ import numpy as np
 
 from .. import _native
 from ..errors import InputTypeError, InvalidParameterError, NumericalError
-from ..space import MetricSpec
+from ..binned.spec import MetricSpec
 from .._toplabel import resolve
-from .auto_bins import resolve_auto
-from .bin_intervals import check_confidence
+from ..binned.auto_bins import resolve_auto
+from ..binned.bin_intervals import check_confidence
 from .cells import pair_cells, row_cells
 from .seeds import as_resamples, as_seed
 
@@ -115,7 +115,7 @@ def _metric_of(metric):
 def _check_weights(sample_weight, n: int):
     if sample_weight is None:
         return None
-    from .weights import as_sample_weight
+    from ..binned.weights import as_sample_weight
 
     return as_sample_weight(sample_weight, n)
 

@@ -14,7 +14,7 @@ the signed ECE is the mean confidence minus the accuracy of the kept predictions
 
 from __future__ import annotations
 
-from ..bins import calibration_bins
+from ..binned.bins import calibration_bins
 
 __all__ = ["signed_ece"]
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._binstats import adaptive_positions, even_boundaries
-from .._groups import score_groups
+from ..binned.table import adaptive_positions, even_boundaries
+from ..binned.groups import score_groups
 from .._params import as_int
 from .._validate import MAX_BINS, validate_inputs
-from ..bins import calibration_bins
+from ..binned.bins import calibration_bins
 from ..errors import InvalidParameterError
 
 __all__ = ["ece_sweep", "SweepResult"]

@@ -1,6 +1,6 @@
 """Private NumPy helper shared by :mod:`calibkit.streaming` and :mod:`calibkit.dask`: the
 score groups of docs/spec.md from one *already validated* batch. Binning them is the primitive's job
-(:func:`calibkit._binstats.grouped_bin_stats`, ``docs/weighted-bins.md``).
+(:func:`calibkit.binned.table.grouped_bin_stats`, ``docs/weighted-bins.md``).
 
 Conventions (binding, from docs/spec.md): scores keep the input dtype (float32 stays float32)
 and are widened exactly to float64 before any comparison with a threshold or an edge; sums are
@@ -13,7 +13,7 @@ import numpy as np
 
 # SPEC's positions come from the kernel (rust/kernels/edges.rs); re-exported for the tests that
 # compare sketch edges with them.
-from ._binstats import adaptive_positions
+from .table import adaptive_positions
 
 __all__ = ["adaptive_positions", "score_groups"]
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _native
-from ._validate import as_array, check_gce_params, check_weights
-from .errors import (
+from .. import _native
+from .._validate import as_array, check_gce_params, check_weights
+from ..errors import (
     InputTypeError,
     InvalidParameterError,
     InvalidProbabilitiesError,
@@ -133,12 +133,12 @@ class CalibrationBins:
         """The GCE of this table under ``norm`` ("l1", "l2" or "max").
 
         ``debias=True`` (l2 only; refused for l1 and max): Kumar et al.'s (2019) debiased
-        estimate, see :mod:`calibkit.trust.debias`.
+        estimate, see :mod:`calibkit.binned.debias`.
         """
         if norm not in ("l1", "l2", "max"):
             raise InvalidParameterError(f"norm must be one of ('l1', 'l2', 'max'), got {norm!r}")
         if debias is not False:
-            from .trust.debias import check_debias, debiased_l2
+            from .debias import check_debias, debiased_l2
 
             if check_debias(debias, norm):
                 return debiased_l2(self.counts, self.sum_score, self.sum_outcome,
@@ -151,7 +151,7 @@ class CalibrationBins:
 
         ``method``: "clopper-pearson" (exact; 0 and 1 at the ends), "wilson" (score interval,
         no continuity correction) or "jeffreys"; NaN for empty bins. Weighted bins use the
-        bin's total weight as the effective count (see :mod:`calibkit.trust.bin_intervals`).
+        bin's total weight as the effective count (see :mod:`calibkit.binned.bin_intervals`).
 
         Examples
         --------
@@ -163,7 +163,7 @@ class CalibrationBins:
         >>> round(float(lo[0, 1]), 4), round(float(hi[0, 1]), 4)
         (0.2486, 0.9873)
         """
-        from .trust.bin_intervals import binomial_interval
+        from .bin_intervals import binomial_interval
 
         return binomial_interval(self.sum_outcome, self.counts, method=method,
                                  confidence=confidence)
@@ -174,14 +174,14 @@ class CalibrationBins:
         ``overconfidence() + underconfidence()`` is the l1 error; their difference is the
         signed error (:func:`calibkit.signed_ece`).
         """
-        from .trust.masses import confidence_masses
+        from .masses import confidence_masses
 
         return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
                                  self.class_conditional)[0]
 
     def underconfidence(self) -> float:
         """Under-confident mass ``sum_b w_b max(acc_b - conf_b, 0)`` (class mean if class-conditional)."""
-        from .trust.masses import confidence_masses
+        from .masses import confidence_masses
 
         return confidence_masses(self.counts, self.sum_score, self.sum_outcome,
                                  self.class_conditional)[1]

@@ -22,7 +22,7 @@ import functools
 
 import numpy as np
 
-from ._binstats import adaptive_positions
+from ..binned.table import adaptive_positions
 
 __all__ = [
     "Selection",
@@ -156,7 +156,7 @@ def scan_groups(groups, plan, dtype):
     Parameters
     ----------
     groups : list of (scores, outcomes)
-        The chunk's kept scores per group (see :func:`calibkit._groups.score_groups`).
+        The chunk's kept scores per group (see :func:`calibkit.binned.groups.score_groups`).
     plan : dict
         ``{"size": int, "refine": {g: (target specs, offset)}, "fetch": {g: (lo, hi, ids)}}``
         as made by :meth:`Selection.plan` (a target spec is ``("grid", uniform)`` or

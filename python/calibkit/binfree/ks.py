@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native
-from ._binfree import groups
+from .. import _native
+from .common import groups
 
 __all__ = ["ksce"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _native
-from ._binfree import groups
-from ._params import as_choice
+from .. import _native
+from .common import groups
+from .._params import as_choice
 
 __all__ = ["decompose", "Decomposition", "SCORINGS", "LOG_FLOOR"]
 

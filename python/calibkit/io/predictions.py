@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._params import shown
-from .analysis.data import (
+from .._params import shown
+from ..analysis.data import (
     PredictionFileError,
     Predictions,
     _looks_like_probs,
@@ -455,7 +455,7 @@ def toplabel_metric_rows(top: TopLabelPredictions, *, num_bins: int = 15):
     ``num_classes=``); class-conditional ECE only when the predictions are known.
     """
     import calibkit
-    from calibkit.analysis.tables import Table
+    from ..analysis.tables import Table
 
     base = {"confidence": top.confidence, "correct": top.correct, "num_bins": num_bins}
     rows, index = [], []

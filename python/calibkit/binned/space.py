@@ -1,22 +1,48 @@
-"""Every metric of a space at every bin count in one call: :func:`evaluate` and its table.
+"""The paper's 32-metric space and :func:`evaluate` (every metric at every bin count at once).
 
-The Rust kernel (``calibkit._native.evaluate``) validates the input once, computes each row's
+This is the module users import as ``calibkit.space``. A calibration metric of the General
+Calibration Error family is fixed by five choices (:class:`MetricSpec`, defined in
+:mod:`calibkit.binned.spec`): the binning scheme, whether only the top-label probability is
+scored (``max_prob``), whether the error is computed per class and averaged
+(``class_conditional``), the score threshold and the norm. The paper's appendix ("Calibration
+Metric Labeling") enumerates the 2 x 2 x 2 x 2 x 2 = 32 combinations with thresholds {0, 0.01}
+and norms {l1, l2}; :func:`metric_space` reproduces that numbering exactly::
+
+    index = 16*[adaptive] + 8*[not max_prob] + 4*[not class_conditional]
+            + 2*[threshold == 0.01] + [norm == "l2"]
+
+so that index 0 is class-conditional ECE, 4 is ECE, 8 is SCE, 21 is RMSCE, 24 is ACE and 26 is
+TACE (docs/spec.md).
+
+:func:`evaluate` computes every (metric, bin count) pair of a space in one call of the Rust
+kernel (``calibkit._native.evaluate``): it validates the input once, computes each row's
 prediction once for all top-label metrics, and bins each distinct score grouping once for all
-requested bin counts; each norm is then a cheap reduction of the same per-bin table.
+requested bin counts; each norm is then a reduction of the same per-bin table.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _native, _toplabel
-from ._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
-from ._space import DEFAULT_NUM_BINS, MetricSpace, _as_space, metric_space
-from ._validate import is_multilabel, validate_inputs
-from .errors import InvalidParameterError, ShapeMismatchError
+from .. import _native, _toplabel
+from .._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
+from .spec import (
+    DEFAULT_NUM_BINS,
+    NAMED_METRICS,
+    PAPER_NUM_BINS,
+    PAPER_THRESHOLDS,
+    MetricSpace,
+    MetricSpec,
+    _as_space,
+    metric_space,
+)
+from .._validate import is_multilabel, validate_inputs
+from ..errors import InvalidParameterError, ShapeMismatchError
 from .multilabel import multilabel_values
 
-__all__ = ["Evaluation", "evaluate", "multilabel_evaluate"]
+__all__ = ["MetricSpec", "MetricSpace", "Evaluation", "metric_space", "evaluate",
+           "multilabel_evaluate", "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS",
+           "PAPER_NUM_BINS"]
 
 
 def _as_num_bins(num_bins) -> tuple[int, ...]:
@@ -211,7 +237,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
         default is the 16 metrics with ``max_prob=False`` (the top-label ones do not apply).
     num_bins : int, sequence of int or "auto", default (10, 15, 20, 30, 40, 50)
         Bin counts, each a positive int, no repeats; "auto": the one count of
-        :func:`calibkit.trust.auto_bins.auto_num_bins` for N rows.
+        :func:`calibkit.binned.auto_bins.auto_num_bins` for N rows.
     confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`). Only
         max-prob metrics can be computed from it. With the default space, the result holds
@@ -260,7 +286,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
             raise InvalidParameterError(
                 "binning_free=True: the binning-free estimators are top-label; pass 1-D class "
                 "labels (or confidence=, correct=), not a multilabel label matrix")
-        from .binning_free import binning_free as _binning_free
+        from ..binfree.estimators import binning_free as _binning_free
 
         ev.binning_free = _binning_free(labels, probs, sample_weight=sample_weight,
                                         confidence=confidence, correct=correct)
@@ -281,7 +307,7 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
         return multilabel_evaluate(labels, probs, space=space, num_bins=num_bins)
     space = _as_space(space)
     if isinstance(num_bins, str) and num_bins == "auto":
-        from .trust.auto_bins import resolve_num_bins
+        from .auto_bins import resolve_num_bins
 
         num_bins = resolve_num_bins(num_bins, labels, probs)
     bins = _as_num_bins(num_bins)
@@ -290,7 +316,7 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
             check_gce_params(spec.binning, spec.norm, spec.threshold, b)
     lab, pr = validate_inputs(labels, probs)
     if sample_weight is not None:
-        from .trust.weights import weighted_evaluate
+        from .weights import weighted_evaluate
 
         values = weighted_evaluate(lab, pr, space, bins, sample_weight)
     else:
@@ -311,7 +337,7 @@ def _evaluate_pairs(pairs, space, num_bins, sample_weight=None) -> Evaluation:
     """:func:`evaluate` of top-label input (see its ``confidence`` parameter)."""
     space = _toplabel.toplabel_space(space, pairs.predicted is not None)
     if isinstance(num_bins, str):
-        from .trust.auto_bins import resolve_auto
+        from .auto_bins import resolve_auto
 
         num_bins = resolve_auto(num_bins, None, None, pairs)
     bins = _as_num_bins(num_bins)
@@ -321,7 +347,7 @@ def _evaluate_pairs(pairs, space, num_bins, sample_weight=None) -> Evaluation:
     if sample_weight is None:
         values = _toplabel.evaluate(pairs, space.to_tuples(), list(bins))
     else:  # one weighted table per (grouping, bin count), every norm reduced from it
-        from .trust.weights import as_sample_weight, pair_triples
+        from .weights import as_sample_weight, pair_triples
 
         w = as_sample_weight(sample_weight, pairs.n)
         values = np.empty((len(space), len(bins)))

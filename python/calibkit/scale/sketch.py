@@ -2,7 +2,7 @@
 
 Each score group holds two KLL sketches of its kept scores: one for the scores whose outcome is
 0 and one for those whose outcome is 1. Together they are a mergeable, bounded-size weighted
-summary of the group's (score, outcome) pairs; :func:`calibkit._binstats.grouped_bin_stats`
+summary of the group's (score, outcome) pairs; :func:`calibkit.binned.table.grouped_bin_stats`
 applies SPEC's adaptive rule to it, with the items' weights. See :class:`calibkit.streaming.Accumulator` for what is
 approximate and by how much.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sketch import SketchGroups
+from .sketch import SketchGroups
 
 __all__ = ["KeptScores", "equal_state"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._binfree import groups
+from .common import groups
 from .decompose import Decomposition, decompose
 from .ks import ksce
 from .smooth import smece

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native
-from ._toplabel import require_top_label, resolve
-from ._validate import validate_inputs
+from .. import _native
+from .._toplabel import require_top_label, resolve
+from .._validate import validate_inputs
 
-from ._params import as_flag, as_real
+from .._params import as_flag, as_real
 
 
 __all__ = ["groups", "check_sample_weight", "positive_float"]
@@ -31,10 +31,10 @@ __all__ = ["groups", "check_sample_weight", "positive_float"]
 
 def check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
     """``sample_weight`` as a float64 (N,) array (None stays None); the one weight rule of
-    :func:`calibkit.trust.weights.as_sample_weight`."""
+    :func:`calibkit.binned.weights.as_sample_weight`."""
     if sample_weight is None:
         return None
-    from .trust.weights import as_sample_weight
+    from ..binned.weights import as_sample_weight
 
     return as_sample_weight(sample_weight, n)
 

@@ -3,8 +3,8 @@
 A metric's score groups are formed once from ``(labels, probs)`` as triples (group, score,
 outcome) with the row each came from, by one validating Rust pass (``rust/kernels/rows.rs``);
 the weighted primitive
-(:func:`calibkit._binstats.grouped_bin_stats`, ``rust/kernels/grouped.rs``) bins them with each
-triple weighted by its row's weight, and :func:`calibkit._binstats.reduce_table` reduces the
+(:func:`calibkit.binned.table.grouped_bin_stats`, ``rust/kernels/grouped.rs``) bins them with each
+triple weighted by its row's weight, and :func:`calibkit.binned.table.reduce_table` reduces the
 table. Integer weights give exactly the statistics of repeating each row ``weight`` times (the
 primitive's weighted equal-mass positions make this hold for adaptive bins too); a weight of 0
 drops the row. Bootstrap resamples (:mod:`calibkit.trust.intervals`) reuse the same triples,
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native
-from .._binstats import CalibrationBins, grouped_bin_stats, reduce_table
+from .table import CalibrationBins, grouped_bin_stats, reduce_table
 from .._params import check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError

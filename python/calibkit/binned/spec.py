@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._params import as_flag, check_gce_params
-from .errors import InputTypeError, InvalidParameterError
+from .._params import as_flag, check_gce_params
+from ..errors import InputTypeError, InvalidParameterError
 
 __all__ = ["MetricSpec", "MetricSpace", "metric_space", "as_space",
            "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS", "PAPER_NUM_BINS"]
@@ -475,7 +475,7 @@ def as_space(value, default=None) -> tuple[MetricSpace, bool]:
     Examples
     --------
     >>> import numpy as np
-    >>> from calibkit._space import as_space
+    >>> from calibkit.binned.spec import as_space
     >>> space, single = as_space(np.int64(4))
     >>> space.names, single
     (('ECE',), True)

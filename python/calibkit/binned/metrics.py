@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native, _toplabel
-from ._params import as_flag, check_gce_params
-from ._validate import is_multilabel, validate_inputs
+from .. import _native, _toplabel
+from .._params import as_flag, check_gce_params
+from .._validate import is_multilabel, validate_inputs
 
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
 
@@ -86,12 +86,12 @@ def gce(
     num_bins : int or "auto", default 15
         B, the number of bins (>= 1); "auto" picks it from N and warns
         (:class:`calibkit.errors.FewSamplesWarning`) when bins hold too few predictions (see
-        :mod:`calibkit.trust.auto_bins`).
+        :mod:`calibkit.binned.auto_bins`).
     sample_weight : array_like of shape (N,), optional
         Per-row weights, finite and >= 0 with a finite sum: integer weights give exactly the
-        value of repeated rows, 0 drops a row (see :mod:`calibkit.trust.weights`).
+        value of repeated rows, 0 drops a row (see :mod:`calibkit.binned.weights`).
     debias : bool, default False
-        l2 only: Kumar et al.'s (2019) debiased estimate (:mod:`calibkit.trust.debias`);
+        l2 only: Kumar et al.'s (2019) debiased estimate (:mod:`calibkit.binned.debias`);
         refused for l1 and max.
 
     Returns
@@ -139,7 +139,7 @@ def gce(
     if sample_weight is not None or debias is not False or isinstance(num_bins, str):
         # weights, the debiased l2 or "auto" bins: through the table (calibration_bins)
         from .bins import calibration_bins
-        from .trust.debias import check_debias
+        from .debias import check_debias
 
         check_gce_params(binning, norm, threshold, 1)
         debias = check_debias(debias, norm)

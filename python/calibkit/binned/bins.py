@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native, _toplabel
-from ._binstats import CalibrationBins, reduce_table
-from ._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
-from ._validate import is_multilabel, validate_inputs
-from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from .. import _native, _toplabel
+from .table import CalibrationBins, reduce_table
+from .._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
+from .._validate import is_multilabel, validate_inputs
+from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
 __all__ = ["CalibrationBins", "calibration_bins", "reduce_bins"]
 
-# The table is defined in the leaf module calibkit._binstats (shared with calibkit.multilabel
+# The table is defined in the leaf module calibkit.binned.table (shared with calibkit.multilabel
 # without an import cycle); this is its public home.
 CalibrationBins.__module__ = __name__
 
@@ -62,13 +62,13 @@ def calibration_bins(
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     auto = isinstance(num_bins, str)
     if auto:
-        from .trust.auto_bins import resolve_auto
+        from .auto_bins import resolve_auto
 
         num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=max_prob,
                                 class_conditional=class_conditional)
     binning, _, threshold, num_bins = check_gce_params(binning, "l1", threshold, num_bins)
     if sample_weight is not None:
-        from .trust.weights import weighted_bins
+        from .weights import weighted_bins
 
         if pairs is not None:
             _toplabel.require_top_label(pairs, max_prob, class_conditional, "calibration_bins")
@@ -79,7 +79,7 @@ def calibration_bins(
         t = _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, threshold,
                         num_bins)
     if auto:
-        from .trust.auto_bins import warn_if_few
+        from .auto_bins import warn_if_few
 
         warn_if_few(t.counts)
     return t

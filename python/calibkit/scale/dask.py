@@ -9,7 +9,7 @@ partial results that are combined in a tree (``split_every`` at a time).
   outcome sum (:func:`calibkit.calibration_bins`); the sums are added and reduced to the metric.
 * **Adaptive binning, exact**: the equal-mass edges are order statistics of each score group, so
   they are found by a distributed selection (histogram refinement on the bit patterns of the
-  scores, see :mod:`calibkit._select`): pass 1 counts each group's scores in a fixed grid of
+  scores, see :mod:`calibkit.scale.select`): pass 1 counts each group's scores in a fixed grid of
   buckets (and does the even-binning map-reduce), each later pass narrows every wanted rank to
   a finer bucket or fetches the scores of its bucket once it holds at most 2**18 of them; then
   one counting pass accumulates per-(group, bin) sums against the exact edges. Typically 3
@@ -19,13 +19,13 @@ partial results that are combined in a tree (``split_every`` at a time).
 * **Sample weights** (``sample_weight=``, any finite weights >= 0): one pass. Each chunk yields
   weighted even tables (:func:`calibkit.calibration_bins` with the chunk's weights) and, for
   adaptive binning, its kept (group, score, outcome, weight) rows; those are gathered and binned
-  once by the weighted primitive (:func:`calibkit._binstats.grouped_bin_stats`), so the weighted
+  once by the weighted primitive (:func:`calibkit.binned.table.grouped_bin_stats`), so the weighted
   equal-mass edges are exactly those of :func:`calibkit.gce`. This gathers the kept scores of
   adaptive metrics on the calling process (about 28-32 bytes each, see :func:`gce`).
 
 Every pass reads the input chunks again, so the inputs must give the same data each time
 (``persist()`` them if they are expensive or random without a seed); a change between passes is
-detected and raises :class:`calibkit._select.SelectionError`. All metrics of an
+detected and raises :class:`calibkit.scale.select.SelectionError`. All metrics of an
 :func:`evaluate` call share their passes. Results equal the in-memory :func:`calibkit.gce` /
 :func:`calibkit.evaluate` to 1e-12 for any chunking.
 
@@ -51,14 +51,14 @@ import re
 
 import numpy as np
 
-from . import _native, _toplabel
-from ._binstats import grouped_bin_stats, grouped_bin_stats_at
-from ._groups import score_groups
-from ._select import Selection, SelectionError, add_packed, scan_groups
-from ._params import (as_bin_counts, as_int, as_num_classes, check_gce_params, check_table,
+from .. import _native, _toplabel
+from ..binned.table import grouped_bin_stats, grouped_bin_stats_at
+from ..binned.groups import score_groups
+from .select import Selection, SelectionError, add_packed, scan_groups
+from .._params import (as_bin_counts, as_int, as_num_classes, check_gce_params, check_table,
                       check_weight_total)
-from ._space import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
-from ._validate import (
+from ..binned.spec import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
+from .._validate import (
     empty_probs_error,
     float_dtype,
     labels_ndim_error,
@@ -68,16 +68,16 @@ from ._validate import (
     probs_ndim_error,
     validate_inputs,
 )
-from .bins import calibration_bins, reduce_bins
-from .errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
-from .evaluation import Evaluation
-from .trust.weights import as_sample_weight, pair_triples
+from ..binned.bins import calibration_bins, reduce_bins
+from ..errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
+from ..binned.space import Evaluation
+from ..binned.weights import as_sample_weight, pair_triples
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
 
 def _import_dask():
-    # Absolute imports: inside calibkit/dask.py, "import dask" is the top-level dask package.
+    # Absolute imports: inside calibkit/scale/dask.py, "import dask" is the top-level dask package.
     try:
         import dask
         import dask.array as da
@@ -535,7 +535,7 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
                 "calibkit.dask.gce: num_bins='auto' needs labels and probs; give an integer "
                 "number of bins with top-label input")
     if isinstance(num_bins, str) and num_bins == "auto":
-        from .trust.auto_bins import resolve_num_bins
+        from ..binned.auto_bins import resolve_num_bins
 
         num_bins = resolve_num_bins(num_bins, labels, probs, max_prob=spec.max_prob,
                                     class_conditional=spec.class_conditional)
@@ -601,7 +601,7 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
                 "bin counts with top-label input")
     space, _ = as_space(space)
     if isinstance(num_bins, str) and num_bins == "auto":
-        from .trust.auto_bins import resolve_num_bins
+        from ..binned.auto_bins import resolve_num_bins
 
         num_bins = resolve_num_bins(num_bins, labels, probs)
     bins, _ = as_bin_counts(num_bins)

@@ -25,9 +25,9 @@ import numbers
 
 import numpy as np
 
-from ._binstats import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
-from ._validate import RANGE_TOL, check_gce_params, shown
-from .errors import (
+from .table import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
+from .._validate import RANGE_TOL, check_gce_params, shown
+from ..errors import (
     InputTypeError,
     InvalidLabelsError,
     InvalidParameterError,

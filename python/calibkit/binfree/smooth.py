@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from . import _native
-from ._binfree import groups, positive_float
-from .errors import NumericalError
+from .. import _native
+from .common import groups, positive_float
+from ..errors import NumericalError
 
 __all__ = ["smece"]
 

@@ -54,7 +54,7 @@ weighted update: the update's time and temporary memory grow with the batch's to
 fractional weight is refused there with an error that names ``adaptive="exact"``.
 
 **``num_bins="auto"``**: the bin count is chosen when :meth:`~Accumulator.compute` or
-:meth:`~Accumulator.bins` is called, by the rule of :mod:`calibkit.trust.auto_bins` applied to
+:meth:`~Accumulator.bins` is called, by the rule of :mod:`calibkit.binned.auto_bins` applied to
 the rows seen so far (that of :func:`calibkit.gce` for one metric, of
 :func:`calibkit.evaluate` for a space), with the same
 :class:`~calibkit.errors.FewSamplesWarning`. Since any count may be asked for, "auto" implies
@@ -83,24 +83,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native, _toplabel
-from ._binstats import even_boundaries, grouped_bin_stats
-from ._groups import score_groups
-from ._kept import KeptScores, equal_state
-from ._sketch import SketchGroups, load_datasketches
-from ._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table, check_weight_total
-from ._space import MetricSpace, MetricSpec, as_space
-from ._validate import (
+from .. import _native, _toplabel
+from ..binned.table import even_boundaries, grouped_bin_stats
+from ..binned.groups import score_groups
+from .kept import KeptScores, equal_state
+from .sketch import SketchGroups, load_datasketches
+from .._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table, check_weight_total
+from ..binned.spec import MetricSpace, MetricSpec, as_space
+from .._validate import (
     float_dtype,
     length_mismatch_error,
     no_columns_error,
     validate_inputs,
 )
-from .bins import CalibrationBins, calibration_bins, reduce_bins
-from .errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from .trust.auto_bins import auto_num_bins, warn_if_few
-from .trust.weights import as_sample_weight, pair_triples
-from .evaluation import Evaluation
+from ..binned.bins import CalibrationBins, calibration_bins, reduce_bins
+from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from ..binned.auto_bins import auto_num_bins, warn_if_few
+from ..binned.weights import as_sample_weight, pair_triples
+from ..binned.space import Evaluation
 
 __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
 
@@ -590,7 +590,7 @@ class Accumulator:
 
         Exact mode bins the kept scores (with their sample weights, if any), sketch mode the
         sketches' retained items with their integer weights (each stands for ``weight`` equal
-        scores), with the binning primitive (:func:`calibkit._binstats.grouped_bin_stats`).
+        scores), with the binning primitive (:func:`calibkit.binned.table.grouped_bin_stats`).
         """
         g_count = self.num_classes if cc else 1
         out = {}
@@ -633,7 +633,7 @@ class Accumulator:
         return out
 
     def _auto_bins(self, spec=None) -> int:
-        """The ``"auto"`` bin count for the rows seen (:mod:`calibkit.trust.auto_bins`): that of
+        """The ``"auto"`` bin count for the rows seen (:mod:`calibkit.binned.auto_bins`): that of
         :func:`calibkit.gce` for one metric, of :func:`calibkit.evaluate` for a space."""
         if spec is None:
             return auto_num_bins(self._rows, self.num_classes)

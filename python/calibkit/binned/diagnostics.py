@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._params import RANGE_TOL, as_flag, as_int, as_real, as_threshold
-from ._validate import as_probs
-from .errors import InvalidParameterError, InvalidProbabilitiesError
-from .space import MetricSpec
+from .._params import RANGE_TOL, as_flag, as_int, as_real, as_threshold
+from .._validate import as_probs
+from ..errors import InvalidParameterError, InvalidProbabilitiesError
+from .spec import MetricSpec
 
 __all__ = [
     "per_class_error",
