@@ -2,7 +2,7 @@
 //! Prints each kernel's median time and its ratio to one plain sum over the same array (the
 //! memory-read floor), both measured in this process.
 
-use calibkit::kernels::validate::Checks;
+use calibkit::kernels::core::validate::Checks;
 use calibkit::kernels::{self, Binning, GceSpec, Grouping, Inputs, Norm, Score};
 use std::time::Instant;
 

@@ -4,8 +4,9 @@
 //! that make it compact. Edges and counts must agree exactly, sums to 1e-9.
 #![no_main]
 
-use calibkit::kernels::validate::Checks;
-use calibkit::kernels::{allprobs_hist, Binning, Inputs};
+use calibkit::kernels::core::validate::Checks;
+use calibkit::kernels::gce::allprobs_hist;
+use calibkit::kernels::{Binning, Inputs};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
 

@@ -6,8 +6,8 @@
 //! mismatched lengths): a value or an error, never a panic.
 #![no_main]
 
-use calibkit::kernels::cells::{table_cells, Groups, TableBins, DROPPED};
-use calibkit::kernels::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
+use calibkit::kernels::weighted::cells::{table_cells, Groups, TableBins, DROPPED};
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
 use calibkit::kernels::Binning;
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;

@@ -3,7 +3,7 @@
 //! sort-based reference; fractional weights must not break anything.
 #![no_main]
 
-use calibkit::kernels::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
 use calibkit::kernels::Binning;
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;

@@ -7,7 +7,7 @@
 //! never a panic.
 #![no_main]
 
-use calibkit::kernels::isotonic::isotonic_fit;
+use calibkit::kernels::binfree::isotonic::isotonic_fit;
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
 

@@ -4,9 +4,10 @@
 //! f64. Counts and edges must agree exactly, sums and metric values to 1e-9.
 #![no_main]
 
-use calibkit::kernels::grouped::{grouped_bin_stats, GroupedRows};
-use calibkit::kernels::validate::Checks;
-use calibkit::kernels::{self, allprobs_even, allprobs_hist, toplabel, toplabel_even};
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
+use calibkit::kernels::core::validate::Checks;
+use calibkit::kernels::gce::{allprobs_even, allprobs_hist, toplabel, toplabel_even};
+use calibkit::kernels;
 use calibkit::kernels::{Binning, GceSpec, Grouping, Inputs, Norm, Score};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;

@@ -7,9 +7,9 @@
 //! of classes and bins): an error exactly when a pair or an argument is invalid, never a panic.
 #![no_main]
 
-use calibkit::kernels::pairs::{self, Pairs};
-use calibkit::kernels::spec::MAX_BINS;
-use calibkit::kernels::validate::{Checks, RANGE_TOL};
+use calibkit::kernels::gce::pairs::{self, Pairs};
+use calibkit::kernels::core::spec::MAX_BINS;
+use calibkit::kernels::core::validate::{Checks, RANGE_TOL};
 use calibkit::kernels::{self, Binning, GceSpec, Grouping, Inputs, Norm, Score};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;

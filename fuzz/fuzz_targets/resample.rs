@@ -7,9 +7,9 @@
 //! the weighted primitive under the same multiplicities. Values must be equal bitwise.
 #![no_main]
 
-use calibkit::kernels::grouped::{grouped_bin_stats, GroupedRows};
-use calibkit::kernels::reduce::reduce;
-use calibkit::kernels::resample::{self, bootstrap, bootstrap_grouped, consistency, weights_matrix, Cells, Scheme, Triples, DROPPED};
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
+use calibkit::kernels::core::reduce::reduce;
+use calibkit::kernels::weighted::resample::{self, bootstrap, bootstrap_grouped, consistency, weights_matrix, Cells, Scheme, Triples, DROPPED};
 use calibkit::kernels::{Binning, Norm};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;

@@ -7,9 +7,9 @@
 //! metric kernels refuse the same input.
 #![no_main]
 
-use calibkit::kernels::grouped::{grouped_bin_stats, GroupedRows};
-use calibkit::kernels::rows::score_rows;
-use calibkit::kernels::validate::Checks;
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
+use calibkit::kernels::gce::rows::score_rows;
+use calibkit::kernels::core::validate::Checks;
 use calibkit::kernels::{self, Binning, Grouping, Inputs, Score};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;

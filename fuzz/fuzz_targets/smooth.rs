@@ -8,7 +8,7 @@
 //! weights, any grid size, mismatched lengths): a value or an error, never a panic.
 #![no_main]
 
-use calibkit::kernels::smooth::grid_mass;
+use calibkit::kernels::binfree::smooth::grid_mass;
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
 

@@ -5,9 +5,9 @@
 //! within this harness's memory budget (2^20 cells), below the kernels' own table limit.
 #![no_main]
 
-use calibkit::kernels::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
-use calibkit::kernels::spec::MAX_BINS;
-use calibkit::kernels::validate::Checks;
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, grouped_bin_stats_at, GroupedRows};
+use calibkit::kernels::core::spec::MAX_BINS;
+use calibkit::kernels::core::validate::Checks;
 use calibkit::kernels::{self, Binning, GceSpec, Grouping, Inputs, Norm, Score};
 use calibkit_fuzz::Reader;
 use libfuzzer_sys::fuzz_target;

@@ -45,6 +45,27 @@ def evaluate(
     check_row_sums: bool = True,
 ) -> npt.NDArray[np.float64]: ...
 
+def reduce_table(
+    counts: npt.NDArray[np.float64],
+    sum_score: npt.NDArray[np.float64],
+    sum_outcome: npt.NDArray[np.float64],
+    norm: str,
+    class_conditional: bool,
+) -> float:
+    """The metric of one per-(group, bin) table: the one reduction (rust/kernels/core/reduce.rs).
+
+    ``counts``, ``sum_score`` and ``sum_outcome`` are C-contiguous float64 arrays of one shape
+    (G, nb), G >= 1 and nb >= 1, as ``bin_stats`` returns them (its int64 counts converted to
+    float64). With gap = mean outcome - mean score of a bin, a group's error over its non-empty
+    bins is the count-weighted mean of ``|gap|`` (``"l1"``) or ``gap**2`` (``"l2"``), or the
+    largest ``|gap|`` (``"max"``), 0 for an empty group; with ``class_conditional`` the groups'
+    errors are averaged, else summed; l2 takes one square root at the end. On the table of
+    ``bin_stats(...)`` it is bitwise the float ``gce(...)`` returns for the same arguments.
+    Raises ShapeMismatchError (shapes differ, not 2-D, empty, not C-contiguous),
+    InputTypeError (not a float64 array) or InvalidParameterError (unknown norm).
+    """
+    ...
+
 # Binning-free estimators (rust/py/binning_free.rs)
 def toplabel_pairs(
     labels: npt.NDArray[np.int64],

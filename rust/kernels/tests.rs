@@ -1,8 +1,8 @@
 //! Unit tests of the pure kernels: SPEC's worked example, edge rules, validation errors,
 //! shared-work evaluation, and bitwise determinism across thread counts.
 
-use super::edges::{adaptive_edges, adaptive_positions, bin_by_edges, EvenEdges};
-use super::validate::Checks;
+use super::core::edges::{adaptive_edges, adaptive_positions, bin_by_edges, EvenEdges};
+use super::core::validate::Checks;
 use super::*;
 
 /// Uniform draws in [0, 1) from a xorshift generator seeded with `seed` (non-zero): the

@@ -1,6 +1,7 @@
 //! Regression tests of failures found by the fuzz targets (fuzz/fuzz_targets/).
 
-use super::validate::Checks;
+use super::core::spec;
+use super::core::validate::Checks;
 use super::*;
 
 /// `validation` target: with a threshold that drops most entries (the compacting path of the
@@ -31,7 +32,7 @@ fn out_of_range_label_on_the_compacting_path_is_an_error() {
 /// no resample asked for); the entry count `n * width` could overflow. Both are errors now.
 #[test]
 fn resampling_refuses_tables_beyond_the_cell_limit() {
-    use super::resample::{bootstrap, consistency, Cells, Scheme};
+    use super::weighted::resample::{bootstrap, consistency, Cells, Scheme};
     let (cell, score, hit) = ([0u32, 1], [0.5, 0.7], [0u32, 0]);
     for (groups, nb) in [(1, spec::MAX_TABLE_CELLS + 1), (usize::MAX, 2), (1 << 13, 1 << 13)] {
         let c = Cells { cell: &cell, score: &score, hit: &hit, base: None, width: 1, groups, nb };
@@ -49,8 +50,8 @@ fn resampling_refuses_tables_beyond_the_cell_limit() {
 /// numbers (each resample is the data's table under its multiplicities / redrawn outcomes).
 #[test]
 fn large_one_entry_tables_take_the_general_loops_with_the_same_numbers() {
-    use super::reduce::reduce;
-    use super::resample::{bootstrap, consistency, uniform, weights_matrix, Cells, Scheme, DROPPED};
+    use super::core::reduce::reduce;
+    use super::weighted::resample::{bootstrap, consistency, uniform, weights_matrix, Cells, Scheme, DROPPED};
     let n = 50;
     for nb in [7, (1 << 16) + 1] {
         let cell: Vec<u32> = (0..n).map(|i| if i % 9 == 0 { DROPPED } else { ((i * 7919) % nb) as u32 }).collect();
@@ -76,7 +77,7 @@ fn large_one_entry_tables_take_the_general_loops_with_the_same_numbers() {
 /// it on its own.
 #[test]
 fn negative_predicted_class_is_refused_for_any_class_count() {
-    use super::pairs::Pairs;
+    use super::gce::pairs::Pairs;
     for k in [3usize, 1 << 63, (1 << 63) | 1, usize::MAX] {
         for bad in [-1i64, i64::MIN] {
             let pred = [0i64, bad];

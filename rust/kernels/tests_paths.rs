@@ -6,7 +6,9 @@
 //! (first edges above and below 0.01). Bitwise for every metric, as the table of paths in the
 //! module doc says.
 
-use super::validate::Checks;
+use super::core::validate::Checks;
+use super::core::reduce;
+use super::gce::space;
 use super::*;
 
 fn paper_metric(i: usize) -> (Grouping, Norm) {
@@ -91,6 +93,43 @@ fn paths_agree_for_any_thread_count() {
         })
     };
     assert_eq!(run(1), run(2));
+}
+
+/// The table `bin_stats` gives, as the Python binding returns it (counts as int64, read back
+/// as float64; no edges), reduced by [`reduce::reduce`] (what `_native.reduce_table` runs)
+/// for each norm, the max norm included.
+fn check_reduce_is_gce<T: Score>(x: &Inputs<T>, what: &str) {
+    for i in 0..32 {
+        let (g, _) = paper_metric(i);
+        for norm in [Norm::L1, Norm::L2, Norm::Max] {
+            for b in [1usize, 10, 15, 25] {
+                let st = bin_stats(x, &g, b, &Checks::ALL).unwrap();
+                let table = BinStats {
+                    groups: st.groups,
+                    nb: st.nb,
+                    count: st.count.iter().map(|&c| c as i64 as f64).collect(),
+                    sum_score: st.sum_score.clone(),
+                    sum_outcome: st.sum_outcome.clone(),
+                    edges: Vec::new(),
+                };
+                let reduced = reduce::reduce(&table, norm, g.class_conditional);
+                let value = gce(x, &GceSpec { grouping: g, norm, num_bins: b }, &Checks::ALL).unwrap();
+                assert_eq!(reduced.to_bits(), value.to_bits(), "{what} {g:?} {norm:?} B={b}: {reduced} vs {value}");
+            }
+        }
+    }
+}
+
+/// One reduction: a table reduced on its own is bitwise the metric `gce` computes, on every
+/// path of the table of paths (both element types, short and long rows).
+#[test]
+fn reduce_on_the_bin_stats_table_is_gce_bitwise() {
+    for &(n, k) in &[(300usize, 3usize), (9000, 10), (2500, 17)] {
+        let (p, y) = data(n, k, (n + k) as u64);
+        check_reduce_is_gce(&Inputs::new(&p, &y, k).unwrap(), &format!("f64 N={n} K={k}"));
+        let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
+        check_reduce_is_gce(&Inputs::new(&p32, &y, k).unwrap(), &format!("f32 N={n} K={k}"));
+    }
 }
 
 /// Even all-probabilities metrics at more thresholds than the paper's two, some of which can

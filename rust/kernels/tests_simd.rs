@@ -8,8 +8,9 @@
 //! `compact`, `toplabel_even::cells_of`, `transpose`, `allprobs_even`, `tests_scan`, and
 //! `EvenEdges::bin4` in `tests`.)
 
-use super::simd::{self, Kernel, Level};
-use super::validate::{row_sum_and_bad, Checks};
+use super::core::simd::{self, Kernel, Level};
+use super::core::validate::{self, row_sum_and_bad, Checks};
+use super::gce::pairs;
 use super::*;
 
 const ALL: [Kernel; 8] = [
@@ -36,7 +37,7 @@ fn softmax(n: usize, k: usize, sharp: f64, seed: u64) -> (Vec<f64>, Vec<i64>) {
 }
 
 /// The kernels that have an AVX-512 twin: on a CPU with AVX-512 they take it, never their AVX2
-/// or portable path. None yet (measured not to pay, see `simd`'s docs); every other vector
+/// or portable path. None yet (measured not to pay, see docs/simd.md); every other vector
 /// kernel takes its AVX2 twin on such a CPU.
 const WITH_AVX512: [Kernel; 0] = [];
 
@@ -219,7 +220,7 @@ fn vector_row_checks_equal_portable() {
 /// Speed of the portable and the vector paths, in one process, one thread, on thread CPU time
 /// (time descheduled on a shared machine does not count), interleaved rounds, best of each
 /// (not a test: `SHAPE=20000x1000 ROUNDS=31 ONLY=ece,sce cargo test --release level_speed --
-/// --ignored --nocapture`). The AVX-512 decision in `simd`'s docs was measured this way.
+/// --ignored --nocapture`). The AVX-512 decision (docs/simd.md) was measured this way.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 #[ignore]

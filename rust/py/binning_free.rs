@@ -4,16 +4,19 @@
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-use super::errors::{guard, to_py};
+use super::errors::{guard, to_py, ShapeMismatchError};
 
 type Pair<'py, A, B> = (Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>);
 use super::{checks, DETACH_ENTRIES};
-use crate::kernels::pairs::Pairs;
-use crate::kernels::{isotonic, ks, smooth, toplabel, validate, KernelError};
+use crate::kernels::gce::pairs::Pairs;
+use crate::kernels::binfree::{isotonic, ks, smooth};
+use crate::kernels::core::validate;
+use crate::kernels::gce::toplabel;
+use crate::kernels::KernelError;
 
 fn slice<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
     a.as_slice()
-        .map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name} must be a contiguous float64 array")))
+        .map_err(|_| ShapeMismatchError::new_err(format!("{name} must be a contiguous float64 array")))
 }
 
 fn opt_slice<'a>(a: &'a Option<PyReadonlyArray1<'_, f64>>, name: &str) -> PyResult<Option<&'a [f64]>> {
@@ -22,7 +25,7 @@ fn opt_slice<'a>(a: &'a Option<PyReadonlyArray1<'_, f64>>, name: &str) -> PyResu
 
 fn detached<R: Send>(py: Python<'_>, n: usize, f: impl FnOnce() -> Result<R, KernelError> + Send) -> PyResult<R> {
     let r = if n >= DETACH_ENTRIES { py.detach(f) } else { f() };
-    r.map_err(|e| to_py(py, e))
+    r.map_err(to_py)
 }
 
 
@@ -66,9 +69,9 @@ fn check_pairs(
 ) -> PyResult<()> {
     guard(py, || {
         let c = slice(&confidence, "confidence")?;
-        let o = correct.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("correct must be contiguous"))?;
+        let o = correct.as_slice().map_err(|_| ShapeMismatchError::new_err("correct must be contiguous"))?;
         let p = match &predicted {
-            Some(p) => Some(p.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("predicted must be contiguous"))?),
+            Some(p) => Some(p.as_slice().map_err(|_| ShapeMismatchError::new_err("predicted must be contiguous"))?),
             None => None,
         };
         detached(py, c.len(), || Pairs::new(c, o, p, num_classes)?.validate())

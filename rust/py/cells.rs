@@ -1,12 +1,12 @@
-//! Glue of the per-entry cells ([`crate::kernels::cells`]): array extraction, GIL release,
+//! Glue of the per-entry cells ([`crate::kernels::weighted::cells`]): array extraction, GIL release,
 //! error mapping. No computing.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::errors::{guard, to_py};
+use super::errors::{guard, to_py, ShapeMismatchError};
 use super::DETACH_ENTRIES;
-use crate::kernels::cells::{table_cells as kernel, Groups, TableBins};
+use crate::kernels::weighted::cells::{table_cells as kernel, Groups, TableBins};
 use crate::kernels::KernelError;
 
 /// table_cells(scores, groups, num_groups, num_bins, edges=None, threshold=None, by_column=False) -> uint32 (N,)
@@ -31,13 +31,13 @@ fn table_cells<'py>(
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     guard(py, || {
         let slice = |name: &str| {
-            pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous (calibkit copies before this call)"))
+            ShapeMismatchError::new_err(format!("{name} must be contiguous (calibkit copies before this call)"))
         };
         let s = scores.as_slice().map_err(|_| slice("scores"))?;
         let g = match (&groups, by_column) {
             (Some(_), true) => {
                 let msg = "groups must be None with by_column=True (the columns are the groups)";
-                return Err(to_py(py, KernelError::Parameter(msg.into())));
+                return Err(to_py(KernelError::Parameter(msg.into())));
             }
             (Some(a), false) => Groups::Ids(a.as_slice().map_err(|_| slice("groups"))?),
             (None, true) => Groups::Columns,
@@ -49,7 +49,7 @@ fn table_cells<'py>(
         };
         let work = || kernel(s, g, num_groups, &bins, threshold);
         let res = if s.len() >= DETACH_ENTRIES { py.detach(work) } else { work() };
-        Ok(res.map_err(|e| to_py(py, e))?.into_pyarray(py))
+        Ok(res.map_err(to_py)?.into_pyarray(py))
     })
 }
 

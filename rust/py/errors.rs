@@ -1,30 +1,30 @@
-//! Kernel errors -> the Python exception classes of `calibkit.errors` (ValueError subclasses),
-//! so users can catch one specific class and read one readable message.
+//! Kernel errors -> the Python exception classes of `calibkit.errors` (each a subclass of the
+//! built-in class a caller expects: `ValueError`, `TypeError`, `RuntimeError`), so users can
+//! catch one specific class and read one readable message.
+//!
+//! The classes are defined in Python (`python/calibkit/errors.py`: they inherit from
+//! `CalibkitError` and a built-in class at once, which `create_exception!` cannot express), and
+//! imported here as typed Rust exceptions with `import_exception!`: PyO3 imports
+//! `calibkit.errors` once, the first time one of them is raised.
 
 use pyo3::prelude::*;
 
 use crate::kernels::KernelError;
 
-fn class_name(e: &KernelError) -> &'static str {
-    match e {
-        KernelError::NonFinite { .. } | KernelError::OutOfRange { .. } | KernelError::RowSum { .. } => {
-            "InvalidProbabilitiesError"
-        }
-        KernelError::LabelOutOfRange { .. } => "InvalidLabelsError",
-        KernelError::BadConfidence { .. } => "InvalidProbabilitiesError",
-        KernelError::BadCorrect { .. } | KernelError::BadPredicted { .. } => "InvalidLabelsError",
-        KernelError::Shape(_) => "ShapeMismatchError",
-        KernelError::Parameter(_) => "InvalidParameterError",
-        KernelError::InputChanged => "InputChangedError",
-    }
-}
+pyo3::import_exception!(calibkit.errors, InvalidProbabilitiesError);
+pyo3::import_exception!(calibkit.errors, InvalidLabelsError);
+pyo3::import_exception!(calibkit.errors, ShapeMismatchError);
+pyo3::import_exception!(calibkit.errors, InvalidParameterError);
+pyo3::import_exception!(calibkit.errors, InputTypeError);
+pyo3::import_exception!(calibkit.errors, InputChangedError);
+pyo3::import_exception!(calibkit.errors, InternalError);
 
 /// The message: the kernel's own, except that the value checks state the exact interval that is
 /// accepted (both ends inclusive, compared in float64) and print the offending value with enough
 /// digits to see that it lies outside: a row of float64 values "summing to 0.999" sums to
 /// 0.99899999999999999911..., just outside [0.999, 1.001], and is refused.
 pub fn message(e: &KernelError) -> String {
-    use crate::kernels::validate::{RANGE_TOL, ROW_SUM_TOL};
+    use crate::kernels::core::validate::{RANGE_TOL, ROW_SUM_TOL};
     match *e {
         KernelError::RowSum { row, sum } => {
             let dev = (sum - 1.0).abs();
@@ -53,14 +53,20 @@ pub fn message(e: &KernelError) -> String {
     }
 }
 
-pub fn to_py(py: Python<'_>, e: KernelError) -> PyErr {
+/// The `calibkit.errors` exception of a kernel error, with its [`message`].
+pub fn to_py(e: KernelError) -> PyErr {
     let msg = message(&e);
-    let cls = py
-        .import("calibkit.errors")
-        .and_then(|m| m.getattr(class_name(&e)));
-    match cls {
-        Ok(c) => PyErr::from_value(c.call1((msg,)).unwrap_or_else(|err| err.into_value(py).into_bound(py).into_any())),
-        Err(_) => pyo3::exceptions::PyValueError::new_err(msg),
+    match e {
+        KernelError::NonFinite { .. }
+        | KernelError::OutOfRange { .. }
+        | KernelError::RowSum { .. }
+        | KernelError::BadConfidence { .. } => InvalidProbabilitiesError::new_err(msg),
+        KernelError::LabelOutOfRange { .. } | KernelError::BadCorrect { .. } | KernelError::BadPredicted { .. } => {
+            InvalidLabelsError::new_err(msg)
+        }
+        KernelError::Shape(_) => ShapeMismatchError::new_err(msg),
+        KernelError::Parameter(_) => InvalidParameterError::new_err(msg),
+        KernelError::InputChanged => InputChangedError::new_err(msg),
     }
 }
 
@@ -76,18 +82,11 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// `calibkit.errors.InternalError` carrying `detail`.
-fn internal_error(py: Python<'_>, detail: &str) -> PyErr {
-    let msg = format!(
+fn internal_error(detail: &str) -> PyErr {
+    InternalError::new_err(format!(
         "internal error in calibkit's native code ({detail}); this is a bug, please report it \
          with the call that raised it"
-    );
-    match py.import("calibkit.errors").and_then(|m| m.getattr("InternalError")) {
-        Ok(c) => match c.call1((msg.clone(),)) {
-            Ok(v) => PyErr::from_value(v),
-            Err(_) => pyo3::exceptions::PyRuntimeError::new_err(msg),
-        },
-        Err(_) => pyo3::exceptions::PyRuntimeError::new_err(msg),
-    }
+    ))
 }
 
 /// The last-resort guard around every `#[pyfunction]` body: a Rust panic (which the kernels
@@ -97,10 +96,10 @@ fn internal_error(py: Python<'_>, detail: &str) -> PyErr {
 /// default hook. Panics on rayon threads are resumed on the calling thread by rayon (and by
 /// `share::map_fold_here`), so they are caught here too. `py.detach` restores the GIL state on
 /// unwinding, so the panic may come from inside it.
-pub fn guard<R>(py: Python<'_>, f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+pub fn guard<R>(_py: Python<'_>, f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => Err(internal_error(py, &panic_message(payload.as_ref()))),
+        Err(payload) => Err(internal_error(&panic_message(payload.as_ref()))),
     }
 }
 

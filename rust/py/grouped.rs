@@ -1,17 +1,17 @@
-//! Glue of the weighted binning primitive ([`crate::kernels::grouped`]).
+//! Glue of the weighted binning primitive ([`crate::kernels::weighted::grouped`]).
 
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::errors::{guard, to_py};
+use super::errors::{guard, to_py, ShapeMismatchError};
 use super::DETACH_ENTRIES;
-use crate::kernels::grouped::{grouped_bin_stats as kernel, grouped_bin_stats_at as kernel_at, GroupedRows};
+use crate::kernels::weighted::grouped::{grouped_bin_stats as kernel, grouped_bin_stats_at as kernel_at, GroupedRows};
 use crate::kernels::{BinStats, Binning, KernelError, Score};
 
 fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!(
+        ShapeMismatchError::new_err(format!(
             "{name} must be contiguous (calibkit._binstats copies before this call)"
         ))
     })
@@ -41,7 +41,7 @@ fn run<T: Score + numpy::Element>(
         Bins::At(upper, num_bins) => kernel_at(&rows, upper, num_bins),
     };
     let res = if s.len() >= DETACH_ENTRIES { py.detach(work) } else { work() };
-    res.map_err(|e| to_py(py, e))
+    res.map_err(to_py)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -62,10 +62,7 @@ fn dispatch<'py>(
     } else if let Ok(s) = scores.extract::<PyReadonlyArray1<f32>>() {
         run(py, g, &s, o, w, num_groups, bins)?
     } else {
-        return Err(to_py(
-            py,
-            KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into()),
-        ));
+        return Err(to_py(KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into())));
     };
     let shape = [st.groups, st.nb];
     let count = st.count.into_pyarray(py).reshape(shape)?;
@@ -91,7 +88,7 @@ pub fn grouped_bin_stats<'py>(
     num_bins: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
-        let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
+        let binning = Binning::parse(binning).map_err(to_py)?;
         dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::Rule(binning, num_bins))
     })
 }
@@ -112,20 +109,20 @@ pub fn grouped_bin_stats_at<'py>(
     guard(py, || {
         use numpy::PyUntypedArrayMethods;
         let num_bins = edges.shape()[1] + 1;
-        let upper = edges.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("edges must be C-contiguous"))?;
+        let upper = edges.as_slice().map_err(|_| ShapeMismatchError::new_err("edges must be C-contiguous"))?;
         dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::At(upper, num_bins))
     })
 }
 
 /// adaptive_positions(n, num_bins) -> int64 (num_bins - 1,): SPEC's 0-based ranks of the
-/// adaptive upper edges in a sorted group of `n` scores ([`crate::kernels::edges::adaptive_positions`]),
+/// adaptive upper edges in a sorted group of `n` scores ([`crate::kernels::core::edges::adaptive_positions`]),
 /// for callers that select order statistics themselves (`calibkit.dask`).
 #[pyfunction]
 pub fn adaptive_positions<'py>(py: Python<'py>, n: usize, num_bins: usize) -> PyResult<Bound<'py, numpy::PyArray1<i64>>> {
     guard(py, || {
-        let limits = crate::kernels::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
-        limits.check(num_bins).map_err(|e| to_py(py, e))?;
-        let pos: Vec<i64> = crate::kernels::edges::adaptive_positions(n, num_bins).into_iter().map(|p| p as i64).collect();
+        let limits = crate::kernels::core::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
+        limits.check(num_bins).map_err(to_py)?;
+        let pos: Vec<i64> = crate::kernels::core::edges::adaptive_positions(n, num_bins).into_iter().map(|p| p as i64).collect();
         Ok(pos.into_pyarray(py))
     })
 }

@@ -11,7 +11,7 @@ macro_rules! dispatch {
         } else if let Ok(p) = $probs.extract::<numpy::PyReadonlyArray2<f32>>() {
             $crate::py::run($py, &$labels, &p, |$x: &$crate::kernels::Inputs<f32>| $body)
         } else {
-            Err(pyo3::exceptions::PyTypeError::new_err(
+            Err($crate::py::errors::InputTypeError::new_err(
                 "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
             ))
         }
@@ -30,9 +30,10 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, P
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::kernels::validate::Checks;
+use crate::kernels::core::reduce;
+use crate::kernels::core::validate::Checks;
 use crate::kernels::{self, BinStats, Binning, GceSpec, Grouping, Inputs, KernelError, Norm, Score};
-use errors::{guard, to_py};
+use errors::{guard, to_py, InputTypeError, ShapeMismatchError};
 
 /// Below this many entries the work is too short to be worth releasing the GIL or threading.
 /// (No kernel splits an input this small over threads: rayon runs only with the GIL released.)
@@ -55,12 +56,12 @@ where
 {
     let k = probs.shape()[1];
     let p = probs.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err("probs must be C-contiguous (calibkit validates and copies before this call)")
+        ShapeMismatchError::new_err("probs must be C-contiguous (calibkit validates and copies before this call)")
     })?;
-    let l = labels.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err("labels must be contiguous"))?;
-    let x = Inputs::new(p, l, k).map_err(|e| to_py(py, e))?;
+    let l = labels.as_slice().map_err(|_| ShapeMismatchError::new_err("labels must be contiguous"))?;
+    let x = Inputs::new(p, l, k).map_err(to_py)?;
     let res = if p.len() >= DETACH_ENTRIES { py.detach(|| f(&x)) } else { f(&x) };
-    res.map_err(|e| to_py(py, e))
+    res.map_err(to_py)
 }
 
 
@@ -81,8 +82,8 @@ fn gce(
     check_row_sums: bool,
 ) -> PyResult<f64> {
     guard(py, || {
-        let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-        let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
+        let g = grouping(binning, max_prob, class_conditional, threshold).map_err(to_py)?;
+        let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(to_py)?, num_bins };
         let c = checks(check_row_sums);
         dispatch!(py, labels, probs, |x| kernels::gce(x, &spec, &c))
     })
@@ -115,10 +116,89 @@ fn bin_stats<'py>(
     check_row_sums: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
-        let g = grouping(binning, max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let g = grouping(binning, max_prob, class_conditional, threshold).map_err(to_py)?;
         let c = checks(check_row_sums);
         let st = dispatch!(py, labels, probs, |x| kernels::bin_stats(x, &g, num_bins, &c))?;
         stats_to_py(py, st)
+    })
+}
+
+/// One (G, nb) float64 table of `reduce_table`, checked: a NumPy array of float64 (else
+/// `InputTypeError`), two-dimensional (else `ShapeMismatchError`), C-contiguous.
+fn table<'py>(a: &Bound<'py, PyAny>, name: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
+    use numpy::{PyArrayDescrMethods, PyUntypedArray};
+    let py = a.py();
+    let arr = a.cast::<PyUntypedArray>().map_err(|_| {
+        InputTypeError::new_err(format!("{name} must be a NumPy array of float64, got {}", type_name(a)))
+    })?;
+    if arr.ndim() != 2 {
+        return Err(ShapeMismatchError::new_err(format!(
+            "{name} must be 2-D (groups, bins), got {} dimensions",
+            arr.ndim()
+        )));
+    }
+    if !arr.dtype().is_equiv_to(&numpy::dtype::<f64>(py)) {
+        return Err(InputTypeError::new_err(format!("{name} must have dtype float64, got {}", arr.dtype())));
+    }
+    let t = a.extract::<PyReadonlyArray2<'py, f64>>()?;
+    if !t.is_c_contiguous() {
+        return Err(ShapeMismatchError::new_err(format!("{name} must be C-contiguous")));
+    }
+    Ok(t)
+}
+
+/// A shape as Python writes it: `(3, 2)`.
+fn shown(shape: &[usize]) -> String {
+    format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+fn type_name(a: &Bound<'_, PyAny>) -> String {
+    a.get_type().name().map_or_else(|_| "an unknown type".to_string(), |n| n.to_string())
+}
+
+/// reduce_table(counts, sum_score, sum_outcome, norm, class_conditional) -> float: the metric of
+/// one per-(group, bin) table (the float64 arrays `bin_stats` returns, counts as float64), by
+/// the one reduction every path ends with: bitwise what `gce` gives for the table it bins.
+#[pyfunction]
+#[pyo3(signature = (counts, sum_score, sum_outcome, norm, class_conditional))]
+fn reduce_table(
+    py: Python<'_>,
+    counts: &Bound<'_, PyAny>,
+    sum_score: &Bound<'_, PyAny>,
+    sum_outcome: &Bound<'_, PyAny>,
+    norm: &str,
+    class_conditional: bool,
+) -> PyResult<f64> {
+    guard(py, || {
+        let norm = Norm::parse(norm).map_err(to_py)?;
+        let (c, s, o) = (table(counts, "counts")?, table(sum_score, "sum_score")?, table(sum_outcome, "sum_outcome")?);
+        let shape = c.shape();
+        for (name, a) in [("sum_score", &s), ("sum_outcome", &o)] {
+            if a.shape() != shape {
+                return Err(ShapeMismatchError::new_err(format!(
+                    "{name} has shape {} but counts has shape {}; pass the three arrays of one table",
+                    shown(a.shape()),
+                    shown(shape)
+                )));
+            }
+        }
+        let (groups, nb) = (shape[0], shape[1]);
+        if groups == 0 || nb == 0 {
+            return Err(ShapeMismatchError::new_err(format!(
+                "the table has shape {}; it needs at least one group and one bin",
+                shown(shape)
+            )));
+        }
+        let vec = |a: &PyReadonlyArray2<'_, f64>| a.as_slice().map(<[f64]>::to_vec);
+        let st = BinStats {
+            groups,
+            nb,
+            count: vec(&c)?,
+            sum_score: vec(&s)?,
+            sum_outcome: vec(&o)?,
+            edges: Vec::new(),
+        };
+        Ok(reduce::reduce(&st, norm, class_conditional))
     })
 }
 
@@ -139,7 +219,7 @@ fn evaluate<'py>(
             .iter()
             .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
             .collect::<Result<Vec<_>, KernelError>>()
-            .map_err(|e| to_py(py, e))?;
+            .map_err(to_py)?;
         let c = checks(check_row_sums);
         let nb = num_bins.len();
         let out = dispatch!(py, labels, probs, |x| kernels::evaluate(x, &metrics, &num_bins, &c))?;
@@ -160,6 +240,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gce, m)?)?;
     m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce_table, m)?)?;
     binning_free::register(m)?;
     pairs::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
@@ -169,9 +250,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     trust::register(m)?;
     cells::register(m)?;
     simd::register(m)?;
-    m.add("RANGE_TOL", kernels::validate::RANGE_TOL)?;
-    m.add("ROW_SUM_TOL", kernels::validate::ROW_SUM_TOL)?;
-    m.add("MAX_BINS", kernels::spec::MAX_BINS)?;
-    m.add("MAX_TABLE_CELLS", kernels::spec::MAX_TABLE_CELLS)?;
+    m.add("RANGE_TOL", kernels::core::validate::RANGE_TOL)?;
+    m.add("ROW_SUM_TOL", kernels::core::validate::ROW_SUM_TOL)?;
+    m.add("MAX_BINS", kernels::core::spec::MAX_BINS)?;
+    m.add("MAX_TABLE_CELLS", kernels::core::spec::MAX_TABLE_CELLS)?;
     Ok(())
 }

@@ -1,13 +1,13 @@
-//! Glue of the top-label pair kernels ([`crate::kernels::pairs`]): confidence (float32/float64,
+//! Glue of the top-label pair kernels ([`crate::kernels::gce::pairs`]): confidence (float32/float64,
 //! 1-D, contiguous), correct (uint8 0/1), optional predicted (int64), num_classes.
 
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::errors::{guard, to_py};
+use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
 use super::{grouping, stats_to_py, DETACH_ENTRIES};
-use crate::kernels::pairs::{self, Pairs};
+use crate::kernels::gce::pairs::{self, Pairs};
 use crate::kernels::{GceSpec, KernelError, Norm, Score};
 
 /// Runs `f` on the pairs, with the GIL released when the input is large.
@@ -24,16 +24,16 @@ where
     R: Send,
     F: FnOnce(&Pairs<T>) -> Result<R, KernelError> + Send,
 {
-    let contiguous = |name: &str| pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous (calibkit copies before this call)"));
+    let contiguous = |name: &str| ShapeMismatchError::new_err(format!("{name} must be contiguous (calibkit copies before this call)"));
     let c = conf.as_slice().map_err(|_| contiguous("confidence"))?;
     let o = correct.as_slice().map_err(|_| contiguous("correct"))?;
     let p = match predicted {
         Some(p) => Some(p.as_slice().map_err(|_| contiguous("predicted"))?),
         None => None,
     };
-    let x = Pairs::new(c, o, p, num_classes).map_err(|e| to_py(py, e))?;
+    let x = Pairs::new(c, o, p, num_classes).map_err(to_py)?;
     let res = if c.len() >= DETACH_ENTRIES { py.detach(|| f(&x)) } else { f(&x) };
-    res.map_err(|e| to_py(py, e))
+    res.map_err(to_py)
 }
 
 macro_rules! dispatch {
@@ -43,7 +43,7 @@ macro_rules! dispatch {
         } else if let Ok(c) = $conf.extract::<PyReadonlyArray1<f32>>() {
             run($py, &c, &$correct, &$pred, $k, |$x: &Pairs<f32>| $body)
         } else {
-            Err(pyo3::exceptions::PyTypeError::new_err(
+            Err(InputTypeError::new_err(
                 "confidence must be a 1-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
             ))
         }
@@ -67,8 +67,8 @@ fn pairs_gce(
     num_bins: usize,
 ) -> PyResult<f64> {
     guard(py, || {
-        let g = grouping(binning, true, class_conditional, threshold).map_err(|e| to_py(py, e))?;
-        let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(|e| to_py(py, e))?, num_bins };
+        let g = grouping(binning, true, class_conditional, threshold).map_err(to_py)?;
+        let spec = GceSpec { grouping: g, norm: Norm::parse(norm).map_err(to_py)?, num_bins };
         dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::gce(x, &spec))
     })
 }
@@ -90,7 +90,7 @@ fn pairs_bin_stats<'py>(
     num_bins: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
-        let g = grouping(binning, true, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let g = grouping(binning, true, class_conditional, threshold).map_err(to_py)?;
         let st = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::bin_stats(x, &g, num_bins))?;
         stats_to_py(py, st)
     })
@@ -114,7 +114,7 @@ fn pairs_evaluate<'py>(
             .iter()
             .map(|(b, mp, cc, t, n)| Ok((grouping(b, *mp, *cc, *t)?, Norm::parse(n)?)))
             .collect::<Result<Vec<_>, KernelError>>()
-            .map_err(|e| to_py(py, e))?;
+            .map_err(to_py)?;
         let nb = num_bins.len();
         let out = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::evaluate(x, &metrics, &num_bins))?;
         out.into_pyarray(py).reshape([metrics.len(), nb])

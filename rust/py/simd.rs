@@ -1,5 +1,5 @@
 //! Glue of the SIMD layer: which instruction set the kernels dispatch on (for the tests and
-//! benchmarks that compare the paths; `CALIBKIT_SIMD` caps it, see `kernels::simd`).
+//! benchmarks that compare the paths; `CALIBKIT_SIMD` caps it, see `kernels::core::simd`).
 
 use pyo3::prelude::*;
 
@@ -9,7 +9,7 @@ use super::errors::guard;
 /// CPU's, capped by the environment variable CALIBKIT_SIMD, read once per process).
 #[pyfunction]
 fn simd_level(py: Python<'_>) -> PyResult<&'static str> {
-    guard(py, || Ok(crate::kernels::simd::level().name()))
+    guard(py, || Ok(crate::kernels::core::simd::level().name()))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

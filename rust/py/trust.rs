@@ -4,19 +4,19 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use super::errors::{guard, to_py};
+use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
 use super::{checks, grouping, run};
-use crate::kernels::rows::{score_rows as rows_of, ScoreRows};
+use crate::kernels::gce::rows::{score_rows as rows_of, ScoreRows};
 use crate::kernels::Inputs;
-use crate::kernels::resample::{self, Cells, Scheme, Triples};
+use crate::kernels::weighted::resample::{self, Cells, Scheme, Triples};
 use crate::kernels::{Binning, KernelError, Norm};
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name} must be contiguous")))
+    a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be contiguous")))
 }
 
 fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name} must be C-contiguous")))
+    a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be C-contiguous")))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -39,7 +39,7 @@ fn with_cells<R: Send>(
         None => None,
     };
     let cells = Cells { cell: c, score: s, hit: h, base: b, width, groups, nb };
-    py.detach(|| f(&cells)).map_err(|e| to_py(py, e))
+    py.detach(|| f(&cells)).map_err(to_py)
 }
 
 /// resample_bootstrap(cell, score, hit, base, groups, nb, norm, class_conditional, weights, seed, n_resamples) -> (R,)
@@ -60,8 +60,8 @@ fn resample_bootstrap<'py>(
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     guard(py, || {
-        let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
-        let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+        let norm = Norm::parse(norm).map_err(to_py)?;
+        let scheme = Scheme::parse(weights).map_err(to_py)?;
         let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
             resample::bootstrap(c, norm, class_conditional, scheme, seed, n_resamples)
         })?;
@@ -86,7 +86,7 @@ fn resample_consistency<'py>(
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     guard(py, || {
-        let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
+        let norm = Norm::parse(norm).map_err(to_py)?;
         let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
             resample::consistency(c, norm, class_conditional, seed, n_resamples)
         })?;
@@ -115,9 +115,9 @@ fn resample_bootstrap_grouped<'py>(
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     guard(py, || {
-        let norm = Norm::parse(norm).map_err(|e| to_py(py, e))?;
-        let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
-        let binning = Binning::parse(binning).map_err(|e| to_py(py, e))?;
+        let norm = Norm::parse(norm).map_err(to_py)?;
+        let scheme = Scheme::parse(weights).map_err(to_py)?;
+        let binning = Binning::parse(binning).map_err(to_py)?;
         let b = match &base {
             Some(b) => Some(slice(b, "base")?),
             None => None,
@@ -133,7 +133,7 @@ fn resample_bootstrap_grouped<'py>(
         };
         let v = py
             .detach(|| resample::bootstrap_grouped(&t, binning, num_bins, norm, class_conditional, scheme, seed, n_resamples))
-            .map_err(|e| to_py(py, e))?;
+            .map_err(to_py)?;
         Ok(v.into_pyarray(py))
     })
 }
@@ -153,14 +153,14 @@ fn score_rows<'py>(
     check_row_sums: bool,
 ) -> PyResult<RowsOut<'py>> {
     guard(py, || {
-        let g = grouping("even", max_prob, class_conditional, threshold).map_err(|e| to_py(py, e))?;
+        let g = grouping("even", max_prob, class_conditional, threshold).map_err(to_py)?;
         let c = checks(check_row_sums);
         let r: ScoreRows = if let Ok(p) = probs.extract::<PyReadonlyArray2<f64>>() {
             run(py, &labels, &p, |x: &Inputs<f64>| rows_of(x, &g, &c))?
         } else if let Ok(p) = probs.extract::<PyReadonlyArray2<f32>>() {
             run(py, &labels, &p, |x: &Inputs<f32>| rows_of(x, &g, &c))?
         } else {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
+            return Err(InputTypeError::new_err(
                 "probs must be a 2-D float32 or float64 NumPy array (calibkit converts other inputs before this call)",
             ));
         };
@@ -179,7 +179,7 @@ fn bootstrap_weights<'py>(
     n: usize,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     guard(py, || {
-        let scheme = Scheme::parse(weights).map_err(|e| to_py(py, e))?;
+        let scheme = Scheme::parse(weights).map_err(to_py)?;
         let v = py.detach(|| resample::weights_matrix(scheme, seed, r0, count, n));
         v.into_pyarray(py).reshape([count, n])
     })

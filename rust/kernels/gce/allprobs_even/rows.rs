@@ -1,0 +1,167 @@
+//! The row pass of one chunk: the strategy chosen from its first row ([`choose`]), the
+//! portable pass ([`accumulate_portable`], the production fallback) and its dispatcher
+//! ([`accumulate`]: the AVX2 twin in `x86` where the CPU has it).
+
+use std::ops::Range;
+
+use super::{Mode, Part, Pass, Scratch, LANES};
+use crate::kernels::core::simd;
+use crate::kernels::core::validate::{in_range, row_ok, row_sum_and_bad, Checks};
+use crate::kernels::{Inputs, Score};
+
+/// The strategy for a chunk starting with `row`, from its entries in the narrowest lane, and
+/// kept: dense if at most 1/16 are not in the lane, sparse if at most 1/256 are kept (1/16
+/// with several tables), else counted.
+pub(super) fn choose<T: Score>(row: &[T], pass: &Pass) -> Mode {
+    let (thr, u) = (pass.cut.thr, pass.narrow());
+    let (mut fast, mut kept) = (0usize, 0usize);
+    for v in row {
+        let s = v.to_f64();
+        fast += (s > thr && s < u) as usize;
+        kept += (s > thr) as usize;
+    }
+    let k = row.len();
+    // A kept entry costs one scattered update per table; the dense lane, a pass per lane.
+    let sparse_at = if pass.lay.len() > 1 { 16 } else { 256 };
+    if 16 * (k - fast) <= k {
+        Mode::Dense
+    } else if sparse_at * kept <= k {
+        Mode::Sparse
+    } else {
+        Mode::Counted
+    }
+}
+
+/// An entry `s` of column `col` flagged by a dense or counted chunk (outside the narrowest
+/// lane, or above the raised threshold; counted chunks flag only kept entries): if kept,
+/// logged for the tables' cells; if not, counted once in `dropped`. Whether it fails the range
+/// check (the lanes' entries cannot).
+#[inline(always)]
+pub(super) fn outside(s: f64, col: usize, pass: &Pass, dropped: &mut [f64], sc: &mut Scratch) -> bool {
+    if s > pass.cut.thr {
+        sc.add(col, s);
+    } else {
+        dropped[pass.zero_slot(col)] += 1.0;
+    }
+    !in_range(s)
+}
+
+/// The outcomes of a row (`label < row.len()`) in every table of the pass, and in their raised
+/// twins: its true-label score's cell, where kept.
+#[inline(always)]
+pub(super) fn outcomes<T: Score>(row: &[T], label: usize, pass: &Pass, part: &mut Part) {
+    let s = row[label].to_f64();
+    if s > pass.cut.thr {
+        for (l, p) in pass.lay.iter().zip(part.tabs.iter_mut()) {
+            let cell = l.outcome_cell(label, l.e.bin(s));
+            p.outcome.push(cell);
+            if s > pass.cut.raise {
+                p.raised.push(cell);
+            }
+        }
+    }
+}
+
+crate::kernels::core::simd::multiversion! {
+    /// The portable row pass, as the production fallback runs it (tests compare the AVX2 pass
+    /// to it): accumulates `rows` into `part` and the scratch tables `sc`; the index of the
+    /// first row failing a check (or whose label is not a column: labels are checked
+    /// beforehand, so only if another thread changed it since), if any.
+    pub(crate) fn accumulate_portable<T: Score>(
+        x: &Inputs<T>,
+        rows: Range<usize>,
+        pass: &Pass,
+        part: &mut Part,
+        sc: &mut Scratch,
+        check: &Checks,
+    ) -> Option<usize> {
+        let thr = pass.cut.thr;
+        for i in rows {
+            let row = x.row(i);
+            let (sum, bad) = row_sum_and_bad(row);
+            let label = x.labels[i] as u64 as usize;
+            if !row_ok(sum, bad, check) || label >= row.len() {
+                return Some(i);
+            }
+            match part.mode {
+                Mode::Dense => dense_row::<T, false>(row, pass, part, sc),
+                Mode::Counted => dense_row::<T, true>(row, pass, part, sc),
+                Mode::Sparse => {
+                    for (c, v) in row.iter().enumerate() {
+                        let v = v.to_f64();
+                        if v > thr {
+                            sc.add(c, v);
+                        }
+                    }
+                }
+            }
+            outcomes(row, label, pass, part);
+            sc.flush_if_long(pass, part.mode);
+        }
+        None
+    }
+}
+
+/// One row of a dense (`COUNT`: counted) chunk, portable: each lane (masked adds,
+/// vectorised), then the entries outside the narrowest lane in column order.
+#[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
+fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Part, sc: &mut Scratch) {
+    let thr = pass.cut.thr;
+    for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
+        let lane = |z: &mut f64, a: &mut f64, v: &T| {
+            let s = v.to_f64();
+            let f = s > thr && s < u;
+            *z += if f { s } else { 0.0 };
+            if COUNT {
+                *a += if f { 1.0 } else { 0.0 };
+            }
+        };
+        if pass.cc {
+            let (sum0, count) = (&mut lp.sum0[..row.len()], &mut lp.count[..row.len()]);
+            for ((z, a), v) in sum0.iter_mut().zip(count.iter_mut()).zip(row) {
+                lane(z, a, v);
+            }
+        } else {
+            let (sum0, count) = (&mut lp.sum0[..LANES], &mut lp.count[..LANES]);
+            let mut it = row.chunks_exact(LANES);
+            for c in &mut it {
+                for ((z, a), v) in sum0.iter_mut().zip(count.iter_mut()).zip(c) {
+                    lane(z, a, v);
+                }
+            }
+            for ((z, a), v) in sum0.iter_mut().zip(count.iter_mut()).zip(it.remainder()) {
+                lane(z, a, v);
+            }
+        }
+    }
+    let u = pass.narrow();
+    for (c, v) in row.iter().enumerate() {
+        let s = v.to_f64();
+        let fast = s > thr && s < u;
+        // Outside the narrowest lane, or above the raised threshold (the twins' entries).
+        if (if COUNT { s > thr && !fast } else { !fast }) || s > pass.cut.raise {
+            outside(s, c, pass, &mut part.dropped, sc);
+        }
+    }
+}
+
+/// [`accumulate_portable`], with AVX2 when available.
+pub(crate) fn accumulate<T: Score>(
+    x: &Inputs<T>,
+    rows: Range<usize>,
+    pass: &Pass,
+    part: &mut Part,
+    sc: &mut Scratch,
+    check: &Checks,
+) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if simd::avx2() {
+        simd::record(simd::Kernel::SceRows, simd::Level::Avx2);
+        // SAFETY: the CPU has AVX2, the only feature `x86::rows` is compiled for (it asserts
+        // the shapes of the part and scratch tables itself).
+        return unsafe { super::x86::rows(x, rows, pass, part, sc, check) };
+    }
+    simd::record(simd::Kernel::SceRows, simd::Level::Portable);
+    accumulate_portable(x, rows, pass, part, sc, check)
+}

@@ -1,0 +1,573 @@
+//! The weighted binning primitive: already-grouped `(group, score, outcome, weight)` rows ->
+//! per-(group, bin) statistics ([`BinStats`]) for even and adaptive bins.
+//!
+//! Every consumer that has its scores grouped already (multilabel columns, streaming's kept
+//! scores, `calibkit.dask` after selection, the binning recalibrators, the diagnostics) bins
+//! them here, so the binning rules of docs/spec.md live in [`edges`](crate::kernels::core::edges) and in this file only.
+//!
+//! # Statistics
+//! For each (group, bin) cell: `count` = sum of the weights, `sum_score` = sum of
+//! `weight * score`, `sum_outcome` = sum of `weight * outcome`, each a Neumaier-compensated
+//! sum (accurate to about one ulp of the result however many rows fall into one cell).
+//! With no weights every weight is 1 and the counts are exact integers.
+//!
+//! # Bins
+//! - Even (`nb = B + 1`): SPEC's upper edges `u_j` ([`EvenEdges`]); a score goes to the number
+//!   of upper edges `<=` it, the extra bin B holding scores `>= 1.0`. Weights do not move edges.
+//! - Adaptive (`nb = B`), weighted equal mass. Per group, with `W` the group's total weight and
+//!   its rows sorted by score, let `C_i` be the cumulative weight up to and including row `i`
+//!   (so row `i` covers the interval `[C_{i-1}, C_i)` of the weight axis). For j = 1..B-1 the
+//!   target is `t_j = round_half_even(j * (W / B))` (float64), and the upper edge `e_j` is the
+//!   score of the first row with `C_i > t_j`, or of the last row of positive weight if there is
+//!   none (this is SPEC's clip of `pos_j` to `n - 1`). A score then goes to the number of edges
+//!   `<=` it (left-closed bins; ties on an edge go to the upper bin).
+//!
+//!   For integer weights this is exactly SPEC's rule applied to the sample in which every row
+//!   is repeated `weight` times (`W = n`, `t_j = pos_j`, and the row covering position `pos_j`
+//!   of the expanded sorted sample is the first with `C_i > pos_j`); a row of weight 0 covers an
+//!   empty interval and so is never an edge, and adds 0 to every sum: it is dropped. For
+//!   fractional weights the same definition applies as written: the edge is the score at the
+//!   weighted rank `t_j` (rounded half to even to a whole unit of weight), i.e. the weighted
+//!   lower quantile of level `t_j / W`.
+//!   A group of total weight 0 has no edges: its inner boundaries are NaN, as for an empty group.
+//!
+//! # Edges reported
+//! `edges` holds `nb + 1` boundaries per group: even `0, u_1, ..., u_B = 1, 1`; adaptive
+//! `0, e_1, ..., e_{B-1}, 1` (the lower boundary is 0: callers that dropped scores at or below
+//! a threshold replace it by their threshold).
+//!
+//! # Determinism
+//! Rows are sorted by the total order (group, score, row index), and sums run in row order
+//! over fixed chunks folded in order ([`chunks`]), so results are bitwise identical for any
+//! number of threads. Rayon is used only for inputs of at least [`PARALLEL_ROWS`] rows.
+
+use rayon::prelude::*;
+
+use crate::kernels::core::chunks;
+use crate::kernels::core::edges::{adaptive_boundaries, bin_by_edges, EvenEdges};
+use crate::kernels::core::spec::{Binning, Grouping};
+use crate::kernels::core::stats::add_compensated;
+use crate::kernels::{BinStats, KernelError, Score};
+
+/// Inputs of at least this many rows are sorted and summed with rayon.
+pub const PARALLEL_ROWS: usize = 1 << 18;
+/// Rows per chunk of the parallel sums (fixed: independent of the thread count).
+const SUM_CHUNK: usize = 1 << 16;
+
+/// Already-grouped rows: `scores[i]` with outcome `outcomes[i]` and weight `weights[i]` (1 when
+/// `None`) belongs to group `groups[i]` (0 when `None`) of `num_groups`.
+#[derive(Clone, Copy)]
+pub struct GroupedRows<'a, T: Score> {
+    pub groups: Option<&'a [i64]>,
+    pub scores: &'a [T],
+    pub outcomes: &'a [f64],
+    pub weights: Option<&'a [f64]>,
+    pub num_groups: usize,
+}
+
+impl<'a, T: Score> GroupedRows<'a, T> {
+    /// Checks the lengths agree and every value is usable: groups in `[0, num_groups)`,
+    /// finite scores and outcomes, finite weights `>= 0`.
+    pub fn check(&self) -> Result<(), KernelError> {
+        let m = self.scores.len();
+        if self.num_groups == 0 {
+            return Err(KernelError::Parameter("num_groups must be at least 1".into()));
+        }
+        let same = |name: &str, len: usize| {
+            if len == m {
+                Ok(())
+            } else {
+                Err(KernelError::Shape(format!(
+                    "{name} has {len} entries but scores has {m}; pass one per score"
+                )))
+            }
+        };
+        same("outcomes", self.outcomes.len())?;
+        if let Some(g) = self.groups {
+            same("groups", g.len())?;
+            if let Some(i) = g.iter().position(|&x| x < 0 || x as u64 >= self.num_groups as u64) {
+                return Err(KernelError::Parameter(format!(
+                    "groups[{i}] is {}, outside [0, {}): group ids must index the num_groups groups",
+                    g[i], self.num_groups
+                )));
+            }
+        }
+        if let Some(w) = self.weights {
+            same("weights", w.len())?;
+            crate::kernels::core::validate::weights(w, "weights")?;
+        }
+        if let Some(i) = self.scores.iter().position(|s| !s.to_f64().is_finite()) {
+            return Err(KernelError::Parameter(format!(
+                "scores[{i}] is {}: scores must be finite",
+                self.scores[i].to_f64()
+            )));
+        }
+        if let Some(i) = self.outcomes.iter().position(|o| !o.is_finite()) {
+            return Err(KernelError::Parameter(format!(
+                "outcomes[{i}] is {}: outcomes must be finite",
+                self.outcomes[i]
+            )));
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn group(&self, i: usize) -> usize {
+        self.groups.map_or(0, |g| g[i] as usize)
+    }
+
+    #[inline(always)]
+    fn weight(&self, i: usize) -> f64 {
+        self.weights.map_or(1.0, |w| w[i])
+    }
+}
+
+/// Per-(group, bin) statistics of already-grouped weighted rows (see the module docs for the
+/// exact rules). `num_bins` is B: `nb = B + 1` bins per group for even binning, `B` for
+/// adaptive binning.
+pub fn grouped_bin_stats<T: Score>(
+    rows: &GroupedRows<T>,
+    binning: Binning,
+    num_bins: usize,
+) -> Result<BinStats, KernelError> {
+    // The bin-count and table limits of every other entry point.
+    let limits = Grouping { binning, max_prob: false, class_conditional: true, threshold: 0.0 };
+    limits.check(num_bins)?;
+    limits.check_table(rows.num_groups, num_bins)?;
+    rows.check()?;
+    let (g, m) = (rows.num_groups, rows.scores.len());
+    match binning {
+        Binning::Even => {
+            let e = EvenEdges::new(num_bins);
+            let nb = e.num_bins();
+            let cells: Vec<u32> = map_rows(m, |i| (rows.group(i) * nb + e.bin(rows.scores[i].to_f64())) as u32);
+            let mut st = accumulate(rows, &cells, g, nb);
+            let one = e.boundaries();
+            st.edges = (0..g).flat_map(|_| one.iter().copied()).collect();
+            Ok(st)
+        }
+        Binning::Adaptive => {
+            let nb = num_bins;
+            let edges = adaptive_edges_weighted(rows, num_bins);
+            let cells: Vec<u32> = map_rows(m, |i| {
+                let gi = rows.group(i);
+                (gi * nb + bin_by_edges(&edges[gi], rows.scores[i].to_f64())) as u32
+            });
+            let mut st = accumulate(rows, &cells, g, nb);
+            st.edges = edges.iter().flat_map(|e| adaptive_boundaries(e, num_bins, 0.0)).collect();
+            Ok(st)
+        }
+    }
+}
+
+/// Per-(group, bin) statistics against given upper edges: `upper` holds `B - 1` non-decreasing
+/// edges per group (group-major, `num_groups * (B - 1)` values, none NaN), and a score goes to
+/// the number of its group's edges `<=` it (`nb = B`). For callers that found the edges
+/// elsewhere (`calibkit.dask` selects them over all chunks, then counts each chunk here).
+/// Reported edges per group: `0, upper..., 1`.
+pub fn grouped_bin_stats_at<T: Score>(
+    rows: &GroupedRows<T>,
+    upper: &[f64],
+    num_bins: usize,
+) -> Result<BinStats, KernelError> {
+    let limits = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: 0.0 };
+    limits.check(num_bins)?;
+    limits.check_table(rows.num_groups, num_bins)?;
+    rows.check()?;
+    let (g, inner) = (rows.num_groups, num_bins - 1);
+    if upper.len() != g.saturating_mul(inner) {
+        return Err(KernelError::Shape(format!(
+            "edges has {} values; pass num_bins - 1 = {inner} upper edges for each of the {g} groups",
+            upper.len()
+        )));
+    }
+    for (gi, e) in upper.chunks(inner.max(1)).enumerate().take(if inner == 0 { 0 } else { g }) {
+        if let Some(j) = (0..e.len()).find(|&j| e[j].is_nan() || (j > 0 && e[j] < e[j - 1])) {
+            return Err(KernelError::Parameter(format!(
+                "edges[{gi}, {j}] is {}: each group's upper edges must be non-decreasing numbers",
+                e[j]
+            )));
+        }
+    }
+    let edges_of = |gi: usize| &upper[gi * inner..(gi + 1) * inner];
+    let cells: Vec<u32> = map_rows(rows.scores.len(), |i| {
+        let gi = rows.group(i);
+        (gi * num_bins + bin_by_edges(edges_of(gi), rows.scores[i].to_f64())) as u32
+    });
+    let mut st = accumulate(rows, &cells, g, num_bins);
+    st.edges = (0..g)
+        .flat_map(|gi| std::iter::once(0.0).chain(edges_of(gi).iter().copied()).chain(std::iter::once(1.0)))
+        .collect();
+    Ok(st)
+}
+
+/// `f(i)` for every row, in parallel for large inputs (order-preserving).
+fn map_rows<F: Fn(usize) -> u32 + Sync + Send>(m: usize, f: F) -> Vec<u32> {
+    if m >= PARALLEL_ROWS {
+        (0..m).into_par_iter().with_min_len(SUM_CHUNK).map(f).collect()
+    } else {
+        (0..m).map(f).collect()
+    }
+}
+
+/// A key that orders finite scores as f64 comparison does (-0.0 and 0.0 alike).
+#[inline(always)]
+fn order_key(s: f64) -> u64 {
+    let b = (s + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+/// The weighted adaptive upper edges of every group (empty for a group of total weight 0).
+///
+/// Rows of positive weight are placed group after group (a counting pass) as `(score key,
+/// row)` pairs packed in a `u128`, and each group's pairs are sorted: the total order
+/// (score, row) makes the result independent of the sort algorithm and thread count.
+pub fn adaptive_edges_weighted<T: Score>(rows: &GroupedRows<T>, num_bins: usize) -> Vec<Vec<f64>> {
+    let (m, ng) = (rows.scores.len(), rows.num_groups);
+    let positive = |i: usize| rows.weight(i) > 0.0;
+    let mut start = vec![0usize; ng + 1];
+    for i in (0..m).filter(|&i| positive(i)) {
+        start[rows.group(i) + 1] += 1;
+    }
+    for gi in 0..ng {
+        start[gi + 1] += start[gi];
+    }
+    let mut fill = start.clone();
+    let mut pairs = vec![0u128; start[ng]];
+    for i in (0..m).filter(|&i| positive(i)) {
+        let gi = rows.group(i);
+        pairs[fill[gi]] = ((order_key(rows.scores[i].to_f64()) as u128) << 64) | i as u128;
+        fill[gi] += 1;
+    }
+    let mut slices: Vec<&mut [u128]> = Vec::with_capacity(ng);
+    let mut rest = &mut pairs[..];
+    for gi in 0..ng {
+        let (head, tail) = rest.split_at_mut(start[gi + 1] - start[gi]);
+        slices.push(head);
+        rest = tail;
+    }
+    let sort = |s: &mut [u128]| {
+        if s.len() >= PARALLEL_ROWS {
+            s.par_sort_unstable();
+        } else {
+            s.sort_unstable();
+        }
+    };
+    if m >= PARALLEL_ROWS {
+        slices.par_iter_mut().with_max_len(1).for_each(|s| sort(s));
+    } else {
+        slices.iter_mut().for_each(|s| sort(s));
+    }
+    slices
+        .iter()
+        .map(|s| if s.is_empty() { Vec::new() } else { group_edges(rows, s.iter().map(|&p| p as u64 as usize), num_bins) })
+        .collect()
+}
+
+/// The B-1 upper edges of one group given its rows in ascending score order (all of positive
+/// weight): the module docs' weighted equal-mass rule.
+fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usize> + Clone, b: usize) -> Vec<f64> {
+    let total = sorted.clone().fold(0.0, |c, i| c + rows.weight(i));
+    let step = total / b as f64;
+    let mut edges = Vec::with_capacity(b.saturating_sub(1));
+    let mut it = sorted.peekable();
+    let (mut cum, mut last) = (0.0f64, f64::NAN);
+    let mut current = f64::NAN; // score of the row whose interval ends at `cum`
+    for j in 1..b {
+        let t = (j as f64 * step).round_ties_even();
+        // Advance to the first row with C_i > t (rows are visited once over all j).
+        while cum <= t {
+            match it.next() {
+                Some(i) => {
+                    cum += rows.weight(i);
+                    current = rows.scores[i].to_f64();
+                    last = current;
+                }
+                None => {
+                    current = last;
+                    break;
+                }
+            }
+        }
+        edges.push(current);
+    }
+    edges
+}
+
+/// Neumaier-compensated accumulation of one quantity.
+#[derive(Clone, Copy, Default)]
+struct Comp {
+    sum: f64,
+    c: f64,
+}
+
+impl Comp {
+    #[inline(always)]
+    fn add(&mut self, x: f64) {
+        add_compensated(&mut self.sum, &mut self.c, x);
+    }
+    #[inline(always)]
+    fn value(&self) -> f64 {
+        self.sum + self.c
+    }
+}
+
+/// Compensated (count, score, outcome) sums of the rows of one range into `cells` cells.
+fn sum_range<T: Score>(rows: &GroupedRows<T>, cells: &[u32], r: std::ops::Range<usize>, ncells: usize) -> Vec<[Comp; 3]> {
+    let mut acc = vec![[Comp::default(); 3]; ncells];
+    for i in r {
+        let a = &mut acc[cells[i] as usize];
+        let w = rows.weight(i);
+        a[0].add(w);
+        a[1].add(w * rows.scores[i].to_f64());
+        a[2].add(w * rows.outcomes[i]);
+    }
+    acc
+}
+
+/// The per-cell statistics of the rows, given each row's cell. Sums run in row order over fixed
+/// chunks; chunk results are added in chunk order (compensated), in parallel only when the
+/// table is small against the input (each chunk holds its own table).
+fn accumulate<T: Score>(rows: &GroupedRows<T>, cells: &[u32], g: usize, nb: usize) -> BinStats {
+    let (m, ncells) = (rows.scores.len(), g * nb);
+    let acc = if m >= PARALLEL_ROWS && ncells <= SUM_CHUNK / 8 {
+        let ranges: Vec<_> = (0..m).step_by(SUM_CHUNK).map(|s| s..(s + SUM_CHUNK).min(m)).collect();
+        let mut total = vec![[Comp::default(); 3]; ncells];
+        let res: Result<(), KernelError> = chunks::map_fold(
+            &ranges,
+            |r| Ok(sum_range(rows, cells, r, ncells)),
+            |part| {
+                for (t, p) in total.iter_mut().zip(&part) {
+                    for q in 0..3 {
+                        t[q].add(p[q].sum);
+                        t[q].add(p[q].c);
+                    }
+                }
+            },
+        );
+        debug_assert!(res.is_ok());
+        total
+    } else {
+        sum_range(rows, cells, 0..m, ncells)
+    };
+    let mut st = BinStats::zeros(g, nb);
+    for (i, a) in acc.iter().enumerate() {
+        st.count[i] = a[0].value();
+        st.sum_score[i] = a[1].value();
+        st.sum_outcome[i] = a[2].value();
+    }
+    st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::core::edges::adaptive_positions;
+
+    /// Deterministic pseudo-random numbers (xorshift), no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// SPEC's binning of one unweighted group written out directly (sort, positions, count).
+    fn direct(scores: &[f64], outcomes: &[f64], binning: Binning, b: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let nb = if binning == Binning::Even { b + 1 } else { b };
+        let mut sorted = scores.to_vec();
+        sorted.sort_by(|a, c| a.partial_cmp(c).unwrap());
+        let edges: Vec<f64> = match binning {
+            Binning::Even => (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect(),
+            Binning::Adaptive => adaptive_positions(sorted.len(), b).into_iter().map(|p| sorted[p]).collect(),
+        };
+        let (mut c, mut s, mut o) = (vec![0.0; nb], vec![0.0; nb], vec![0.0; nb]);
+        for (&x, &y) in scores.iter().zip(outcomes) {
+            let k = edges.iter().filter(|&&e| e <= x).count().min(nb - 1);
+            c[k] += 1.0;
+            s[k] += x;
+            o[k] += y;
+        }
+        (c, s, o)
+    }
+
+    fn close(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-12 * (1.0 + y.abs()))
+    }
+
+    fn case(rng: &mut Rng, m: usize, g: usize, levels: u64) -> (Vec<i64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+        let groups = (0..m).map(|_| rng.below(g as u64) as i64).collect();
+        let scores = (0..m).map(|_| rng.below(levels + 1) as f64 / levels as f64).collect();
+        let outcomes = (0..m).map(|_| rng.below(2) as f64).collect();
+        let weights = (0..m).map(|_| rng.below(4) as f64).collect();
+        (groups, scores, outcomes, weights)
+    }
+
+    #[test]
+    fn unweighted_matches_direct_binning() {
+        let mut rng = Rng(7);
+        for trial in 0..200 {
+            let (m, g, b) = (1 + rng.below(60) as usize, 1 + rng.below(4) as usize, 1 + rng.below(12) as usize);
+            let levels = 1 + rng.below(20);
+            let (groups, scores, outcomes, _) = case(&mut rng, m, g, levels);
+            for binning in [Binning::Even, Binning::Adaptive] {
+                let rows = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: None, num_groups: g };
+                let st = grouped_bin_stats(&rows, binning, b).unwrap();
+                for gi in 0..g {
+                    let idx: Vec<usize> = (0..m).filter(|&i| groups[i] as usize == gi).collect();
+                    let s: Vec<f64> = idx.iter().map(|&i| scores[i]).collect();
+                    let o: Vec<f64> = idx.iter().map(|&i| outcomes[i]).collect();
+                    let (c, ss, so) = direct(&s, &o, binning, b);
+                    let r = gi * st.nb..(gi + 1) * st.nb;
+                    assert_eq!(st.count[r.clone()], c[..], "trial {trial}");
+                    assert!(close(&st.sum_score[r.clone()], &ss), "trial {trial}");
+                    assert!(close(&st.sum_outcome[r], &so), "trial {trial}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_weights_equal_repeated_rows() {
+        let mut rng = Rng(11);
+        for trial in 0..300 {
+            let (m, g, b) = (1 + rng.below(40) as usize, 1 + rng.below(3) as usize, 1 + rng.below(10) as usize);
+            let levels = 1 + rng.below(15);
+            let (groups, scores, outcomes, weights) = case(&mut rng, m, g, levels);
+            let (mut rg, mut rs, mut ro) = (vec![], vec![], vec![]);
+            for i in 0..m {
+                for _ in 0..weights[i] as usize {
+                    rg.push(groups[i]);
+                    rs.push(scores[i]);
+                    ro.push(outcomes[i]);
+                }
+            }
+            for binning in [Binning::Even, Binning::Adaptive] {
+                let w = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&weights), num_groups: g };
+                let r = GroupedRows { groups: Some(&rg), scores: &rs, outcomes: &ro, weights: None, num_groups: g };
+                let (a, e) = (grouped_bin_stats(&w, binning, b).unwrap(), grouped_bin_stats(&r, binning, b).unwrap());
+                assert_eq!(a.count, e.count, "trial {trial} {binning:?}");
+                assert!(close(&a.sum_score, &e.sum_score), "trial {trial}");
+                assert!(close(&a.sum_outcome, &e.sum_outcome), "trial {trial}");
+                let same = a.edges.iter().zip(&e.edges).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()));
+                assert!(same, "trial {trial}: {:?} vs {:?}", a.edges, e.edges);
+            }
+        }
+    }
+
+    #[test]
+    fn f32_scores_widen_exactly() {
+        let s32 = [0.1f32, 0.7, 0.3, 0.9, 0.5];
+        let s64: Vec<f64> = s32.iter().map(|&x| x as f64).collect();
+        let o = [1.0, 0.0, 1.0, 1.0, 0.0];
+        for binning in [Binning::Even, Binning::Adaptive] {
+            let a = grouped_bin_stats(&GroupedRows { groups: None, scores: &s32[..], outcomes: &o, weights: None, num_groups: 1 }, binning, 3).unwrap();
+            let b = grouped_bin_stats(&GroupedRows { groups: None, scores: &s64[..], outcomes: &o, weights: None, num_groups: 1 }, binning, 3).unwrap();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_typed_errors() {
+        let s = [0.2, 0.4];
+        let o = [0.0, 1.0];
+        let rows = |g: Option<&'static [i64]>, w: Option<&'static [f64]>, ng| GroupedRows { groups: g, scores: &s[..], outcomes: &o[..], weights: w, num_groups: ng };
+        let even = Binning::Even;
+        assert!(matches!(grouped_bin_stats(&rows(None, Some(&[1.0, -1.0]), 1), even, 2), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(None, Some(&[1.0, f64::NAN]), 1), even, 2), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(None, Some(&[1.0]), 1), even, 2), Err(KernelError::Shape(_))));
+        assert!(matches!(grouped_bin_stats(&rows(Some(&[0, 2]), None, 2), even, 2), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(Some(&[0, -1]), None, 2), even, 2), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(None, None, 0), even, 2), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(None, None, 1), even, 0), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(None, None, 1), even, 1_000_001), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats(&rows(None, None, 100), even, 1_000_000), Err(KernelError::Parameter(_))));
+        let nan = [f64::NAN, 0.5];
+        let r = GroupedRows { groups: None, scores: &nan[..], outcomes: &o[..], weights: None, num_groups: 1 };
+        assert!(matches!(grouped_bin_stats(&r, even, 2), Err(KernelError::Parameter(_))));
+    }
+
+    #[test]
+    fn given_edges_bin_like_the_adaptive_rule() {
+        let mut rng = Rng(5);
+        for _ in 0..100 {
+            let (m, g, b) = (1 + rng.below(50) as usize, 1 + rng.below(3) as usize, 1 + rng.below(8) as usize);
+            let levels = 1 + rng.below(10);
+            let (groups, scores, outcomes, weights) = case(&mut rng, m, g, levels);
+            let rows = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&weights), num_groups: g };
+            let a = grouped_bin_stats(&rows, Binning::Adaptive, b).unwrap();
+            let upper: Vec<f64> = (0..g)
+                .flat_map(|gi| a.edges[gi * (b + 1) + 1..gi * (b + 1) + b].iter().map(|&e| if e.is_nan() { 0.0 } else { e }))
+                .collect();
+            let c = grouped_bin_stats_at(&rows, &upper, b).unwrap();
+            assert_eq!(a.count, c.count);
+            assert_eq!(a.sum_score, c.sum_score);
+            assert_eq!(a.sum_outcome, c.sum_outcome);
+        }
+        let s = [0.5];
+        let r = GroupedRows { groups: None, scores: &s[..], outcomes: &s[..], weights: None, num_groups: 1 };
+        assert!(matches!(grouped_bin_stats_at(&r, &[0.6, 0.2], 3), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats_at(&r, &[f64::NAN, 0.2], 3), Err(KernelError::Parameter(_))));
+        assert!(matches!(grouped_bin_stats_at(&r, &[0.2], 3), Err(KernelError::Shape(_))));
+        assert_eq!(grouped_bin_stats_at(&r, &[], 1).unwrap().count, vec![1.0]);
+    }
+
+    #[test]
+    fn zero_weight_groups_have_nan_edges() {
+        let s = [0.2, 0.4, 0.6];
+        let o = [0.0, 1.0, 1.0];
+        let w = [0.0, 0.0, 2.0];
+        let r = GroupedRows { groups: Some(&[0, 0, 1]), scores: &s[..], outcomes: &o[..], weights: Some(&w[..]), num_groups: 2 };
+        let st = grouped_bin_stats(&r, Binning::Adaptive, 3).unwrap();
+        assert!(st.edges[1].is_nan() && st.edges[2].is_nan());
+        assert_eq!(&st.edges[4..8], &[0.0, 0.6, 0.6, 1.0]);
+        assert_eq!(st.count, vec![0.0, 0.0, 0.0, 0.0, 0.0, 2.0]);
+    }
+
+    #[test]
+    fn fractional_weights_follow_the_documented_rule() {
+        // W = 2, B = 2: t_1 = round(1.0) = 1; cumulative 0.5, 1.0, 2.0 -> first C_i > 1 is row 2.
+        let s = [0.1, 0.2, 0.3];
+        let o = [0.0; 3];
+        let w = [0.5, 0.5, 1.0];
+        let r = GroupedRows { groups: None, scores: &s[..], outcomes: &o[..], weights: Some(&w[..]), num_groups: 1 };
+        let st = grouped_bin_stats(&r, Binning::Adaptive, 2).unwrap();
+        assert_eq!(st.edges, vec![0.0, 0.3, 1.0]);
+        assert_eq!(st.count, vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn long_sums_stay_accurate_and_threads_do_not_matter() {
+        let m = PARALLEL_ROWS + 12_345;
+        let scores = vec![0.9f64; m];
+        let outcomes = vec![1.0; m];
+        let weights: Vec<f64> = (0..m).map(|i| (i % 3) as f64 * 0.1).collect();
+        let rows = GroupedRows { groups: None, scores: &scores, outcomes: &outcomes, weights: Some(&weights), num_groups: 1 };
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        for binning in [Binning::Even, Binning::Adaptive] {
+            let a = one.install(|| grouped_bin_stats(&rows, binning, 3).unwrap());
+            let b = four.install(|| grouped_bin_stats(&rows, binning, 3).unwrap());
+            assert_eq!(a, b);
+            let exact_w: f64 = (m / 3) as f64 * 0.30000000000000004 + [0.0, 0.0, 0.1][m % 3];
+            let total: f64 = a.count.iter().sum();
+            assert!((total - exact_w).abs() <= 1e-12 * exact_w, "{total} vs {exact_w}");
+            let ss: f64 = a.sum_score.iter().sum();
+            assert!((ss - 0.9 * exact_w).abs() <= 1e-12 * exact_w);
+        }
+        let uw = GroupedRows { weights: None, ..rows };
+        let st = grouped_bin_stats(&uw, Binning::Adaptive, 3).unwrap();
+        let ss: f64 = st.sum_score.iter().sum();
+        assert!((ss - 0.9 * m as f64).abs() <= 1e-12 * m as f64);
+    }
+}

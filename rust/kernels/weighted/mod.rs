@@ -1,0 +1,8 @@
+//! Weighted readings of grouped scores: the weighted binning primitive ([`grouped`]:
+//! `(group, score, outcome, weight)` rows -> per-(group, bin) table), each entry's cell of a
+//! table ([`cells`]), and resampling as weights on the same table ([`resample`]: bootstrap and
+//! consistency resamples).
+
+pub mod cells;
+pub mod grouped;
+pub mod resample;
