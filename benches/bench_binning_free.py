@@ -76,7 +76,8 @@ def main() -> None:
         t_ksp, _ = timed(lambda: calibkit.ksce(labels, probs), args.repeat)
         print(f"[{name}] smECE = {v_sm[0]:.6f} (relplot {v_rel[0]:.6f}), bandwidth {v_sm[1]:.6f}")
         print(f"  relplot smECE            {t_rel * 1e3:9.1f} ms")
-        print(f"  calibkit.smece (pairs)   {t_sm * 1e3:9.1f} ms   {t_rel / t_sm:6.1f}x faster than relplot (target >= 3x)")
+        print(f"  calibkit.smece (pairs)   {t_sm * 1e3:9.1f} ms   {t_rel / t_sm:6.1f}x faster than "
+              "relplot (target >= 3x)")
         print(f"  calibkit.smece (matrix)  {t_smp * 1e3:9.1f} ms   {t_rel / t_smp:6.1f}x faster than relplot")
         print(f"  np.sort(confidences)     {t_sort * 1e3:9.1f} ms")
         print(f"  calibkit.ksce (pairs)    {t_ks * 1e3:9.1f} ms   {t_ks / t_sort:6.2f}x np.sort (target <= 3x)")

@@ -27,7 +27,8 @@ def main(argv=None) -> None:
     z, y = synthetic(args.n, args.k)
     best = {"TemperatureScaling": float("inf"), "MetricTemperatureScaling": float("inf")}
     for _ in range(args.rounds):
-        for name, cls in (("TemperatureScaling", TemperatureScaling), ("MetricTemperatureScaling", MetricTemperatureScaling)):
+        for name, cls in (("TemperatureScaling", TemperatureScaling),
+                          ("MetricTemperatureScaling", MetricTemperatureScaling)):
             est = cls(input="logits")
             t = time.perf_counter()
             est.fit(z, y)

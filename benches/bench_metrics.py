@@ -165,7 +165,7 @@ def main(argv=None):
                                        ("um", lambda: um_call(name, y, p))):
                         est = PEER_COST.get(peer, {}).get(name, 0.01) * entries
                         if est > args.max_peer_seconds:
-                            cols.append(f" {'skipped':>10} {'(~%.0fs)' % est:>8} |")
+                            cols.append(f" {'skipped':>10} {f'(~{est:.0f}s)':>8} |")
                             continue
                         tp = timeit(call, 1 if n * k > 1_000_000 else 2)
                         cols.append(f" {tp * 1e3:9.1f}ms {tp / t:7.1f}x |")

@@ -53,7 +53,7 @@ def main(argv=None) -> int:
           f"{os.environ.get('RAYON_NUM_THREADS', '(all)')}")
 
     y, p = _data(10_000, 10)
-    t_ece = _time(lambda: calibkit.ece(y, p), 200 if not args.quick else 50) 
+    t_ece = _time(lambda: calibkit.ece(y, p), 200 if not args.quick else 50)
     t_ci = _time(lambda: calibkit.confidence_interval(y, p, n_resamples=1000, seed=1), rep)
     t_test = _time(lambda: calibkit.calibration_test(y, p, n_resamples=1000, seed=1), rep)
     print(f"(10000, 10) float64: one ece {t_ece * 1e6:.1f} us")

@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles and access to the real data in ../shared/data.
+"""Shared test configuration: hypothesis profiles, access to the real data in ../shared/data, and
+:func:`requires`, the one policy for a missing optional test peer (fail under CI, skip elsewhere).
 
 Hypothesis profile: set ``CALIBKIT_HYPOTHESIS_PROFILE`` to ``ci`` (fast, the default when the
 ``CI`` environment variable is set), ``dev`` (the default otherwise) or ``thorough``.
@@ -6,8 +7,10 @@ Hypothesis profile: set ``CALIBKIT_HYPOTHESIS_PROFILE`` to ``ci`` (fast, the def
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -55,43 +58,27 @@ def shared():
     return load_shared
 
 
-#: Top-level modules that the README's test command installs (the ``test`` extra and
-#: ``scripts/install-test-peers``). Under ``CI`` a test skipped because one of them cannot be
-#: imported FAILS instead: CI must never pass while silently skipping a cross-check.
-CI_REQUIRED_MODULES = frozenset(
-    {"uncertainty_metrics", "sklearn", "matplotlib", "dask", "pandas", "datasketches", "tqdm"}
-)
+def under_ci() -> bool:
+    """True when the ``CI`` environment variable is set (``.ci/run`` sets ``CI=true``)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def missing_required_module(reason: str) -> str | None:
-    """Name of the CI-required module a ``pytest.importorskip`` skip reason is about, if any."""
-    import re
+def requires(module: str, why: str = "") -> ModuleType:
+    """Import and return ``module``, an optional package a test needs (a cross-check peer or an
+    optional dependency: everything the README's test command installs).
 
-    m = re.match(r"could not import '([\w.]+)'", reason)
-    if m and m.group(1).split(".")[0] in CI_REQUIRED_MODULES:
-        return m.group(1)
-    return None
-
-
-def _fail_if_required_missing(report) -> None:
-    if not os.environ.get("CI") or not report.skipped or not isinstance(report.longrepr, tuple):
-        return
-    module = missing_required_module(str(report.longrepr[2]).removeprefix("Skipped: "))
-    if module is not None:
-        report.outcome = "failed"
-        report.longrepr = (
-            f"{module} is missing but CI=true: run the README's test command "
-            '(pip install ".[test]" && python scripts/install-test-peers && ...)'
-        )
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    _fail_if_required_missing(outcome.get_result())
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector):
-    outcome = yield
-    _fail_if_required_missing(outcome.get_result())
+    The one policy for a missing peer: under CI (``CI=true``) the calling test FAILS, since CI
+    must never pass while silently skipping a cross-check; elsewhere it is skipped with the
+    install hint. Works in a test, a fixture or at module level (then the whole file is
+    skipped or fails). A skip that is about the platform or about data (no shared data folder,
+    a peer that does not support this Python) is not a missing peer: use ``pytest.skip``.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        what = f"{module} ({why})" if why else module
+        hint = ('run the README\'s test command (pip install ".[test]" && python '
+                "scripts/install-test-peers && ...)")
+        if under_ci():
+            pytest.fail(f"{what} is missing but CI=true: {hint}; {exc}", pytrace=False)
+        pytest.skip(f"{what} is not installed: {hint}", allow_module_level=True)

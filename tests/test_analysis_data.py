@@ -52,11 +52,17 @@ def test_npz_stated_kind_with_other_array_name(tmp_path):
         load_predictions(f)
 
 
-def test_npz_stated_kind_must_exist(tmp_path):
+def test_npz_stated_kind_must_fit_the_values(tmp_path):
+    """kind= applies to whichever array is read (as the command's --logits does), but
+    probabilities stated to be logits are refused, by the recalibrators' rule
+    (calibkit._validate.check_scores)."""
     f = tmp_path / "e.npz"
     np.savez(f, probs=PROBS, labels=LABELS)
-    with pytest.raises(PredictionFileError, match="expected logits with labels"):
+    with pytest.raises(PredictionFileError, match="looks like probabilities .* declared as logits"):
         load_predictions(f, kind="logits")
+    g = tmp_path / "f.npz"
+    np.savez(g, probs=LOGITS, labels=LABELS)  # logits saved under the name probs
+    assert load_predictions(g, kind="logits").kind == "logits"
 
 
 # ----------------------------------------------------------------------------- npy
@@ -124,7 +130,7 @@ def test_csv_logit_columns_label_column_and_headerless(tmp_path):
         ("label,p0,p1\n0,0.5,0.5\n", {"label_column": "y"}, "no column named 'y'"),
         ("label,p0,p1\n0,0.5,0.5\n", {"label_column": 7}, "label column 7 does not exist"),
         ("label\n0\n", {}, "label column and at least one score column"),
-        ("label,p0,p1\n0.5,0.5,0.5\n", {}, r"whole numbers \(row 0 has 0\.5\)"),
+        ("label,p0,p1\n0.5,0.5,0.5\n", {}, r"labels\[0\] is 0\.5, not an integer"),
     ],
 )
 def test_csv_errors(tmp_path, text, kwargs, match):
@@ -168,8 +174,8 @@ def _npz(tmp_path, **arrays):
         ({"logits": LOGITS, "labels": -np.ones(40, int)}, "label -1 at row 0 is out of range"),
         ({"logits": np.where(np.arange(40)[:, None] == 5, np.nan, LOGITS), "labels": LABELS},
          "NaN/inf.*row 5"),
-        ({"logits": LOGITS, "labels": LABELS + 0.5}, "whole numbers"),
-        ({"logits": LOGITS, "labels": LABELS.astype(str)}, "integer class indices"),
+        ({"logits": LOGITS, "labels": LABELS + 0.5}, r"labels\[0\] is \d\.5, not an integer"),
+        ({"logits": LOGITS, "labels": LABELS.astype(str)}, "labels hold class names"),
         ({"logits": LOGITS[:, :1], "labels": LABELS}, "K >= 2"),
         ({"logits": LOGITS[None], "labels": LABELS}, "2-D array"),
         ({"logits": LOGITS[:0], "labels": LABELS[:0]}, "no examples"),

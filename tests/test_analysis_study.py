@@ -27,7 +27,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("study")
-    result = run_study(config=StudyConfig.quick_config(seed=0))
+    result = run_study(config=StudyConfig.quick_config(random_state=0))
     files = write_report(result, out)
     return result, files, out
 
@@ -132,7 +132,7 @@ def test_every_table_and_figure_is_written(study):
     for name in expected:
         assert f"figures/{name}.png" in md
     assert f"| calibkit version | {calibkit.__version__} |" in md
-    assert "| seed | 0 |" in md and "quick mode | True" in md
+    assert "| random_state (--seed) | 0 |" in md and "quick mode | True" in md
     assert "squares d" in md or "d^2" in md
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(expected)
@@ -145,7 +145,7 @@ def test_raw_numbers_in_json_and_csv(study):
     m = result.models[0]
     res = json.loads((out / "results.json").read_text())
     assert res["calibkit_version"] == calibkit.__version__
-    assert res["settings"]["seed"] == 0 and res["settings"]["quick"] is True
+    assert res["settings"]["random_state"] == 0 and res["settings"]["quick"] is True
     jm = res["models"][0]
     assert np.array_equal(np.array(jm["values"]), m.values)
     assert jm["metrics"][26] == {"index": 26, "name": "TACE", "binning": "adaptive", "max_prob": False,
@@ -224,9 +224,9 @@ def test_report_files_carry_intervals_and_pvalues(study):
     assert jm["methods"] == list(m.probs) and jm["num_bins"] == m.report_bins
     for i, name in enumerate(list(m.probs)[:3]):
         ci = calibkit.confidence_interval(m.labels, m.probs[name], "ECE", num_bins=m.report_bins,
-                                          n_resamples=200, seed=result.config.seed)
+                                          n_resamples=200, random_state=result.config.random_state)
         test = calibkit.calibration_test(m.labels, m.probs[name], "ECE", num_bins=m.report_bins,
-                                         n_resamples=200, seed=result.config.seed)
+                                         n_resamples=200, random_state=result.config.random_state)
         assert jm["value"][i] == pytest.approx(
             calibkit.ece(m.labels, m.probs[name], num_bins=m.report_bins), abs=1e-12)
         assert (jm["low"][i], jm["high"][i], jm["pvalue"][i]) == pytest.approx(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import requires
 
 import calibkit
 from calibkit import recalibration as R
@@ -167,7 +168,7 @@ def logits_case():
 @pytest.mark.filterwarnings("ignore::calibkit.recalibration.ConvergenceWarning")
 @pytest.mark.parametrize("est", _all_estimators(), ids=lambda e: type(e).__name__)
 def test_score_is_negative_log_loss(est, logits_case):
-    metrics = pytest.importorskip("sklearn.metrics")
+    metrics = requires("sklearn.metrics")
     z, y = logits_case
     est.fit(z[:400], y[:400])
     P = est.predict_proba(z[400:])
@@ -194,7 +195,7 @@ def test_plattscaling_score_binary():
 
 
 def test_grid_search_with_default_scoring(logits_case):
-    pytest.importorskip("sklearn")
+    requires("sklearn")
     from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
     z, y = logits_case

@@ -20,7 +20,7 @@ def test_statistic_is_the_metric_and_pvalue_formula():
     rng = np.random.default_rng(0)
     y, p = _calibrated(rng, 500)
     for metric in ("ECE", "SCE", "RMSCE", "ACE", 0, 31):
-        r = calibkit.calibration_test(y, p, metric, num_bins=8, n_resamples=99, seed=1)
+        r = calibkit.calibration_test(y, p, metric, num_bins=8, n_resamples=99, random_state=1)
         spec = calibkit.MetricSpec.coerce(metric)
         assert r.statistic == pytest.approx(calibkit.gce(y, p, num_bins=8, **spec.kwargs()),
                                             abs=1e-12)
@@ -31,8 +31,8 @@ def test_statistic_is_the_metric_and_pvalue_formula():
 def test_deterministic_for_a_seed():
     rng = np.random.default_rng(1)
     y, p = _calibrated(rng, 400)
-    a = calibkit.calibration_test(y, p, n_resamples=50, seed=3)
-    b = calibkit.calibration_test(y, p, n_resamples=50, seed=3)
+    a = calibkit.calibration_test(y, p, n_resamples=50, random_state=3)
+    b = calibkit.calibration_test(y, p, n_resamples=50, random_state=3)
     assert np.array_equal(a.resamples, b.resamples) and a.pvalue == b.pvalue
 
 
@@ -42,7 +42,7 @@ def test_resampled_labels_follow_the_predictions():
     rng = np.random.default_rng(2)
     p = rng.uniform(0.5, 1.0, 20000)
     y = np.zeros(20000, dtype=int)  # labels irrelevant for the resamples
-    r = calibkit.calibration_test(y, p, num_bins=5, n_resamples=50, seed=0)
+    r = calibkit.calibration_test(y, p, num_bins=5, n_resamples=50, random_state=0)
     assert r.resamples.max() < 0.02 and r.pvalue < 0.05
 
 
@@ -52,7 +52,7 @@ def test_detects_miscalibration():
     y = (rng.uniform(size=3000) < p - 0.08).astype(int)
     for metric in ("ECE", "ACE", "SCE"):
         assert calibkit.calibration_test(y, p, metric, num_bins=10, n_resamples=200,
-                                         seed=1).pvalue < 0.01
+                                         random_state=1).pvalue < 0.01
 
 
 @pytest.mark.slow
@@ -68,11 +68,11 @@ def test_pvalues_uniform_under_calibration(metric):
     for d in range(200):
         y, p = _calibrated(rng, 300)
         ps.append(calibkit.calibration_test(y, p, metric, num_bins=5, n_resamples=199,
-                                            seed=d).pvalue)
+                                            random_state=d).pvalue)
     assert stats.kstest(ps, "uniform").pvalue > 0.01
 
 
-@pytest.mark.parametrize("kw", [{"n_resamples": 0}, {"n_resamples": 2.5}, {"seed": -3},
+@pytest.mark.parametrize("kw", [{"n_resamples": 0}, {"n_resamples": 2.5}, {"random_state": -3},
                                 {"metric": "XYZ"}, {"num_bins": 0}])
 def test_bad_arguments(kw):
     with pytest.raises(CalibkitError):

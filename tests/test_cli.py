@@ -321,8 +321,10 @@ def test_analysis_seeds_follow_one_rule():
     d = A.load_digits_split(0)
     for call in (lambda: A.load_digits_split(-1), lambda: A.default_models(-1, ["softmax-regression"]),
                  lambda: A.default_models(-1, ["softmax-regression"], split=d),
-                 lambda: A.StudyConfig(seed=2**32), lambda: A.noisy_labels(LABELS, 0.1, K, seed=-1)):
-        with pytest.raises(CalibkitError, match=r"seed must be an integer in \[0, 4294967295\], got"):
+                 lambda: A.StudyConfig(random_state=2**32),
+                 lambda: A.noisy_labels(LABELS, 0.1, K, random_state=-1)):
+        with pytest.raises(CalibkitError,
+                           match=r"random_state must be an integer in \[0, 4294967295\], got"):
             call()
 
 

@@ -20,13 +20,13 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, load_shared
+from conftest import SHARED_DATA, load_shared, requires
 
 import calibkit
 import calibkit.compat.uncertainty_metrics as cum
 from calibkit import reference
 
-upstream = pytest.importorskip("uncertainty_metrics.numpy.general_calibration_error")
+upstream = requires("uncertainty_metrics.numpy.general_calibration_error")
 # `import uncertainty_metrics.numpy.general_calibration_error` can resolve to the *function* of
 # that name re-exported by the package's numpy/__init__; take the module itself.
 upstream = importlib.import_module("uncertainty_metrics.numpy.general_calibration_error")

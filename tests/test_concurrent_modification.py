@@ -113,7 +113,8 @@ def test_concurrent_writes_give_a_value_or_a_calibkit_error(name, dtype, capfd):
     for shape in SHAPES:
         y, p = _probs(*shape, dtype, seed=shape[1])
         assert p.size >= 1 << 15  # the GIL is released
-        got = calls_while_written(Writer(p, seed=len(name)), lambda: call(y, p), CALLS_PER_SHAPE)
+        got = calls_while_written(Writer(p, seed=len(name)), lambda y=y, p=p: call(y, p),
+                                  CALLS_PER_SHAPE)
         for key, v in got.items():
             outcomes[key] += v
     assert sum(outcomes.values()) == CALLS_PER_SHAPE * len(SHAPES)

@@ -17,12 +17,12 @@ from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatch
 from calibkit.space import Evaluation, evaluate
 from calibkit.space import metric_space
 from calibkit.scale.streaming import Accumulator
-from conftest import load_shared
+from conftest import load_shared, requires
 from hypothesis import given
 from hypothesis import strategies as st
 
-dask = pytest.importorskip("dask")
-da = pytest.importorskip("dask.array")
+dask = requires("dask")
+da = requires("dask.array")
 
 SYNC = {"scheduler": "synchronous"}
 SPECS = list(metric_space(thresholds=(0.0, 0.01, 0.3), norms=("l1", "l2", "max")))
@@ -265,7 +265,7 @@ def test_docstring_examples():
 
 @pytest.mark.slow
 def test_local_cluster_two_processes():
-    distributed = pytest.importorskip("dask.distributed")
+    distributed = requires("dask.distributed")
     d = load_shared("netcal__lenet-5-cifar-10.npz")
     labels, probs = d["labels"], d["probs"].astype(np.float32)
     dl, dp = as_dask(labels, probs, (2000,) * 4 + (1000, 0, 1000))

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import requires
 
 import calibkit
 from calibkit.errors import FewSamplesWarning, InvalidParameterError
@@ -74,8 +75,7 @@ def test_debias_refused_for_l1_and_max(norm):
 
 
 def _vc():
-    return pytest.importorskip("calibration", reason="verified_calibration "
-                               "(pip install uncertainty-calibration) is not installed")
+    return requires("calibration", "verified_calibration: pip install uncertainty-calibration")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -198,7 +198,7 @@ def test_sweep_of_separable_scores_skips_to_the_end(monkeypatch):
     def no_count_visited(*_):
         raise AssertionError("the sweep visited a bin count")
 
-    monkeypatch.setattr(sweep, "adaptive_positions", no_count_visited)
+    monkeypatch.setattr(sweep, "sorted_bin_starts", no_count_visited)
     c = np.linspace(0.5, 1.0, 100_000)
     p = np.c_[c, 1 - c]
     y = np.where(c > 0.75, 0, 1)

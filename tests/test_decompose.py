@@ -6,26 +6,20 @@ import sys
 
 import numpy as np
 import pytest
-
-try:  # a test dependency (pyproject's test extra): missing it fails, except on Python 3.10
-    from model_diagnostics.scoring import LogLoss, SquaredError
-    from model_diagnostics.scoring import decompose as md_decompose
-except ImportError:
-    if sys.version_info >= (3, 11):
-        raise
-    md_decompose = None  # model-diagnostics 1.5.0 needs Python >= 3.11
+from conftest import requires
 
 import calibkit
 from _binfree_data import REAL, SYNTH, real, synthetic, toplabel
 
 
 def md(x, y, scoring, w=None):
-    if md_decompose is None:
+    if sys.version_info < (3, 11):  # a platform skip, not a missing peer
         pytest.skip("model-diagnostics 1.5.0 needs Python >= 3.11")
-    scores = {"brier": SquaredError(), "log": LogLoss()}
+    md_scoring = requires("model_diagnostics.scoring")  # a test peer (pyproject's test extra)
+    scores = {"brier": md_scoring.SquaredError(), "log": md_scoring.LogLoss()}
     # calibkit clips forecasts to [0, 1] first (label_errors__imdb exceeds 1 by 1e-5).
     x = np.clip(x, 0, 1)
-    return md_decompose(y, x, weights=w, scoring_function=scores[scoring]).to_numpy()[0]
+    return md_scoring.decompose(y, x, weights=w, scoring_function=scores[scoring]).to_numpy()[0]
 
 
 def ours(d):
@@ -167,7 +161,7 @@ def test_binning_free_summary():
 
 
 def test_corp_reliability_diagram(tmp_path):
-    pytest.importorskip("matplotlib")  # the plots extra; the estimators above do not need it
+    requires("matplotlib")  # the plots extra; the estimators above do not need it
     from calibkit.plots import corp_reliability_diagram
 
     labels, probs = synthetic(16, n=800)
@@ -180,10 +174,11 @@ def test_corp_reliability_diagram(tmp_path):
     order = np.argsort(c, kind="stable")
     assert np.allclose(xs, c[order]) and np.allclose(ys, pav_numpy(c, o, np.ones_like(c))[order])
     # Same seed, same band; the confidence band is another band.
-    a = corp_reliability_diagram(labels, probs, n_resamples=30, seed=1).axes[0].collections[0].get_paths()[0].vertices
-    b = corp_reliability_diagram(labels, probs, n_resamples=30, seed=1).axes[0].collections[0].get_paths()[0].vertices
+    a, b = (corp_reliability_diagram(labels, probs, n_resamples=30, random_state=1)
+            .axes[0].collections[0].get_paths()[0].vertices for _ in range(2))
     assert np.array_equal(a, b)
-    for kw in ({"band": "wide"}, {"n_resamples": 0}, {"level": 1.0}, {"max_prob": False}):
+    for kw in ({"band": "wide"}, {"n_resamples": 0}, {"confidence_level": 1.0},
+               {"max_prob": False}):
         with pytest.raises(calibkit.InvalidParameterError):
             corp_reliability_diagram(labels, probs, **kw)
 

@@ -21,7 +21,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
+from conftest import requires
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -65,11 +65,11 @@ def test_repair_keeps_the_code_and_drops_the_extras(tmp_path):
     peers = _load_script("install-test-peers")
     di = peers.DIST_INFO
     meta = (
-        "Metadata-Version: 2.0\nName: uncertainty-metrics\nVersion: 0.0.81\n"
-        "Requires-Dist: numpy (>=1.7)\n"
-        "Requires-Dist: scikit-learn (>=0.20.0tensorflow>=2.0.0); extra == 'tf-nightly'\n"
-        "Requires-Dist: scipy (>=1.0.0); extra == 'numpy'\n"
-    ).encode()
+        b"Metadata-Version: 2.0\nName: uncertainty-metrics\nVersion: 0.0.81\n"
+        b"Requires-Dist: numpy (>=1.7)\n"
+        b"Requires-Dist: scikit-learn (>=0.20.0tensorflow>=2.0.0); extra == 'tf-nightly'\n"
+        b"Requires-Dist: scipy (>=1.0.0); extra == 'numpy'\n"
+    )
     code = b"x = 1\n"
     src = tmp_path / "in" / peers.WHEEL
     src.parent.mkdir()
@@ -97,16 +97,11 @@ def test_repair_keeps_the_code_and_drops_the_extras(tmp_path):
 
 
 def test_the_peer_is_installed_as_pinned():
-    """The README's test command installed it (CI: a missing peer fails, see below)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The README's test command installed it (requires(): a missing peer fails under CI)."""
+    from importlib.metadata import version
 
-    try:
-        v = version("uncertainty-metrics")
-    except PackageNotFoundError:
-        if os.environ.get("CI"):
-            pytest.fail("uncertainty-metrics is not installed: run python scripts/install-test-peers")
-        pytest.skip("uncertainty-metrics not installed (python scripts/install-test-peers)")
-    assert v == "0.0.81"
+    requires("uncertainty_metrics")
+    assert version("uncertainty-metrics") == "0.0.81"
 
 
 def _run_compat_tests(tmp_path, ci: str) -> subprocess.CompletedProcess:
@@ -129,3 +124,12 @@ def test_missing_peer_fails_ci_and_skips_elsewhere(tmp_path):
     local = _run_compat_tests(tmp_path, "")
     assert local.returncode in (0, 5), local.stdout[-2000:]  # 5: every test skipped
     assert "skipped" in local.stdout
+
+
+def test_one_policy_for_missing_peers():
+    """Tests get their optional peers through ``conftest.requires`` (a failure under CI, a skip
+    elsewhere), never through pytest's import-or-skip, whose skips CI would not notice."""
+    needle = "importor" + "skip("
+    offenders = sorted(p.name for p in (ROOT / "tests").glob("*.py")
+                       if needle in p.read_text(encoding="utf-8"))
+    assert not offenders, f"use conftest.requires(module) instead of pytest.{needle} in {offenders}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import requires
 from scipy import stats
 
 import calibkit
@@ -18,7 +19,7 @@ from calibkit.binned.bin_intervals import binomial_interval
 def test_binomial_interval_matches_scipy(method, scipy_method, confidence):
     for n in (1, 2, 7, 30, 101):
         for k in range(n + 1):
-            lo, hi = binomial_interval([k], [n], method=method, confidence=confidence)
+            lo, hi = binomial_interval([k], [n], method=method, confidence_level=confidence)
             ref = stats.binomtest(k, n).proportion_ci(confidence_level=confidence,
                                                        method=scipy_method)
             assert lo[0] == pytest.approx(ref.low, abs=1e-10)
@@ -27,7 +28,7 @@ def test_binomial_interval_matches_scipy(method, scipy_method, confidence):
 
 def test_jeffreys_is_the_beta_posterior_interval():
     for n, k in [(10, 0), (10, 3), (10, 10), (57, 20)]:
-        lo, hi = binomial_interval([k], [n], method="jeffreys", confidence=0.9)
+        lo, hi = binomial_interval([k], [n], method="jeffreys", confidence_level=0.9)
         post = stats.beta(k + 0.5, n - k + 0.5)
         assert lo[0] == (0.0 if k == 0 else pytest.approx(post.ppf(0.05)))
         assert hi[0] == (1.0 if k == n else pytest.approx(post.ppf(0.95)))
@@ -35,7 +36,7 @@ def test_jeffreys_is_the_beta_posterior_interval():
 
 def _exact_coverage(method, n, p, confidence):
     k = np.arange(n + 1)
-    lo, hi = binomial_interval(k, np.full(n + 1, n), method=method, confidence=confidence)
+    lo, hi = binomial_interval(k, np.full(n + 1, n), method=method, confidence_level=confidence)
     return float(stats.binom.pmf(k, n, p)[(lo <= p) & (p <= hi)].sum())
 
 
@@ -58,7 +59,7 @@ def test_accuracy_interval_shape_nan_and_bounds():
     y = rng.integers(0, 4, 300)
     t = calibkit.calibration_bins(y, p, num_bins=10, class_conditional=True)
     for method in ("clopper-pearson", "wilson", "jeffreys"):
-        lo, hi = t.accuracy_interval(method=method, confidence=0.9)
+        lo, hi = t.accuracy_interval(method=method, confidence_level=0.9)
         assert lo.shape == hi.shape == t.accuracy.shape
         empty = t.counts == 0
         assert np.isnan(lo[empty]).all() and np.isnan(hi[empty]).all()
@@ -69,13 +70,14 @@ def test_accuracy_interval_shape_nan_and_bounds():
 
 
 def test_wider_at_higher_confidence():
-    lo9, hi9 = binomial_interval([3], [10], confidence=0.9)
-    lo99, hi99 = binomial_interval([3], [10], confidence=0.99)
+    lo9, hi9 = binomial_interval([3], [10], confidence_level=0.9)
+    lo99, hi99 = binomial_interval([3], [10], confidence_level=0.99)
     assert lo99[0] < lo9[0] and hi99[0] > hi9[0]
 
 
-@pytest.mark.parametrize("kw", [{"method": "exact"}, {"confidence": 1.0}, {"confidence": 0},
-                                {"confidence": True}, {"confidence": "0.9"}])
+@pytest.mark.parametrize("kw", [{"method": "exact"}, {"confidence_level": 1.0},
+                                {"confidence_level": 0}, {"confidence_level": True},
+                                {"confidence_level": "0.9"}])
 def test_accuracy_interval_rejects_bad_arguments(kw):
     t = calibkit.calibration_bins([0, 1], [0.3, 0.8], num_bins=2)
     with pytest.raises(InvalidParameterError):
@@ -93,16 +95,16 @@ def _overconfident(rng, n, shift=0.05):
 def test_interval_fields_and_determinism():
     rng = np.random.default_rng(1)
     y, p = _overconfident(rng, 3000)
-    a = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, seed=7,
+    a = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, random_state=7,
                                      return_resamples=True)
-    b = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, seed=7,
+    b = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, random_state=7,
                                      return_resamples=True)
     assert a.value == pytest.approx(calibkit.ece(y, p, num_bins=10), abs=1e-15)
     assert np.array_equal(a.resamples, b.resamples)
     assert a.low <= a.value <= a.high
     assert a.std == pytest.approx(np.std(a.resamples, ddof=1))
     assert a.method == "basic" and a.metric == "ECE" and a.n_resamples == 300
-    c = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, seed=8)
+    c = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, random_state=8)
     assert c.low != a.low
     low, high = a
     assert (low, high) == (a.low, a.high)
@@ -116,9 +118,9 @@ def test_same_numbers_for_any_thread_count():
 
     code = ("import numpy as np, calibkit; rng = np.random.default_rng(2); "
             "p = rng.dirichlet(np.ones(5), 4000); y = rng.integers(0, 5, 4000); "
-            "print([calibkit.confidence_interval(y, p, m, n_resamples=200, seed=3, "
+            "print([calibkit.confidence_interval(y, p, m, n_resamples=200, random_state=3, "
             "return_resamples=True).resamples.tolist() for m in ('ECE', 'SCE', 'ACE')], "
-            "calibkit.calibration_test(y, p, 'SCE', n_resamples=100, seed=3).resamples.tolist())")
+            "calibkit.calibration_test(y, p, 'SCE', n_resamples=100, random_state=3).resamples.tolist())")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "RAYON_NUM_THREADS": t}).stdout
             for t in ("1", "2", "3")}
@@ -128,7 +130,7 @@ def test_same_numbers_for_any_thread_count():
 def test_percentile_and_basic_are_reflections():
     rng = np.random.default_rng(3)
     y, p = _overconfident(rng, 2000)
-    kw = dict(num_bins=10, n_resamples=400, seed=1, return_resamples=True)
+    kw = dict(num_bins=10, n_resamples=400, random_state=1, return_resamples=True)
     pc = calibkit.confidence_interval(y, p, method="percentile", **kw)
     bs = calibkit.confidence_interval(y, p, method="basic", **kw)
     q = np.quantile(pc.resamples, [0.05, 0.95])
@@ -145,7 +147,7 @@ def test_resamples_equal_weighted_metric(metric):
     rng = np.random.default_rng(4)
     p = rng.dirichlet(np.ones(4) * 0.7, size=400)
     y = rng.integers(0, 4, 400)
-    ci = calibkit.confidence_interval(y, p, metric, num_bins=6, n_resamples=5, seed=11,
+    ci = calibkit.confidence_interval(y, p, metric, num_bins=6, n_resamples=5, random_state=11,
                                       return_resamples=True)
     w = _native.bootstrap_weights("poisson", 11, 0, 5, 400)
     kw = MetricSpec.coerce(metric).kwargs()
@@ -161,8 +163,8 @@ def test_callable_metric_gets_the_same_weights():
     def my_ece(labels, probs, sample_weight=None):
         return calibkit.ece(labels, probs, num_bins=10, sample_weight=sample_weight)
 
-    a = calibkit.confidence_interval(y, p, my_ece, n_resamples=50, seed=2, return_resamples=True)
-    b = calibkit.confidence_interval(y, p, "ECE", num_bins=10, n_resamples=50, seed=2,
+    a = calibkit.confidence_interval(y, p, my_ece, n_resamples=50, random_state=2, return_resamples=True)
+    b = calibkit.confidence_interval(y, p, "ECE", num_bins=10, n_resamples=50, random_state=2,
                                      return_resamples=True)
     assert a.metric == "my_ece"
     np.testing.assert_allclose(a.resamples, b.resamples, atol=1e-12)
@@ -180,7 +182,7 @@ def test_undefined_resamples_of_a_callable_leave_interval_and_std_alike():
         v = calibkit.ece(labels, probs, num_bins=10, sample_weight=sample_weight)
         return float("nan") if len(calls) % 5 == 0 else v
 
-    ci = calibkit.confidence_interval(y, p, sometimes_nan, n_resamples=60, seed=1,
+    ci = calibkit.confidence_interval(y, p, sometimes_nan, n_resamples=60, random_state=1,
                                       return_resamples=True)
     fin = ci.resamples[np.isfinite(ci.resamples)]
     assert 0 < fin.size < ci.resamples.size
@@ -197,7 +199,7 @@ def test_a_callable_is_not_called_on_a_resample_of_no_rows():
     def my_ece(labels, probs, sample_weight=None):
         return calibkit.ece(labels, probs, num_bins=2, sample_weight=sample_weight)
 
-    ci = calibkit.confidence_interval(y, p, my_ece, n_resamples=200, seed=0, return_resamples=True)
+    ci = calibkit.confidence_interval(y, p, my_ece, n_resamples=200, random_state=0, return_resamples=True)
     assert 0 < np.isnan(ci.resamples).sum() < 50
     assert np.isfinite([ci.low, ci.high, ci.std]).all()
 
@@ -210,7 +212,7 @@ def test_resamples_overflowed_by_huge_weights_are_an_error():
     w = np.ones(len(y))
     w[0] = 1e308
     with pytest.raises(calibkit.NumericalError, match="scale the weights down"):
-        calibkit.confidence_interval(y, p, "ECE", n_resamples=200, seed=0, sample_weight=w)
+        calibkit.confidence_interval(y, p, "ECE", n_resamples=200, random_state=0, sample_weight=w)
 
 
 def test_multinomial_weights_resample_n_rows():
@@ -219,16 +221,16 @@ def test_multinomial_weights_resample_n_rows():
     w = _native.bootstrap_weights("multinomial", 1, 0, 3, 1000)
     assert np.all(w.sum(axis=1) == 1000)
     ci = calibkit.confidence_interval(*_overconfident(np.random.default_rng(6), 1000),
-                                      weights="multinomial", n_resamples=100, seed=1)
+                                      weights="multinomial", n_resamples=100, random_state=1)
     assert ci.low <= ci.value <= ci.high
 
 
 @pytest.mark.parametrize("kw,exc", [
     ({"method": "bca"}, InvalidParameterError),
-    ({"confidence": 1.5}, InvalidParameterError),
+    ({"confidence_level": 1.5}, InvalidParameterError),
     ({"n_resamples": 0}, InvalidParameterError),
-    ({"seed": -1}, InvalidParameterError),
-    ({"seed": 1.5}, InvalidParameterError),
+    ({"random_state": -1}, InvalidParameterError),
+    ({"random_state": 1.5}, InvalidParameterError),
     ({"weights": "gaussian"}, InvalidParameterError),
     ({"metric": "NOPE"}, InvalidParameterError),
     ({"sample_weight": [1.0, 2.0]}, ShapeMismatchError),
@@ -264,7 +266,7 @@ def test_coverage_near_nominal():
     hits = 0
     for d in range(200):
         y, p = _population(1.5, rng, 4000)
-        ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, seed=d)
+        ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=300, random_state=d)
         hits += ci.low <= truth <= ci.high
     assert 0.82 <= hits / 200 <= 0.97, hits
 
@@ -277,14 +279,14 @@ def test_basic_covers_better_than_percentile_for_a_calibrated_model():
     for d in range(40):
         y, p = _population(1.0, rng, 2000)
         for m in cover:
-            ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=200, seed=d, method=m)
+            ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=200, random_state=d, method=m)
             cover[m] += ci.low <= 0.0
     assert cover["percentile"] == 0
     assert cover["basic"] >= 20, cover
 
 
 def test_reliability_diagram_error_bars():
-    pytest.importorskip("matplotlib")
+    requires("matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -320,7 +322,7 @@ def test_callable_without_sample_weight_is_refused_clearly():
 
 def test_basic_interval_stays_in_unit_range():
     ci = calibkit.confidence_interval([0, 1], [[0.3, 0.7], [0.2, 0.8]], "MCE", n_resamples=50,
-                                      seed=1)
+                                      random_state=1)
     assert 0.0 <= ci.low <= ci.high <= 1.0
 
 

@@ -31,7 +31,8 @@ def test_real_records(name):
 def test_hollance_confidence_pairs():
     d = load_shared(HOLLANCE)
     ok = d["pred"] == d["labels"]
-    assert calibkit.ksce(confidence=d["confidence"], correct=ok) == pytest.approx(ks_numpy(d["confidence"], ok), abs=1e-12)
+    assert calibkit.ksce(confidence=d["confidence"], correct=ok) == pytest.approx(
+        ks_numpy(d["confidence"], ok), abs=1e-12)
 
 
 @pytest.mark.parametrize("kw", SYNTH)
@@ -70,7 +71,8 @@ def test_weights():
     labels, probs = synthetic(4, n=700)
     w = np.random.default_rng(1).integers(0, 4, 700)
     rep = np.repeat(np.arange(700), w)
-    assert calibkit.ksce(labels, probs, sample_weight=w) == pytest.approx(calibkit.ksce(labels[rep], probs[rep]), abs=1e-12)
+    assert calibkit.ksce(labels, probs, sample_weight=w) == pytest.approx(
+        calibkit.ksce(labels[rep], probs[rep]), abs=1e-12)
     wf = np.random.default_rng(2).random(700)
     c, o = toplabel(labels, probs)
     assert calibkit.ksce(labels, probs, sample_weight=wf) == pytest.approx(ks_numpy(c, o, wf), abs=1e-12)
@@ -145,7 +147,8 @@ def test_pairs_go_through_the_shared_top_label_resolver():
     c, o = toplabel(labels, probs)
     c32 = probs.astype(np.float32).max(axis=1)
     ok32 = probs.astype(np.float32).argmax(axis=1) == labels
-    assert calibkit.ksce(confidence=c32, correct=ok32) == pytest.approx(calibkit.ksce(labels, probs.astype(np.float32)), abs=1e-12)
+    assert calibkit.ksce(confidence=c32, correct=ok32) == pytest.approx(
+        calibkit.ksce(labels, probs.astype(np.float32)), abs=1e-12)
     for f in (calibkit.ksce, calibkit.smece, calibkit.decompose):
         with pytest.raises(TopLabelInputError):
             f(confidence=c, correct=o, max_prob=False)

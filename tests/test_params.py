@@ -15,6 +15,7 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import requires
 
 import calibkit
 from calibkit import _native, _params
@@ -32,14 +33,13 @@ from calibkit.errors import (
 from calibkit.space import MetricSpec
 from calibkit.scale.streaming import Accumulator
 
-try:
-    import dask.array as da
 
-    import calibkit.scale.dask as cdask
-except ImportError:  # pragma: no cover - the dask extra is part of the test extras
-    da = cdask = None
+def _dask():
+    """``dask.array`` and ``calibkit.scale.dask``: the dask entry points are checked with the
+    others (a test peer: :func:`conftest.requires`, a failure under CI, a skip elsewhere)."""
+    return requires("dask.array"), requires("calibkit.scale.dask")
 
-needs_dask = pytest.mark.skipif(da is None, reason="dask is not installed")
+
 SYNC = {"scheduler": "synchronous"}
 
 
@@ -79,10 +79,10 @@ def flag_calls(labels, probs, flag, value):
     if flag == "class_conditional":
         calls.append(lambda: calibkit.reduce_bins([[1, 1]], [[0.5, 0.5]], [[1, 0]],
                                                   class_conditional=value))
-    if cdask is not None:
-        calls.append(lambda: cdask.gce(da.from_array(labels, chunks=100),
-                                       da.from_array(probs, chunks=(100, 4)),
-                                       **{flag: value}, **SYNC))
+    da, cdask = _dask()
+    calls.append(lambda: cdask.gce(da.from_array(labels, chunks=100),
+                                   da.from_array(probs, chunks=(100, 4)),
+                                   **{flag: value}, **SYNC))
     calls.append(lambda: cum.gce(labels, probs, "even", True, False, "l1", legacy_l2=value))
     return calls
 
@@ -132,11 +132,11 @@ def test_bin_counts_of_any_integer_type(t):
     assert calibkit.evaluate(labels, probs, space="ECE", num_bins=[b, t(20)]).num_bins == (10, 20)
     assert Accumulator("ECE", num_bins=b).update(labels, probs).compute() == pytest.approx(
         want, abs=1e-12)
-    if cdask is not None:
-        dl, dp = da.from_array(labels, chunks=100), da.from_array(probs, chunks=(100, 4))
-        assert cdask.gce(dl, dp, num_bins=b, **SYNC) == pytest.approx(want, abs=1e-12)
-        assert cdask.evaluate(dl, dp, space="ECE", num_bins=b, **SYNC).get("ECE") == \
-            pytest.approx(want, abs=1e-12)
+    da, cdask = _dask()
+    dl, dp = da.from_array(labels, chunks=100), da.from_array(probs, chunks=(100, 4))
+    assert cdask.gce(dl, dp, num_bins=b, **SYNC) == pytest.approx(want, abs=1e-12)
+    assert cdask.evaluate(dl, dp, space="ECE", num_bins=b, **SYNC).get("ECE") == \
+        pytest.approx(want, abs=1e-12)
 
 
 BAD_BINS = [(True, ParameterTypeError), (np.bool_(True), ParameterTypeError),
@@ -157,10 +157,10 @@ def test_bad_bin_counts_give_one_message_everywhere(bad, exc):
         lambda: Accumulator("ECE", num_bins=bad),
         lambda: Accumulator("ECE", num_bins=[5, bad]),
     ]
-    if cdask is not None:
-        dl, dp = da.from_array(labels, chunks=100), da.from_array(probs, chunks=(100, 4))
-        calls += [lambda: cdask.gce(dl, dp, num_bins=bad, **SYNC),
-                  lambda: cdask.evaluate(dl, dp, space="ECE", num_bins=bad, **SYNC)]
+    da, cdask = _dask()
+    dl, dp = da.from_array(labels, chunks=100), da.from_array(probs, chunks=(100, 4))
+    calls += [lambda: cdask.gce(dl, dp, num_bins=bad, **SYNC),
+              lambda: cdask.evaluate(dl, dp, space="ECE", num_bins=bad, **SYNC)]
     if not isinstance(bad, str):  # a string is a sequence for the multi-bin entry points
         seen = {message(c) for c in calls}
         assert len(seen) == 1, seen
@@ -183,11 +183,11 @@ def test_table_limit_on_every_path():
         lambda: Accumulator("ACE", num_bins=b).update(labels, probs),
         lambda: Accumulator("SCE", num_bins=b).update(labels, probs),
     ]
-    if cdask is not None:
-        calls.append(lambda: cdask.gce(da.from_array(labels, chunks=10),
-                                       da.from_array(probs, chunks=(10, 100)),
-                                       binning="adaptive", max_prob=False,
-                                       class_conditional=True, num_bins=b, **SYNC))
+    da, cdask = _dask()
+    calls.append(lambda: cdask.gce(da.from_array(labels, chunks=10),
+                                   da.from_array(probs, chunks=(10, 100)),
+                                   binning="adaptive", max_prob=False,
+                                   class_conditional=True, num_bins=b, **SYNC))
     for call in calls:
         with pytest.raises(InvalidParameterError, match="cells"):
             call()
@@ -211,11 +211,11 @@ def test_metric_ids_accepted_alike(metric):
     assert calibkit.evaluate(labels, probs, space=metric, num_bins=10).get("ECE") == want
     assert Accumulator(metric, num_bins=10).update(labels, probs).compute() == \
         pytest.approx(want, abs=1e-12)
-    if cdask is not None:
-        got = cdask.evaluate(da.from_array(labels, chunks=100),
-                             da.from_array(probs, chunks=(100, 4)), space=metric, num_bins=10,
-                             **SYNC)
-        assert got.get("ECE") == pytest.approx(want, abs=1e-12)
+    da, cdask = _dask()
+    got = cdask.evaluate(da.from_array(labels, chunks=100),
+                         da.from_array(probs, chunks=(100, 4)), space=metric, num_bins=10,
+                         **SYNC)
+    assert got.get("ECE") == pytest.approx(want, abs=1e-12)
 
 
 @pytest.mark.parametrize("bad", [True, 3.5, 32, object()], ids=repr)
@@ -223,10 +223,10 @@ def test_bad_metric_ids_refused_alike(bad):
     labels, probs = data()
     calls = [lambda: calibkit.evaluate(labels, probs, space=bad),
              lambda: Accumulator(bad)]
-    if cdask is not None:
-        calls.append(lambda: cdask.evaluate(da.from_array(labels, chunks=100),
-                                            da.from_array(probs, chunks=(100, 4)), space=bad,
-                                            **SYNC))
+    da, cdask = _dask()
+    calls.append(lambda: cdask.evaluate(da.from_array(labels, chunks=100),
+                                        da.from_array(probs, chunks=(100, 4)), space=bad,
+                                        **SYNC))
     assert len({message(c) for c in calls}) == 1
 
 
@@ -279,8 +279,8 @@ def test_accumulator_takes_native_float32_after_big_endian():
         acc.update(labels, p32.astype(np.float64))
 
 
-@needs_dask
 def test_dask_big_endian_float32():
+    da, cdask = _dask()
     labels, p32 = data(n=400, dtype=np.float32)
     got = cdask.gce(da.from_array(labels, chunks=100), da.from_array(p32.astype(">f4"),
                                                                       chunks=(100, 4)), **SYNC)
@@ -323,7 +323,6 @@ def test_edges_monotonic_with_scores_above_one_within_tolerance():
                                      class_conditional=cc, num_bins=b), abs=1e-12)
 
 
-@needs_dask
 @pytest.mark.parametrize("bad,pattern", [
     ("nan", r"probs\[734, 1\] is NaN"),
     ("label", r"labels\[512\] is 7"),
@@ -331,6 +330,7 @@ def test_edges_monotonic_with_scores_above_one_within_tolerance():
     ("range", r"probs\[333, 0\] is 3"),
 ])
 def test_dask_errors_name_global_rows(bad, pattern):
+    da, cdask = _dask()
     labels, probs = data(n=1000, k=3)
     if bad == "nan":
         probs[734, 1] = np.nan
@@ -354,7 +354,7 @@ def test_dask_errors_name_global_rows(bad, pattern):
 @pytest.mark.parametrize("adaptive", ["exact", "sketch"])
 def test_accumulator_pickles_with_every_protocol(adaptive):
     if adaptive == "sketch":
-        pytest.importorskip("datasketches")
+        requires("datasketches")
     labels, probs = data()
     acc = Accumulator(["ECE", "ACE", "TACE"], num_bins=(5, 10), adaptive=adaptive)
     fresh = Accumulator("ECE")

@@ -1,10 +1,19 @@
-"""One result per metric whatever the entry point (the table of paths in rust/kernels/mod.rs).
+"""One result per metric whatever the entry point (the table of paths in rust/kernels/mod.rs
+and docs/architecture.md).
 
-``gce`` (and the named metrics), ``evaluate`` and ``calibration_bins`` for all 32 metrics of
-the paper's space, float32 and float64, short (K <= 16) and long rows, with 1 and 2 threads:
-bitwise equal for every metric (one kernel path, or paths whose sums are exact or add in the
-same order). Also the sums at 10M repeated scores: ``evaluate`` equals ``gce`` and both are
-within 1e-12 of the exact value.
+``gce`` (and the named metrics), ``evaluate``, ``calibration_bins(...).error(norm)`` and
+``confidence_interval(...).value`` for all 32 metrics of the paper's space, float32 and
+float64, short (K <= 16) and long rows, with 1 and 2 threads: bitwise equal for every metric
+(one kernel path, or paths whose sums are exact or add in the same order, and one reduction,
+the Rust ``reduce_table``). Also the sums at 10M repeated scores: ``evaluate`` equals ``gce``
+and both are within 1e-12 of the exact value.
+
+``gce(sample_weight=ones)`` goes through the weighted table builder
+(``rust/kernels/weighted/grouped.rs``), whose compensated cell sums add the scores in another
+order than the unweighted even-binning kernels: its tables can differ from theirs in the last
+bit (adaptive tables are exact sums in both, and agree). That test is a strict xfail until
+every table builder sums its cells order-independently (issue 29, "the same bits for any
+batching").
 """
 
 from __future__ import annotations
@@ -46,7 +55,16 @@ for n, k in [(3000, 3), (40000, 10), (3000, 17), (2000, 64)]:
                 table = [np.asarray(a, dtype=np.float64).ravel().tolist()
                          for a in (tb.counts, tb.sum_score, tb.sum_outcome)]
                 key = f"{n}x{k} {np.dtype(dtype).name} {m} {binning} {max_prob} {cc} {thr} {norm} {b}"
-                out[key] = [float(g).hex(), float(ev[m, j]).hex(), table]
+                others = [tb.error(norm)]
+                if n <= 3000 and b in (3, 15):  # the slower entry points on a subset
+                    spec = calibkit.MetricSpec(binning, max_prob, cc, thr, norm)
+                    others.append(calibkit.confidence_interval(y, p, spec, num_bins=b,
+                                                               n_resamples=1).value)
+                    others.append(calibkit.gce(y, p, binning=binning, max_prob=max_prob,
+                                               class_conditional=cc, threshold=thr, norm=norm,
+                                               num_bins=b, sample_weight=np.ones(n)))
+                out[key] = [float(g).hex(), float(ev[m, j]).hex(), table,
+                            [float(v).hex() for v in others]]
 print(json.dumps(out))
 """
 
@@ -65,14 +83,31 @@ def runs():
 
 def test_gce_and_evaluate_take_one_path(runs):
     checked = 0
-    for key, (g, ev, _) in runs["1"].items():
+    for key, (g, ev, *_) in runs["1"].items():
         assert g == ev, f"{key}: gce {float.fromhex(g)!r} != evaluate {float.fromhex(ev)!r}"
         checked += 1
     assert checked == 4 * 2 * 32 * len(BINS)
 
 
-def test_calibration_bins_reduces_to_gce(runs):
-    for key, (g, _, (counts, sum_score, sum_outcome)) in runs["1"].items():
+def test_calibration_bins_error_and_interval_value_equal_gce(runs):
+    checked = 0
+    for key, (g, _, _, others) in runs["1"].items():
+        names = ["calibration_bins(...).error", "confidence_interval(...).value"]
+        for name, v in zip(names, others[:2]):
+            assert v == g, f"{key}: {name} {float.fromhex(v)!r} != gce {float.fromhex(g)!r}"
+            checked += 1
+    assert checked == 4 * 2 * 32 * len(BINS) + 3 * 2 * 32 * 2  # 3 shapes of n <= 3000, B in (3, 15)
+
+
+@pytest.mark.xfail(strict=True, reason="weighted cell sums add in another order (issue 29)")
+def test_unit_sample_weights_equal_gce(runs):
+    for key, (g, _, _, others) in runs["1"].items():
+        if len(others) == 3:
+            assert others[2] == g, f"{key}: gce(sample_weight=ones) {float.fromhex(others[2])!r}"
+
+
+def test_reduce_bins_reduces_to_gce(runs):
+    for key, (g, _, (counts, sum_score, sum_outcome), _) in runs["1"].items():
         *_, cc, _thr, norm, b = key.split()
         g = float.fromhex(g)
         nb = len(counts) // (1 if cc == "False" else int(key.split()[0].split("x")[1]))

@@ -8,8 +8,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from conftest import requires
 
-matplotlib = pytest.importorskip("matplotlib")
+matplotlib = requires("matplotlib")
 matplotlib.use("Agg")
 
 import calibkit  # noqa: E402

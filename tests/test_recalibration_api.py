@@ -11,6 +11,7 @@ from pathlib import Path
 import calibkit
 import numpy as np
 import pytest
+from conftest import requires
 from calibkit import recalibration as R
 from calibkit.errors import (
     InputTypeError,
@@ -113,8 +114,8 @@ def test_paper_methods_numbering_and_factories(data):
         R.NeuralNetworkScaling,
     ]
     p = calibkit.softmax(z)
-    for (name, factory), cls in zip(R.PAPER_METHODS, kinds):
-        for kind, x in (("logits", z), ("probs", p)):
+    for (_name, factory), cls in zip(R.PAPER_METHODS, kinds):
+        for kind, _x in (("logits", z), ("probs", p)):
             est = factory(input=kind, random_state=3)
             assert type(est) is cls and est.input == kind
             if cls in SEEDED:
@@ -195,7 +196,7 @@ def test_seed_changes_the_randomised_methods(cls, data):
 
 @pytest.mark.parametrize("cls", ALL + [R.PlattScaling])
 def test_get_set_params_and_clone(cls):
-    sklearn_base = pytest.importorskip("sklearn.base")
+    sklearn_base = requires("sklearn.base")
     est = make(cls)
     params = est.get_params()
     assert params["input"] == "logits"
@@ -210,7 +211,7 @@ def test_get_set_params_and_clone(cls):
 
 
 def test_clone_drops_fitted_state(data):
-    sklearn_base = pytest.importorskip("sklearn.base")
+    sklearn_base = requires("sklearn.base")
     z, y = data
     est = R.TemperatureScaling(input="logits").fit(z, y)
     twin = sklearn_base.clone(est)
@@ -219,7 +220,7 @@ def test_clone_drops_fitted_state(data):
 
 
 def test_pipeline_and_grid_search(data):
-    pytest.importorskip("sklearn")
+    requires("sklearn")
     from sklearn.model_selection import GridSearchCV, KFold
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer
@@ -301,7 +302,7 @@ def test_works_without_scikit_learn():
 
 def test_fallback_params_mixin_is_clone_compatible():
     """The no-sklearn mixin on its own satisfies sklearn.base.clone's contract."""
-    sklearn_base = pytest.importorskip("sklearn.base")
+    sklearn_base = requires("sklearn.base")
     from calibkit.recalibration._base import ParamsMixin
 
     class Toy(ParamsMixin):
@@ -335,7 +336,7 @@ def test_shape_mismatches(cls, data):
     with pytest.raises(ShapeMismatchError, match="empty"):
         make(cls).fit(z[:0], y[:0])
     with pytest.raises(ShapeMismatchError, match="1-D"):
-        make(cls).fit(z, y[:, None])
+        make(cls).fit(z, np.stack([y, y], axis=1))
     est = make(cls).fit(z, y)
     with pytest.raises(ShapeMismatchError, match="fitted with 4"):
         est.predict_proba(z[:, :3])
@@ -357,9 +358,10 @@ def test_non_finite_scores(cls, bad, data):
 @pytest.mark.parametrize("cls", ALL)
 def test_bad_labels(cls, data):
     z, y = data
-    with pytest.raises(InvalidLabelsError, match=r"not a class index in \[0, 4\)"):
+    with pytest.raises(InvalidLabelsError, match=r"label 4 at row 3 is out of range: y must hold "
+                                                 r"class indices in \[0, 4\)"):
         make(cls).fit(z, np.where(np.arange(y.size) == 3, 4, y))
-    with pytest.raises(InvalidLabelsError, match="not a class index"):
+    with pytest.raises(InvalidLabelsError, match="label -1 at row 3 is out of range"):
         make(cls).fit(z, np.where(np.arange(y.size) == 3, -1, y))
     with pytest.raises(InvalidLabelsError, match=r"\] is \d+\.5, not an integer"):
         make(cls).fit(z, y + 0.5)  # the plain value, not numpy's scalar repr
@@ -398,6 +400,34 @@ def test_probs_declared_as_logits_and_vice_versa(cls, data):
     est = make(cls, "logits").fit(z, y)
     with pytest.raises(InvalidParameterError, match="looks like probabilities"):
         est.predict_proba(p)
+
+
+def test_probability_and_label_rules_are_the_metric_functions(data):
+    """input='probs' is checked by the metric kernels' own pass (calibkit._validate.check_scores):
+    a row the metrics refuse is refused, one they accept is accepted, at the edge of the row-sum
+    tolerance too, with the message naming X; labels follow calibkit._validate.as_labels."""
+    z, y = data
+    p = calibkit.softmax(z[:2])
+    for row, ok in (([0.499, 0.5], False), ([0.4995, 0.5], True)):  # |sum - 1| just over / at 1e-3
+        q = np.vstack([np.array([row + [0.0, 0.0]]), p])
+        ok_metric = True
+        try:
+            calibkit.ece([0, 0, 1], q)
+        except InvalidProbabilitiesError:
+            ok_metric = False
+        assert ok_metric is ok
+        est = R.TemperatureScaling(input="probs").fit(p, y[:2])
+        if ok:
+            est.predict_proba(q)
+        else:
+            with pytest.raises(InvalidProbabilitiesError, match=r"row 0 of X sums to .*X was "
+                                                                r"declared as probabilities"):
+                est.predict_proba(q)
+    with pytest.raises(InvalidProbabilitiesError, match=r"X\[0, 0\] is -0\.5, outside \[0, 1\]"):
+        R.TemperatureScaling(input="probs").fit(np.array([[-0.5, 1.5], [0.5, 0.5]]), [0, 1])
+    # an (N, 1) column of labels is the labels, as everywhere in calibkit
+    a = R.TemperatureScaling(input="logits").fit(z, y[:, None]).temperature_
+    assert a == R.TemperatureScaling(input="logits").fit(z, y).temperature_
 
 
 def test_non_numeric_input(data):

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from calibkit.recalibration import IsotonicRegression
 from calibkit.recalibration.isotonic import isotonic_fit_1d
-from conftest import load_shared
+from conftest import load_shared, requires
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sk_iso = pytest.importorskip("sklearn.isotonic")
+sk_iso = requires("sklearn.isotonic")
 
 
 def sklearn_maps(p_fit, y, p_new):

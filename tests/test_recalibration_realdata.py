@@ -20,7 +20,7 @@ import calibkit
 import numpy as np
 import pytest
 from calibkit import recalibration as R
-from conftest import load_shared
+from conftest import load_shared, requires
 
 NLL_METHODS = {"temperature", "vector", "matrix", "neural_network", "ece_temperature"}
 ECE_METHODS = {
@@ -92,8 +92,8 @@ def test_cifar100_half_split(name, record):
 
 @pytest.fixture(scope="module")
 def digits_model():
-    datasets = pytest.importorskip("sklearn.datasets")
-    linear_model = pytest.importorskip("sklearn.linear_model")
+    datasets = requires("sklearn.datasets")
+    linear_model = requires("sklearn.linear_model")
     x, y = datasets.load_digits(return_X_y=True)
     idx = np.random.default_rng(0).permutation(len(y))
     tr, fit, test = idx[:600], idx[600:1200], idx[1200:]

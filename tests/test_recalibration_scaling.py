@@ -17,7 +17,7 @@ from calibkit.recalibration._kernels import (
     vector_pass,
     xent_grad_inplace,
 )
-from conftest import load_shared
+from conftest import load_shared, requires
 from scipy.optimize import minimize
 from scipy.special import log_softmax, logsumexp
 
@@ -222,7 +222,7 @@ def test_matrix_scaling_stable_on_cifar100():
 
 
 def test_platt_matches_logistic_regression():
-    linear_model = pytest.importorskip("sklearn.linear_model")
+    linear_model = requires("sklearn.linear_model")
     rng = np.random.default_rng(9)
     y = rng.integers(0, 2, 800)
     s = 6.0 * (y - 0.5) + 3.0 * rng.normal(size=800) + 1.0

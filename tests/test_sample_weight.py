@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import requires
 
 import calibkit
 from calibkit.errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
@@ -125,7 +126,7 @@ def test_every_weighted_entry_point_applies_the_weight_rule(name, bad, says):
     """One rule, one message, everywhere: a weight sum that overflows float64 was a silent NaN
     from smece (its grid mass overflowed) and differently worded elsewhere."""
     y, p, _ = _data(5)
-    kw = {"n_resamples": 20, "seed": 0} if name == "confidence_interval" else {}
+    kw = {"n_resamples": 20, "random_state": 0} if name == "confidence_interval" else {}
     with pytest.raises(InvalidParameterError) as info:
         getattr(calibkit, name)(y, p, sample_weight=bad, **kw)
     assert str(info.value).startswith(says)
@@ -152,7 +153,7 @@ def test_huge_weights_give_a_finite_result_or_a_clear_error(name):
     y, p, _ = _data(5)
     w = np.zeros(len(y))
     w[0], w[1:5] = 1e308, 1.0
-    kw = {"n_resamples": 20, "seed": 0} if name == "confidence_interval" else {}
+    kw = {"n_resamples": 20, "random_state": 0} if name == "confidence_interval" else {}
     try:
         res = getattr(calibkit, name)(y, p, sample_weight=w, **kw)
     except (InvalidParameterError, calibkit.NumericalError) as e:
@@ -210,7 +211,7 @@ def test_accumulator_integer_weights_equal_weighted_gce():
     with pytest.raises(InvalidParameterError, match="finite and >= 0"):
         a.update(y[:5], p[:5], sample_weight=[1, 1, -1, 1, 1])
     assert a == before  # refused batches change nothing
-    pytest.importorskip("datasketches")
+    requires("datasketches")
     sk = Accumulator(names, num_bins=(4, 9), adaptive="sketch")
     with pytest.raises(InvalidParameterError, match="adaptive='exact'"):
         sk.update(y[:5], p[:5], sample_weight=np.full(5, 0.5))
@@ -219,7 +220,7 @@ def test_accumulator_integer_weights_equal_weighted_gce():
 
 
 def test_dask_integer_weights_equal_weighted_gce():
-    da = pytest.importorskip("dask.array")
+    da = requires("dask.array")
     import calibkit.scale.dask as cdask
 
     y, p, w = _data(8)

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import load_shared
+from conftest import load_shared, requires
 from spec_doc import table_32, worked_example
 from hypothesis import given
 from hypothesis import strategies as st
@@ -256,7 +256,7 @@ def test_evaluation_accessors():
 
 
 def test_to_pandas_wide_and_long():
-    pd = pytest.importorskip("pandas")
+    pd = requires("pandas")
     labels, probs = random_case(6, n=150, k=3)
     ev = evaluate(labels, probs, space=["ECE", "ACE", "MCE"], num_bins=(5, 10))
     wide = ev.to_pandas()

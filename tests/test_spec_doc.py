@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import requires
 from spec_doc import SPEC_PATH, num_bins, spec_text, table_32, worked_example
 
 import calibkit
@@ -88,7 +89,7 @@ def test_no_file_cites_the_old_spec_name():
 
 def test_scikit_learn_bins_are_right_closed_as_documented():
     # docs/spec.md: calibration_curve closes bins on the right, calibkit on the left
-    calibration = pytest.importorskip("sklearn.calibration")
+    calibration = requires("sklearn.calibration")
     scores = np.array([0.25, 0.5, 0.75])
     y = np.array([0, 1, 1])
     prob_true, prob_pred = calibration.calibration_curve(y, scores, n_bins=2)

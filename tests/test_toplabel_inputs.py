@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import requires
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -437,7 +438,7 @@ def test_accumulator_pairs_equal_matrix_batches(dtype):
 
 
 def test_dask_pairs_equal_in_memory():
-    da = pytest.importorskip("dask.array")
+    da = requires("dask.array")
     import calibkit.scale.dask
 
     labels, probs = _synthetic(n=3000, dtype=np.float32)
@@ -465,7 +466,7 @@ def test_dask_pairs_equal_in_memory():
 
 
 def test_reliability_diagram_from_pairs():
-    pytest.importorskip("matplotlib")
+    requires("matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -548,18 +549,18 @@ def test_trust_estimators_take_top_label_input():
     conf, ok, pred = probs.max(axis=1), probs.argmax(axis=1) == labels, probs.argmax(axis=1)
     for metric in ("ECE", "RMSCE", "CCE"):
         extra = dict(predicted=pred, num_classes=6) if metric == "CCE" else {}
-        a = calibkit.confidence_interval(labels, probs, metric, n_resamples=40, seed=3,
+        a = calibkit.confidence_interval(labels, probs, metric, n_resamples=40, random_state=3,
                                          return_resamples=True)
-        b = calibkit.confidence_interval(metric=metric, top_confidence=conf, correct=ok,
-                                         n_resamples=40, seed=3, return_resamples=True, **extra)
+        b = calibkit.confidence_interval(metric=metric, confidence=conf, correct=ok,
+                                         n_resamples=40, random_state=3, return_resamples=True, **extra)
         assert abs(a.value - b.value) < 1e-12
         np.testing.assert_allclose(a.resamples, b.resamples, atol=1e-12)
-        ta = calibkit.calibration_test(labels, probs, metric, n_resamples=40, seed=3)
+        ta = calibkit.calibration_test(labels, probs, metric, n_resamples=40, random_state=3)
         tb = calibkit.calibration_test(metric=metric, confidence=conf, correct=ok, n_resamples=40,
-                                       seed=3, **extra)
+                                       random_state=3, **extra)
         assert abs(ta.statistic - tb.statistic) < 1e-12 and ta.pvalue == tb.pvalue
-    c = calibkit.confidence_interval(metric=calibkit.smece, top_confidence=conf, correct=ok,
-                                     n_resamples=20, seed=1)
+    c = calibkit.confidence_interval(metric=calibkit.smece, confidence=conf, correct=ok,
+                                     n_resamples=20, random_state=1)
     assert abs(c.value - calibkit.smece(labels, probs)) < 1e-12
     with pytest.raises(TopLabelInputError):
-        calibkit.confidence_interval(metric="SCE", top_confidence=conf, correct=ok, n_resamples=5)
+        calibkit.confidence_interval(metric="SCE", confidence=conf, correct=ok, n_resamples=5)

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import requires
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -138,7 +139,7 @@ def test_weight_errors_leave_the_state_unchanged():
 
 
 def test_sketch_mode_refuses_fractional_weights():
-    pytest.importorskip("datasketches")
+    requires("datasketches")
     y, p, w = _data(6, 80, 3)
     acc = Accumulator("ACE", num_bins=4, adaptive="sketch")
     before = acc.copy()
@@ -243,7 +244,7 @@ def test_auto_argument_errors():
 
 @pytest.mark.parametrize("chunks", [(17, 40), (64, 64), (250, 33), (250, 250)])
 def test_dask_fractional_weights_equal_weighted_evaluate(chunks):
-    da = pytest.importorskip("dask.array")
+    da = requires("dask.array")
     import calibkit.scale.dask as cdask
 
     y, p, w = _data(sum(chunks), 250, 4, dtype=np.float32 if chunks[0] == 64 else np.float64)
@@ -261,7 +262,7 @@ def test_dask_fractional_weights_equal_weighted_evaluate(chunks):
 
 
 def test_dask_weight_errors():
-    da = pytest.importorskip("dask.array")
+    da = requires("dask.array")
     import calibkit.scale.dask as cdask
 
     y, p, w = _data(21, 120, 3)
@@ -309,7 +310,7 @@ def test_top_label_pairs_with_weights_equal_gce(f32):
 
 
 def test_dask_top_label_pairs_with_weights():
-    da = pytest.importorskip("dask.array")
+    da = requires("dask.array")
     import calibkit.scale.dask as cdask
 
     y, p, w = _data(41, 260, 4)

@@ -18,7 +18,14 @@ Rules:
 * weights (``sample_weight``, and ``weights`` of the bin-table helpers) are finite and >= 0
   (0 drops a row), their sum is finite (it normalises every weighted bin, curve and test), and
   unless a caller accumulates batches, not all 0;
-* a seed of the analysis is an integer in ``[0, MAX_SEED]`` (:func:`as_study_seed`);
+* a seed of the analysis is an integer in ``[0, MAX_SEED]`` (:func:`as_study_seed`); a
+  resampling method's seed is None or an integer >= 0 (:func:`as_seed`); a recalibrator's
+  ``random_state`` is scikit-learn's (:func:`as_random_state`); every public seed keyword is
+  called ``random_state``;
+* the level of an interval or band is ``confidence_level``, strictly between 0 and 1
+  (:func:`as_confidence_level`); ``confidence=`` only ever means top-label confidences;
+* a renamed keyword keeps its old name for one release with a DeprecationWarning, and both
+  names given is an error (:func:`renamed`, :func:`renames`);
 * a message quotes the value it got through :func:`shown` (NumPy scalars as plain numbers);
 * every error is an :class:`~calibkit.errors.InvalidParameterError` (a ``ValueError``) that
   names the argument, says what it got and what is accepted; a wrong *type* raises its
@@ -40,12 +47,19 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from . import _native
-from .errors import InvalidFlagError, InvalidParameterError, ParameterTypeError
+from .errors import (
+    InputTypeError,
+    InvalidFlagError,
+    InvalidParameterError,
+    ParameterTypeError,
+    ShapeMismatchError,
+)
 
 __all__ = [
     "BINNINGS",
@@ -68,6 +82,21 @@ __all__ = [
     "check_weight_total",
     "MAX_SEED",
     "as_study_seed",
+    "MAX_RESAMPLES",
+    "as_seed",
+    "as_resamples",
+    "as_random_state",
+    "as_confidence_level",
+    "as_range",
+    "as_figsize",
+    "as_image_path",
+    "as_path",
+    "as_instance",
+    "as_list",
+    "as_names",
+    "RENAMED_SINCE",
+    "renamed",
+    "renames",
     "shown",
 ]
 
@@ -276,3 +305,229 @@ def check_weight_total(total: float, name: str = "sample_weight", *, allow_zero:
         )
     if not allow_zero and not total > 0:
         raise InvalidParameterError(f"{name} is zero everywhere: at least one row needs a positive weight")
+
+
+#: Largest accepted ``n_resamples`` (each resample is one pass over the rows).
+MAX_RESAMPLES = 1_000_000
+
+
+def as_seed(value, name: str = "random_state") -> int:
+    """The 64-bit seed of a resampling method (intervals, calibration test): ``value`` itself
+    (an integer >= 0, taken modulo 2**64), or fresh OS entropy when None.
+
+    The same seed gives the same resamples for any thread count: the draws are keyed by
+    (seed, resample, row) in a counter-based generator (``rust/kernels/weighted/resample.rs``).
+    """
+    if value is None:
+        entropy = np.random.SeedSequence().entropy  # an int when no entropy is passed in
+        assert isinstance(entropy, int)
+        return entropy & (2**64 - 1)
+    if not _is_int(value):
+        raise ParameterTypeError(
+            f"{name} must be None or an integer >= 0, got {shown(value)} of type {type(value).__name__}"
+        )
+    if value < 0:
+        raise InvalidParameterError(f"{name} must be None or an integer >= 0, got {shown(value)}")
+    return int(value) & (2**64 - 1)
+
+
+def as_resamples(value, name: str = "n_resamples") -> int:
+    """A resample count: an integer in ``[1, MAX_RESAMPLES]``."""
+    return as_int(value, name, 1, MAX_RESAMPLES)
+
+
+def as_random_state(value, name: str = "random_state") -> np.random.Generator:
+    """scikit-learn's ``random_state``: None (fresh entropy), an integer >= 0, a NumPy
+    ``Generator`` (used as is) or a legacy ``RandomState`` (seeds a new Generator), as a
+    :class:`numpy.random.Generator`."""
+    if value is None:
+        return np.random.default_rng()
+    if isinstance(value, np.random.Generator):
+        return value
+    if isinstance(value, np.random.RandomState):
+        return np.random.default_rng(value.randint(0, 2**31 - 1))
+    if _is_int(value):
+        if value < 0:
+            raise InvalidParameterError(f"{name} must be >= 0, got {shown(value)}")
+        return np.random.default_rng(int(value))
+    raise InvalidParameterError(
+        f"{name} must be None, a non-negative int, a numpy Generator or RandomState, "
+        f"got {shown(value)}"
+    )
+
+
+def as_confidence_level(value, name: str = "confidence_level") -> float:
+    """The level of an interval or band (scipy's ``confidence_level``): a number strictly
+    between 0 and 1."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(
+            f"{name} must be a number strictly between 0 and 1 (e.g. 0.90), got {shown(value)} "
+            f"of type {type(value).__name__}"
+        )
+    v = float(value)
+    if not 0.0 < v < 1.0:
+        raise InvalidParameterError(
+            f"{name} must be a number strictly between 0 and 1 (e.g. 0.90), got {shown(value)}"
+        )
+    return v
+
+
+def as_range(value, name: str) -> tuple[float, float]:
+    """A ``(low, high)`` range around 1 (a temperature range): finite, ``0 < low < 1 < high``."""
+    try:
+        lo, hi = value
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"{name} must be a pair (low, high) of positive numbers, got {value!r}"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < 1.0 < hi):
+        raise InvalidParameterError(
+            f"{name} must satisfy 0 < low < 1 < high (T = 1 must be inside), got {value!r}"
+        )
+    return lo, hi
+
+
+def as_figsize(value, name: str = "figsize") -> tuple[float, float]:
+    """A figure size: a pair ``(width, height)`` of positive inches."""
+    try:
+        w, h = value
+        ok = float(w) > 0 and float(h) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InvalidParameterError(f"{name}: expected (width, height) in inches, got {value!r}")
+    return float(w), float(h)
+
+
+def as_image_path(value, formats, name: str = "path"):
+    """A path to save a figure to: a ``str`` or ``os.PathLike`` (:func:`as_path`) whose suffix
+    is one of ``formats`` (``(".png", ".svg", ".pdf")``); returned unchanged."""
+    import os
+
+    as_path(value, name)
+    suffix = os.path.splitext(os.fspath(value))[1].lower()
+    if suffix not in formats:
+        raise InvalidParameterError(
+            f"{name}: cannot tell the image format from {os.fspath(value)!r}; end it with one of "
+            f"{tuple(formats)}"
+        )
+    return value
+
+
+def as_path(value, name: str = "path"):
+    """A file or folder path: a ``str`` or ``os.PathLike``, returned unchanged."""
+    import os
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputTypeError(f"{name}: expected a file path (str or Path), got {type(value).__name__}")
+    return value
+
+
+def as_instance(value, cls, name: str, hint: str = ""):
+    """``value`` if it is a ``cls`` (a result or input object of calibkit; ``hint`` says where
+    one comes from), else :class:`~calibkit.errors.InputTypeError`."""
+    if not isinstance(value, cls):
+        where = f" ({hint})" if hint else ""
+        raise InputTypeError(
+            f"{name}: expected a {cls.__name__}{where}, got {type(value).__name__}"
+        )
+    return value
+
+
+def as_list(value, name: str, what: str) -> list:
+    """A sequence keyword (``what`` says of what, for the message) as a list: any iterable but a
+    string, bytes or a mapping."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ParameterTypeError(
+            f"{name}: expected a sequence of {what}, got {shown(value)} of type {type(value).__name__}"
+        )
+    return list(value)
+
+
+def as_names(value, count: int, name: str = "class_names") -> list[str]:
+    """One name per class: a sequence (not a string) of ``count`` values, shown as text."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ParameterTypeError(
+            f"{name}: expected a sequence of {count} names (one per class), got {shown(value)} "
+            f"of type {type(value).__name__}"
+        )
+    names = [str(v) for v in value]
+    if len(names) != count:
+        raise ShapeMismatchError(f"{name}: got {len(names)} names for {count} classes; give one per class")
+    return names
+
+
+#: The release in which the keywords renamed by issue 30 (one vocabulary) got their new names;
+#: the old names are removed in the release after it.
+RENAMED_SINCE = "0.2"
+
+
+def renamed(kwargs: dict, old: str, new: str, *, since: str = RENAMED_SINCE, where: str = "",
+            stacklevel: int = 3) -> dict:
+    """Move the deprecated keyword ``old`` of ``kwargs`` (the keywords a caller passed) to its
+    new name ``new``, in place, and return ``kwargs``.
+
+    The one rule for renamed keywords: the old name keeps working for one release, with a
+    :class:`DeprecationWarning` naming both names; passing both is an
+    :class:`~calibkit.errors.InvalidParameterError` naming both (``n_bins=5, num_bins=7``
+    would otherwise silently pick one). ``where`` names the function or class in the messages;
+    ``stacklevel`` points the warning at the caller's line (3: the caller of the function that
+    calls this one). Nothing happens when ``old`` was not passed. :func:`renames` applies it
+    to a function's keywords.
+    """
+    if old not in kwargs:
+        return kwargs
+    at = f"{where}: " if where else ""
+    if new in kwargs:
+        raise InvalidParameterError(
+            f"{at}both {old}= and {new}= given; {old} is the deprecated name of {new} "
+            f"(since calibkit {since}): pass only {new}="
+        )
+    import warnings
+
+    warnings.warn(
+        f"{at}{old}= is deprecated since calibkit {since} and will be removed in the next "
+        f"release; use {new}= instead",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    kwargs[new] = kwargs.pop(old)
+    return kwargs
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def renames(since: str = RENAMED_SINCE, **old_to_new: str) -> Callable[[_F], _F]:
+    """Decorator: the function (or ``__init__``) also accepts the old keyword names
+    ``old_to_new`` for one release, by :func:`renamed` (a DeprecationWarning; both names
+    given is an error). Its signature (``inspect.signature``, scikit-learn's ``get_params``)
+    shows the new names only.
+
+    >>> @renames(n_bins="num_bins")
+    ... def f(*, num_bins=15):
+    ...     return num_bins
+    >>> f(num_bins=7)
+    7
+    >>> f(n_bins=5, num_bins=7)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.errors.InvalidParameterError: f: both n_bins= and num_bins= given; ... pass only num_bins=
+    """
+    import functools
+
+    def decorate(fn: _F) -> _F:
+        owner = fn.__qualname__.removesuffix(".__init__")
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    renamed(kwargs, old, new, since=since, where=owner, stacklevel=3)
+            return fn(*args, **kwargs)
+
+        wrapper.__renamed__ = dict(old_to_new)  # type: ignore[attr-defined]
+        return cast(_F, wrapper)
+
+    return decorate

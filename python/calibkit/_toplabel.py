@@ -76,7 +76,7 @@ class Pairs:
         """K for the kernels: ``num_classes``, or 1 when only pooled metrics are possible."""
         return 1 if self.num_classes is None else self.num_classes
 
-    def native_args(self) -> tuple:
+    def native_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
         """The leading arguments of the ``calibkit._native.pairs_*`` functions."""
         return (self.confidence, self.correct, self.predicted, self.k)
 
@@ -212,9 +212,10 @@ def pair_groups(pairs: Pairs, class_conditional: bool,
     correct = pairs.correct[keep].view(bool)
     if not class_conditional:
         return [(top, correct)]
+    assert pairs.predicted is not None  # require_top_label: class-conditional pairs have it
     pred = pairs.predicted[keep]
     order = np.argsort(pred, kind="stable")
-    splits = np.cumsum(np.bincount(pred, minlength=pairs.num_classes))[:-1]
+    splits = np.cumsum(np.bincount(pred, minlength=pairs.k))[:-1]
     return list(zip(np.split(top[order], splits), np.split(correct[order], splits)))
 
 

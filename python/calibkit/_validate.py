@@ -30,10 +30,13 @@ import numpy as np
 # The parameter half of the checks lives in calibkit._params; these names stay importable here.
 from ._params import (BINNINGS, MAX_BINS, NORMS, RANGE_TOL, ROW_SUM_TOL, check_gce_params,
                       check_weights, shown)
+from . import _native
 from ._arraylike import to_numpy
 from .errors import (
     InputTypeError,
     InvalidLabelsError,
+    InvalidParameterError,
+    InvalidProbabilitiesError,
     ShapeMismatchError,
 )
 
@@ -45,6 +48,7 @@ __all__ = [
     "shown",
     "as_probs",
     "as_labels",
+    "check_scores",
     "BINNINGS",
     "NORMS",
     "RANGE_TOL",
@@ -97,9 +101,10 @@ def labels_ndim_error(shape, name: str = "labels") -> ShapeMismatchError:
     )
 
 
-def length_mismatch_error(n_labels: int, n_rows: int, what: str = "probs") -> ShapeMismatchError:
+def length_mismatch_error(n_labels: int, n_rows: int, what: str = "probs",
+                          name: str = "labels") -> ShapeMismatchError:
     return ShapeMismatchError(
-        f"labels has {n_labels} entries but {what} has {n_rows} rows; pass one label per row"
+        f"{name} has {n_labels} entries but {what} has {n_rows} rows; pass one label per row"
     )
 
 
@@ -137,8 +142,10 @@ def as_probs(probs, name: str = "probs") -> np.ndarray:
     return np.ascontiguousarray(p)
 
 
-def as_labels(labels, name: str = "labels") -> np.ndarray:
-    """``labels`` as a contiguous 1-D int64 array (range is checked by the kernel)."""
+def as_labels(labels, name: str = "labels", num_classes: int | None = None) -> np.ndarray:
+    """``labels`` as a contiguous 1-D int64 array. The range is checked by the kernel, or here
+    with ``num_classes`` (for callers that run no metric kernel on them: every label must then
+    be in ``[0, num_classes)``)."""
     y = as_array(labels, name, "an array of integer class indices")
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]  # a column of class indices, as (N, 1) label arrays from data loaders often are
@@ -155,10 +162,13 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
             raise InvalidLabelsError(f"{name} contains NaN or infinite values; labels must be class indices")
         if not np.all(y == np.round(y)):
             bad = int(np.flatnonzero(y != np.round(y))[0])
+            # the argument-order hint is for the metric functions' labels (the recalibrators
+            # take fit(X, y))
+            hint = (" (did you pass probabilities or scores as labels? Labels come first: "
+                    "f(labels, probs))") if name == "labels" else ""
             raise InvalidLabelsError(
-                f"{name}[{bad}] is {float(y[bad])!r}, not an integer: labels must be class indices "
-                "(did you pass probabilities or scores as labels? Labels come first: "
-                "f(labels, probs))"
+                f"{name}[{bad}] is {float(y[bad])!r}, not an integer: labels must be class "
+                f"indices{hint}"
             )
     elif y.dtype == object and all(isinstance(v, (int, np.integer)) for v in y.tolist()):
         _check_int64(y, name)  # Python ints beyond uint64
@@ -166,7 +176,14 @@ def as_labels(labels, name: str = "labels") -> np.ndarray:
     elif y.dtype.kind not in "iu":
         raise InputTypeError(f"{name} must hold integers, got dtype {y.dtype}")
     _check_int64(y, name)
-    return np.ascontiguousarray(y, dtype=np.int64)
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    if num_classes is not None and y.size and (y.min() < 0 or y.max() >= num_classes):
+        i = int(np.flatnonzero((y < 0) | (y >= num_classes))[0])
+        raise InvalidLabelsError(
+            f"label {int(y[i])} at row {i} is out of range: {name} must hold class indices in "
+            f"[0, {num_classes}) for scores with {num_classes} classes"
+        )
+    return y
 
 
 _INT64_LIMIT = 2**63
@@ -192,6 +209,60 @@ def _check_int64(y: np.ndarray, name: str) -> None:
         )
 
 
+def check_scores(scores, kind: str = "probs", *, name: str = "probs", row_sums: bool = True,
+                 fix: str | None = None) -> None:
+    """The value checks of a score array, for the callers that run no metric kernel on it: the
+    recalibrators, the diagnostics, multilabel input and the prediction-file reader.
+
+    ``scores`` is a 2-D float array (as :func:`as_probs` returns), or 1-D for a binary P(y=1)
+    or binary logit (checked as one column, without row sums). In order:
+
+    * every value finite, else :class:`InvalidProbabilitiesError` saying how many are not and
+      where the first is;
+    * ``kind="probs"``: the metric functions' own checks, by the same Rust pass
+      (``_native.check_values``), so that their tolerances and the way a row is summed are
+      stated once, in ``rust/kernels/core/validate.rs``: values within [0, 1] up to
+      ``RANGE_TOL`` and, with ``row_sums``, each row summing to 1 within ``ROW_SUM_TOL``. Its
+      :class:`InvalidProbabilitiesError` names ``name`` in place of ``probs``, and ``fix``, when
+      given, replaces the kernel's advice (which speaks of metric calls);
+    * ``kind="logits"``: any finite value is a logit, but an (N, K >= 2) array that passes the
+      probability checks is refused with :class:`InvalidParameterError` (probabilities
+      declared as logits), ``fix`` saying what to do instead.
+    """
+    s = np.asarray(scores)
+    if s.ndim == 1:
+        s, row_sums = s.reshape(-1, 1), False
+    finite = np.isfinite(s)
+    if not finite.all():
+        r, c = (int(i) for i in np.argwhere(~finite)[0])
+        v = float(s[r, c])
+        what = "NaN" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+        noun = "probabilities" if kind == "probs" else "scores"
+        raise InvalidProbabilitiesError(
+            f"{name} contains {int(s.size - np.count_nonzero(finite))} NaN/inf value(s) (first: "
+            f"{what} at row {r}, column {c}): {noun} must be finite, not NaN or infinite; drop or "
+            "repair those rows"
+        )
+    if kind == "logits" and s.shape[1] < 2:
+        return
+    s = np.ascontiguousarray(s, dtype=s.dtype if s.dtype in _FAST_PROBS else float_dtype(s.dtype))
+    try:
+        _native.check_values(np.zeros(s.shape[0], dtype=np.int64), s, bool(row_sums))
+    except InvalidProbabilitiesError as exc:
+        if kind == "logits":
+            return
+        msg = str(exc)
+        if name != "probs":
+            msg = msg.replace("probs[", f"{name}[", 1).replace(" of probs ", f" of {name} ", 1)
+        if fix is not None:
+            head, sep, _ = msg.rpartition("; ")
+            msg = f"{head if sep else msg}; {fix}"
+        raise InvalidProbabilitiesError(msg) from None
+    if kind == "logits":
+        raise InvalidParameterError(
+            f"{name} looks like probabilities (every value in [0, 1], every row summing to 1) but "
+            f"was declared as logits; {fix or 'pass them as probabilities'}"
+        )
 
 
 def _string_labels_message(y: np.ndarray, name: str) -> str:

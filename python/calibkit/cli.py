@@ -22,7 +22,8 @@ import argparse
 import sys
 import textwrap
 import time
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main", "build_parser"]
 
@@ -96,7 +97,8 @@ def _add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     if seed:
         p.add_argument("--seed", type=_seed, default=0, metavar="N",
                        help="random seed: data split, model training, recalibration methods, label "
-                            "noise (default: 0); the same seed reproduces the same numbers")
+                            "noise (default: 0); the same seed reproduces the same numbers. The "
+                            "Python API calls it random_state= (StudyConfig, default_models, ...)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar and no informational messages (results are still printed)")
 
@@ -271,7 +273,11 @@ def _cmd_report(args) -> int:
     from .io.predictions import TopLabelPredictions, read_predictions
 
     t0 = time.perf_counter()
-    pred, notes = read_predictions(args.predictions, args)
+    pred, notes = read_predictions(
+        args.predictions, kind=args.kind, labels=args.labels, split=args.split,
+        label_column=args.label_column, score_columns=args.score_columns,
+        scores_key=args.scores_key, labels_key=args.labels_key, num_classes=args.num_classes,
+        top_label=True)
     for note in notes:
         _info(args, f"note: {note}")
     if isinstance(pred, TopLabelPredictions):
@@ -297,8 +303,6 @@ def _report_toplabel(args, top, t0: float) -> int:
     """``calibkit report`` on a top-label file: the metrics its (confidence, correct) allow."""
     import json
     from pathlib import Path
-
-    from .io.predictions import FULL_MATRIX_METRICS, toplabel_metric_rows
 
     table = toplabel_metric_rows(top, num_bins=args.num_bins)
     acc = float(top.correct.mean())
@@ -336,6 +340,47 @@ def _report_toplabel(args, top, t0: float) -> int:
     return 0
 
 
+#: Metrics that need every class's probability (not computable from top-label files).
+FULL_MATRIX_METRICS = ("SCE", "ACE", "TACE")
+
+
+def toplabel_metric_rows(top, *, num_bins: int = 15):
+    """The top-label metrics of a top-label file (a
+    :class:`calibkit.io.toplabel.TopLabelPredictions`), as a
+    :class:`calibkit.analysis.tables.Table`.
+
+    Computed through calibkit's top-label API (``confidence=``, ``correct=``, ``predicted=``,
+    ``num_classes=``); class-conditional ECE only when the predictions are known.
+    """
+    import calibkit
+    from .analysis.tables import Table
+
+    base: dict[str, Any] = {"confidence": top.confidence, "correct": top.correct,
+                            "num_bins": num_bins}
+    rows, index = [], []
+
+    def add(label, value, binning, cc, norm):
+        index.append(label)
+        rows.append([float(value), binning, "top-label", "yes" if cc else "no", "0", norm, num_bins])
+
+    add("ECE", calibkit.ece(**base), "even", False, "l1")
+    if top.predicted is not None and top.num_classes is not None:
+        add("Class-conditional ECE", calibkit.cce(**base, predicted=top.predicted,
+                                                  num_classes=top.num_classes), "even", True, "l1")
+    add("RMSCE", calibkit.rmsce(**base), "adaptive", False, "l2")
+    add("MCE", calibkit.mce(**base), "even", False, "max")
+    add("Top-label adaptive ECE", calibkit.gce(**base, binning="adaptive"), "adaptive", False, "l1")
+    return Table(
+        name="named_metrics",
+        title=f"Top-label calibration metrics ({num_bins} bins)",
+        index=index,
+        columns=["value", "binning", "scores", "class-conditional", "threshold", "norm", "bins"],
+        data=rows,
+        index_name="metric",
+        floatfmt=".6f",
+    )
+
+
 def _cmd_study(args) -> int:
     from .analysis.data import load_val_test
     from .analysis.report import write_report
@@ -344,7 +389,7 @@ def _cmd_study(args) -> int:
     t0 = time.perf_counter()
     if args.val is not None and args.test is None:
         raise _UsageError("--val needs --test (the split the recalibrated outputs are scored on)")
-    overrides = {"seed": args.seed, "report_bins": args.report_bins, "max_noise": args.max_noise,
+    overrides = {"random_state": args.seed, "report_bins": args.report_bins, "max_noise": args.max_noise,
                  "importance_threshold": args.importance_threshold, "label_noise": args.label_noise}
     if args.num_bins is not None:
         overrides["num_bins"] = tuple(args.num_bins)
@@ -356,7 +401,7 @@ def _cmd_study(args) -> int:
         raise _UsageError(str(exc)) from exc
     models = None
     if args.test is not None:
-        from .analysis.data import PredictionFileError
+        from .io import PredictionFileError
 
         try:
             models = load_val_test(args.val, args.test, kind=args.kind,
@@ -386,6 +431,27 @@ def _cmd_study(args) -> int:
     return 0
 
 
+#: Python phrasings in library messages -> what a shell user types.
+_SHELL_WORDS = (
+    ("(calibkit.softmax(logits) for logits)", "(pass --logits if these are logits)"),
+    ("convert them with calibkit.softmax(logits) first", "pass --logits if they are logits"),
+    ("pass --logits (kind='logits') if", "pass --logits if"),
+    ("--probs (kind='probs')", "--probs"),
+    ("calibkit.softmax(logits)", "--logits"),
+    (", or a 0/1 label matrix for multilabel data", ""),
+    (" (labels=...)", ""),
+    ("labels=...", "--labels FILE"),
+    ("? Labels come first: f(labels, probs))", "?)"),
+)
+
+
+def shell_message(msg: str) -> str:
+    """A library error message worded for the command line (flags, not Python calls)."""
+    for old, new in _SHELL_WORDS:
+        msg = msg.replace(old, new)
+    return msg
+
+
 class _UsageError(ValueError):
     """A problem with the command-line arguments themselves."""
 
@@ -403,15 +469,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2, message already printed)
         return int(exc.code) if isinstance(exc.code, int) else 2
 
-    from .analysis.data import PredictionFileError
     from .errors import CalibkitError
 
     handlers = {None: _cmd_default, "report": _cmd_report, "study": _cmd_study}
     try:
         return handlers[args.command](args)
-    except (PredictionFileError, CalibkitError, _UsageError) as exc:
-        from .io.predictions import shell_message
-
+    except (CalibkitError, _UsageError) as exc:  # PredictionFileError is a CalibkitError
         print(f"calibkit: error: {shell_message(str(exc))}", file=sys.stderr)
         return 2
     except ImportError as exc:

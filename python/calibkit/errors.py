@@ -6,11 +6,21 @@ for a fit that left the finite range), so ``except ValueError`` keeps working, w
 who wants to tell the cases apart can catch the specific class. The Rust kernels raise these
 same classes (the glue looks them up here), so an error is the same whether Python or Rust
 found it.
+
+Every exception a public calibkit function raises is a :class:`CalibkitError`, so one
+``except calibkit.CalibkitError`` catches them all; the few that are not about bad input keep
+the built-in base a caller expects (``ImportError`` for a missing optional dependency,
+``RuntimeError`` for input that changed between the passes of ``calibkit.dask``, ``KeyError``
+for a name looked up in a result, ``AttributeError`` and ``ValueError`` for an estimator used
+before ``fit``). This module holds classes only, no logic, so that even
+:mod:`calibkit.reference` (the independent oracle, which imports nothing else of calibkit) can
+raise them.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "IncompatibleAccumulatorError",
     "CalibkitError",
     "InvalidProbabilitiesError",
     "InvalidLabelsError",
@@ -24,6 +34,12 @@ __all__ = [
     "TopLabelInputError",
     "InputChangedError",
     "InternalError",
+    "NotFittedError",
+    "MissingDependencyError",
+    "SelectionError",
+    "UnknownNameError",
+    "MethodFailedError",
+    "FewSamplesWarning",
 ]
 
 
@@ -94,12 +110,49 @@ class InputChangedError(CalibkitError, ValueError):
     """
 
 
+class IncompatibleAccumulatorError(InvalidParameterError):
+    """Two accumulators cannot be merged (different metrics, bin counts, mode, K or dtype)."""
+
+
 class InternalError(CalibkitError, RuntimeError):
     """A bug in calibkit's native code (an internal check failed): please report it.
 
     The native kernels never let a Rust panic reach Python; if one happens anyway it becomes
     this error, with the internal message attached, and nothing is printed on stderr.
     """
+
+
+class NotFittedError(CalibkitError, ValueError, AttributeError):
+    """A recalibrator's ``predict_proba``/``transform``/``score`` was called before ``fit``.
+
+    A ``ValueError`` and an ``AttributeError``, like scikit-learn's ``NotFittedError``. When
+    scikit-learn is imported (and only then: calibkit never imports it itself), the raised
+    error is also an instance of ``sklearn.exceptions.NotFittedError``, so scikit-learn's own
+    ``except NotFittedError`` clauses catch it too; this class itself does not subclass
+    scikit-learn's, which would mean importing scikit-learn with calibkit.
+    """
+
+
+class MissingDependencyError(CalibkitError, ImportError):
+    """An optional dependency (pandas, matplotlib, dask, datasketches) is not installed; the
+    message says which extra to install. An ``ImportError`` too."""
+
+
+class SelectionError(CalibkitError, RuntimeError):
+    """``calibkit.dask``: the chunks did not give the same data on every pass (the input must
+    be deterministic, e.g. ``persist()`` the arrays). A ``RuntimeError`` too."""
+
+
+class UnknownNameError(CalibkitError, KeyError):
+    """A name looked up in a result (a model of a study) is not there. A ``KeyError`` too."""
+
+    def __str__(self) -> str:  # KeyError would show the message in quotes
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class MethodFailedError(CalibkitError, RuntimeError):
+    """A recalibration method of a study failed with an error that is not about its input
+    (the original exception is the ``__cause__``). A ``RuntimeError`` too."""
 
 
 class FewSamplesWarning(UserWarning):

@@ -3,7 +3,8 @@
 Everything here follows ``docs/spec.md`` literally and is written to be read, not to be fast: one
 score group at a time, one bin at a time, with NumPy only. It deliberately imports nothing from
 the rest of calibkit (neither the native module nor the validators), so that comparing the fast
-path against it is an independent check. Sums are correctly rounded (:func:`math.fsum`), so the
+path against it is an independent check; the one exception is :mod:`calibkit.errors`, which
+holds the exception classes and no logic. Sums are correctly rounded (:func:`math.fsum`), so the
 oracle's only rounding errors are in a few final divisions and products.
 
 Input handling is minimal: arrays are converted with :func:`numpy.asarray`, float32 is widened
@@ -40,6 +41,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+# The one calibkit module the oracle imports: the exception classes (no logic), so that its
+# errors belong to calibkit's family like every other public function's.
+from .errors import InvalidParameterError
 
 __all__ = [
     "ReferenceBins",
@@ -185,7 +190,7 @@ def upper_edges(scores, binning: str, num_bins: int) -> np.ndarray:
     if binning == "even":
         return np.linspace(0.0, 1.0, b + 1)[1:]
     if binning != "adaptive":
-        raise ValueError(f"binning: unknown value {binning!r}; use 'even' or 'adaptive'")
+        raise InvalidParameterError(f"binning: unknown value {binning!r}; use 'even' or 'adaptive'")
     n = len(scores)
     if n == 0:
         return np.empty(0, dtype=np.float64)
@@ -269,7 +274,7 @@ def group_error(counts, sum_score, sum_outcome, norm: str = "l1") -> float:
         elif norm == "max":
             terms.append(abs(gap))
         else:
-            raise ValueError(f"norm: unknown value {norm!r}; use 'l1', 'l2' or 'max'")
+            raise InvalidParameterError(f"norm: unknown value {norm!r}; use 'l1', 'l2' or 'max'")
     if norm == "max":
         return float(max(terms))
     return math.fsum(terms)

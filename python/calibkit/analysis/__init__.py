@@ -1,6 +1,7 @@
 """The paper's analyses, usable without the command line.
 
-- :mod:`~calibkit.analysis.data` -- loading predictions (.npz / .npy / .csv);
+- :mod:`~calibkit.analysis.data` -- a model's validation and test splits, read from .npz / .npy /
+  .csv by :mod:`calibkit.io` (the reader the command line uses too);
 - :mod:`~calibkit.analysis.digits` -- the bundled default: small models on scikit-learn's digits;
 - :mod:`~calibkit.analysis.ranking` -- rank-order tables, Spearman's rho and Kendall's tau between
   metric orderings, bin sensitivity;

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputTypeError
 from .ranking import rank_correlation
 from .tables import Table
 
@@ -81,6 +82,9 @@ def binning_free_study_tables(ms) -> list[Table]:
        of the methods and the ordering by smooth ECE, and by KS (NaN when an ordering is
        constant).
     """
+    if not all(hasattr(ms, a) for a in ("labels", "probs", "methods", "name", "__dict__")):
+        raise InputTypeError(  # a ModelStudy (study.py imports this module, so no isinstance)
+            f"ms: expected a ModelStudy (a model of run_study()'s result), got {type(ms).__name__}")
     cache = ms.__dict__.setdefault("_binning_free_tables", None)
     if cache is not None:
         return cache

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._params import as_instance
 from ._util import make_estimator, recalibration_inputs
 from .data import ModelSplits
 from .tables import Table
@@ -95,14 +96,22 @@ def class_conditionality(
     (2, 3)
     """
     import calibkit
-    from ..recalibration import ClassConditionalHistogramBinning, HistogramBinning
+    from ..recalibration import (
+        STUDY_CC_HISTOGRAM_BINS,
+        ClassConditionalHistogramBinning,
+        HistogramBinning,
+    )
 
+    as_instance(model, ModelSplits, "model", "from default_models() or load_val_test()")
     val, test = model.val, model.test
     out = {"Uncalibrated": np.asarray(test.probs, dtype=np.float64)}
     # The paper's "standard" histogram binning bundles the top-label probabilities of all
     # classes before binning (top-label form); its class-conditional variant bins per class.
     standard = functools.partial(HistogramBinning, multiclass="top_label")
-    for col, cls in zip(_COLUMNS[1:], (standard, ClassConditionalHistogramBinning)):
+    # the study's bin count of the class-conditional variant (the class's default is 15)
+    conditional = functools.partial(ClassConditionalHistogramBinning,
+                                    num_bins=STUDY_CC_HISTOGRAM_BINS)
+    for col, cls in zip(_COLUMNS[1:], (standard, conditional)):
         xv, xt, kind = recalibration_inputs(val, test)
         est = make_estimator(cls, input=kind, random_state=random_state)
         est.fit(xv, val.labels)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._params import as_study_seed
+from .._params import as_study_seed, renames
 from ..errors import InvalidParameterError
 
 from .data import ModelSplits, Predictions
@@ -61,17 +61,30 @@ class DigitsSplit:
     y_val: np.ndarray
     X_test: np.ndarray
     y_test: np.ndarray
-    seed: int = 0
+    random_state: int = 0
     meta: dict = field(default_factory=dict)
 
+    @property
+    def seed(self) -> int:
+        """Deprecated (since calibkit 0.2): :attr:`random_state`."""
+        warnings.warn("DigitsSplit.seed is deprecated since calibkit 0.2 and will be removed in "
+                      "the next release; use DigitsSplit.random_state", DeprecationWarning,
+                      stacklevel=2)
+        return self.random_state
 
-def load_digits_split(seed: int = 0) -> DigitsSplit:
+
+DigitsSplit.__init__ = renames(seed="random_state")(DigitsSplit.__init__)  # type: ignore[method-assign]
+
+
+@renames(seed="random_state")
+def load_digits_split(random_state: int = 0) -> DigitsSplit:
     """scikit-learn's ``load_digits`` split 50 / 25 / 25 % into fit / validation / test.
 
     Parameters
     ----------
-    seed : int, default 0
-        Seeds the stratified split.
+    random_state : int, default 0
+        Seeds the stratified split (an integer in [0, 2**32 - 1], scikit-learn's range).
+        ``seed=`` before calibkit 0.2 (still accepted with a DeprecationWarning).
 
     Returns
     -------
@@ -87,7 +100,7 @@ def load_digits_split(seed: int = 0) -> DigitsSplit:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    seed = as_study_seed(seed)
+    seed = as_study_seed(random_state, "random_state")
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     X_fit, X_rest, y_fit, y_rest = train_test_split(
@@ -100,14 +113,16 @@ def load_digits_split(seed: int = 0) -> DigitsSplit:
                        {"dataset": "sklearn.datasets.load_digits", "split": "50/25/25 stratified"})
 
 
-def train_softmax_regression(X, y, *, seed: int = 0, C: float = 1.0):
+@renames(seed="random_state")
+def train_softmax_regression(X, y, *, random_state: int = 0, C: float = 1.0):
     """Multinomial logistic (softmax) regression, L2-penalised, fitted with L-BFGS.
 
     Parameters
     ----------
     X : array_like of shape (N, D)
     y : array_like of shape (N,)
-    seed : int, default 0
+    random_state : int, default 0
+        ``seed=`` before calibkit 0.2 (still accepted with a DeprecationWarning).
     C : float, default 1.0
         Inverse regularisation strength.
 
@@ -120,17 +135,20 @@ def train_softmax_regression(X, y, *, seed: int = 0, C: float = 1.0):
 
     with warnings.catch_warnings(), _single_thread_blas():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return LogisticRegression(C=C, max_iter=1000, random_state=seed).fit(X, y)
+        return LogisticRegression(C=C, max_iter=1000,
+                                  random_state=as_study_seed(random_state, "random_state")).fit(X, y)
 
 
-def train_mlp(X, y, *, seed: int = 0, hidden: Sequence[int] = (32,), max_iter: int = 300):
+@renames(seed="random_state")
+def train_mlp(X, y, *, random_state: int = 0, hidden: Sequence[int] = (32,), max_iter: int = 300):
     """A small multilayer perceptron (ReLU, Adam), trained long enough to be overconfident.
 
     Parameters
     ----------
     X, y : array_like
-    seed : int, default 0
-        Seeds the weight initialisation and mini-batch order.
+    random_state : int, default 0
+        Seeds the weight initialisation and mini-batch order. ``seed=`` before calibkit 0.2
+        (still accepted with a DeprecationWarning).
     hidden : tuple of int, default (32,)
     max_iter : int, default 300
 
@@ -144,7 +162,8 @@ def train_mlp(X, y, *, seed: int = 0, hidden: Sequence[int] = (32,), max_iter: i
     with warnings.catch_warnings(), _single_thread_blas():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return MLPClassifier(
-            hidden_layer_sizes=tuple(hidden), max_iter=max_iter, random_state=seed
+            hidden_layer_sizes=tuple(hidden), max_iter=max_iter,
+            random_state=as_study_seed(random_state, "random_state"),
         ).fit(X, y)
 
 
@@ -158,7 +177,7 @@ def model_logits(model, X) -> np.ndarray:
 
     X = np.asarray(X, dtype=np.float64)
     if isinstance(model, MLPClassifier):
-        acts = {
+        acts: dict[str, Callable[[np.ndarray], np.ndarray]] = {
             "relu": lambda a: np.maximum(a, 0.0),
             "tanh": np.tanh,
             "logistic": lambda a: 1.0 / (1.0 + np.exp(-a)),
@@ -175,18 +194,20 @@ def model_logits(model, X) -> np.ndarray:
     return z
 
 
+@renames(seed="random_state")
 def default_models(
-    seed: int = 0, models: Sequence[str] = DEFAULT_MODELS, split: DigitsSplit | None = None
+    random_state: int = 0, models: Sequence[str] = DEFAULT_MODELS, split: DigitsSplit | None = None
 ) -> list[ModelSplits]:
     """Train the bundled default models on digits and return their validation and test logits.
 
     Parameters
     ----------
-    seed : int, default 0
-        Seeds the data split and the MLP.
+    random_state : int, default 0
+        Seeds the data split and the MLP (an integer in [0, 2**32 - 1]). ``seed=`` before
+        calibkit 0.2 (still accepted with a DeprecationWarning).
     models : sequence of {"softmax-regression", "mlp"}
     split : DigitsSplit, optional
-        Reuse an existing split (default: ``load_digits_split(seed)``).
+        Reuse an existing split (default: ``load_digits_split(random_state)``).
 
     Returns
     -------
@@ -198,15 +219,15 @@ def default_models(
     >>> [m.name for m in default_models(0, ["softmax-regression"])]
     ['softmax-regression']
     """
-    seed = as_study_seed(seed)
+    seed = as_study_seed(random_state, "random_state")
     d = split if split is not None else load_digits_split(seed)
     out = []
     for name in models:
         if name == "softmax-regression":
-            m = train_softmax_regression(d.X_fit, d.y_fit, seed=seed)
+            m = train_softmax_regression(d.X_fit, d.y_fit, random_state=seed)
             desc = "softmax regression (L2, C=1) on scikit-learn digits"
         elif name == "mlp":
-            m = train_mlp(d.X_fit, d.y_fit, seed=seed)
+            m = train_mlp(d.X_fit, d.y_fit, random_state=seed)
             desc = "MLP (64-32-10, ReLU, Adam, 300 epochs) on scikit-learn digits"
         else:
             raise InvalidParameterError(f"unknown default model {name!r}; choose from {DEFAULT_MODELS}")

@@ -8,7 +8,7 @@ per-metric bin sensitivity, label-noise panels) are drawn here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

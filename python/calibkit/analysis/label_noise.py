@@ -14,11 +14,12 @@ dominated by resampling noise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._params import as_int, as_real, as_study_seed
+from .._params import as_int, as_real, as_study_seed, renames
+from .._validate import as_labels
 from ..errors import InvalidParameterError
 
 from .tables import Table
@@ -44,10 +45,11 @@ def noise_levels(num_levels: int = 11, max_level: float = MAX_NOISE) -> np.ndarr
     return np.linspace(0.0, float(max_level), int(num_levels))
 
 
-def noisy_labels(labels, level: float, num_classes: int, *, seed: int = 0) -> np.ndarray:
+@renames(seed="random_state")
+def noisy_labels(labels, level: float, num_classes: int, *, random_state: int = 0) -> np.ndarray:
     """Reassign a fraction ``level`` of ``labels`` uniformly at random over ``num_classes``.
 
-    ``round(level * N)`` examples, chosen by a permutation fixed by ``seed``, get a label drawn
+    ``round(level * N)`` examples, chosen by a permutation fixed by ``random_state``, get a label drawn
     uniformly from all classes (so about 1/K of them keep their true label). For the same seed,
     the examples relabelled at a lower level are a subset of those at a higher one.
 
@@ -56,7 +58,9 @@ def noisy_labels(labels, level: float, num_classes: int, *, seed: int = 0) -> np
     labels : array_like of int, shape (N,)
     level : float in [0, 1]
     num_classes : int
-    seed : int, default 0
+    random_state : int, default 0
+        An integer in [0, 2**32 - 1]. ``seed=`` before calibkit 0.2 (still accepted with a
+        DeprecationWarning).
 
     Returns
     -------
@@ -66,13 +70,13 @@ def noisy_labels(labels, level: float, num_classes: int, *, seed: int = 0) -> np
     --------
     >>> import numpy as np
     >>> y = np.zeros(100, dtype=int)
-    >>> int((noisy_labels(y, 0.5, 10, seed=1) != 0).sum()) <= 50
+    >>> int((noisy_labels(y, 0.5, 10, random_state=1) != 0).sum()) <= 50
     True
     """
-    y = np.asarray(labels).astype(np.int64)
-    if not 0.0 <= float(level) <= 1.0:
-        raise InvalidParameterError(f"level: expected a fraction in [0, 1] (got {level!r})")
-    rng = np.random.default_rng(as_study_seed(seed))
+    y = as_labels(labels)
+    level = as_real(level, "level (a fraction)", low=0.0, high=1.0)
+    num_classes = as_int(num_classes, "num_classes", 1)
+    rng = np.random.default_rng(as_study_seed(random_state, "random_state"))
     order = rng.permutation(y.size)
     draws = rng.integers(0, num_classes, size=y.size)
     m = int(round(float(level) * y.size))
@@ -94,7 +98,7 @@ class LabelNoiseResult:
         ``"ECE"``, ``"ACE"``, ``"SCE"``, ``"accuracy"``, ``"mean max confidence"``,
         ``"ignored important fraction"``, ``"labels changed"`` (fraction actually different).
     settings : dict
-        num_bins, importance threshold, seed, model.
+        num_bins, importance threshold, random_state, model.
     """
 
     levels: np.ndarray
@@ -124,6 +128,30 @@ class LabelNoiseResult:
         )
 
 
+def _seed_keyword(train) -> str:
+    """The keyword ``train`` takes its seed by: ``random_state``, or ``seed`` for a callable of
+    the protocol before calibkit 0.2 (a DeprecationWarning)."""
+    import inspect
+
+    try:
+        params = inspect.signature(train).parameters
+    except (TypeError, ValueError):  # no signature: the current protocol
+        return "random_state"
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if "random_state" in params or takes_any or "seed" not in params:
+        return "random_state"
+    import warnings
+
+    warnings.warn(
+        "label_noise_study: a train callable taking seed= is deprecated since calibkit 0.2; "
+        "train is called as train(X, y, random_state=...): rename its seed keyword",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    return "seed"
+
+
+@renames(seed="random_state")
 def label_noise_study(
     X_fit,
     y_fit,
@@ -135,7 +163,7 @@ def label_noise_study(
     max_level: float = MAX_NOISE,
     num_bins: int = 15,
     importance_threshold: float = 0.1,
-    seed: int = 0,
+    random_state: int = 0,
     train: Callable | None = None,
     progress: Callable | None = None,
 ) -> LabelNoiseResult:
@@ -156,11 +184,14 @@ def label_noise_study(
         Bins for ECE, ACE and SCE.
     importance_threshold : float, default 0.1
         A probability above this counts as important (the paper's figure uses 0.1).
-    seed : int, default 0
-        Fixes which labels are reassigned and to what.
-    train : callable ``(X, y, seed=...) -> model``, optional
+    random_state : int, default 0
+        Fixes which labels are reassigned and to what, and seeds ``train``. ``seed=`` before
+        calibkit 0.2 (still accepted with a DeprecationWarning).
+    train : callable ``(X, y, random_state=...) -> model``, optional
         Default :func:`calibkit.analysis.digits.train_softmax_regression` (multinomial logistic
-        regression, as in the paper). The model needs ``predict_proba`` and ``classes_``.
+        regression, as in the paper). The model needs ``predict_proba`` and ``classes_``. A
+        callable that takes ``seed=`` and not ``random_state=`` (the protocol before calibkit
+        0.2) is still called with ``seed=``, with a DeprecationWarning.
     progress : callable, optional
         Called with no argument after each level (e.g. a progress bar's ``update``).
 
@@ -181,8 +212,10 @@ def label_noise_study(
     from .digits import train_softmax_regression
 
     train = train or train_softmax_regression
-    y_fit = np.asarray(y_fit).astype(np.int64)
-    y_test = np.asarray(y_test).astype(np.int64)
+    random_state = as_study_seed(random_state, "random_state")
+    seed_name = _seed_keyword(train)
+    y_fit = as_labels(y_fit, "y_fit")
+    y_test = as_labels(y_test, "y_test")
     k = int(max(y_fit.max(), y_test.max())) + 1
     lv = noise_levels(num_levels, max_level) if levels is None else np.asarray(levels, dtype=float)
     if lv.ndim != 1 or lv.size == 0 or np.any((lv < 0) | (lv > 1)):
@@ -190,12 +223,12 @@ def label_noise_study(
     try:
         from ..binned.diagnostics import ignored_important_fraction
     except ImportError:  # pragma: no cover - diagnostics ships with the package
-        ignored_important_fraction = None
-    cols = {c: [] for c in ("ECE", "ACE", "SCE", "accuracy", "mean max confidence",
+        ignored_important_fraction = None  # type: ignore[assignment]
+    cols: dict[str, list[float]] = {c: [] for c in ("ECE", "ACE", "SCE", "accuracy", "mean max confidence",
                             "ignored important fraction", "labels changed")}
     for level in lv:
-        y_noisy = noisy_labels(y_fit, level, k, seed=seed)
-        model = train(X_fit, y_noisy, seed=seed)
+        y_noisy = noisy_labels(y_fit, level, k, random_state=random_state)
+        model = train(X_fit, y_noisy, **{seed_name: random_state})
         classes = np.asarray(model.classes_)
         if classes.size != k or np.any(classes != np.arange(k)):
             raise InvalidParameterError(
@@ -222,7 +255,7 @@ def label_noise_study(
         settings={
             "num_bins": int(num_bins),
             "importance_threshold": float(importance_threshold),
-            "seed": int(seed),
+            "random_state": int(random_state),
             "model": getattr(train, "__name__", str(train)),
             "n_train": int(y_fit.size),
             "n_test": int(y_test.size),

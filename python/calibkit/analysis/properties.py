@@ -9,11 +9,14 @@ of such a table averages half of the 32-metric space.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from .._params import as_list
+from ..errors import InputTypeError, InvalidParameterError
+from ._util import as_floats
 
 from .tables import Table
 
@@ -22,7 +25,7 @@ __all__ = ["PropertyGroup", "property_groups", "group_by_property", "PROPERTIES"
 #: The five properties in the paper's order, as MetricSpec attribute names.
 PROPERTIES = ("binning", "max_prob", "class_conditional", "threshold", "norm")
 
-_ORDER = {
+_ORDER: dict[str, list[Any]] = {
     "binning": ["even", "adaptive"],
     "max_prob": [True, False],
     "class_conditional": [True, False],
@@ -66,6 +69,19 @@ class PropertyGroup:
     members: tuple[int, ...]
 
 
+def _specs(space) -> list:
+    """The metrics of ``space`` as a list, each with the five properties as attributes."""
+    specs = as_list(space, "space", "metric specs (e.g. calibkit.metric_space())")
+    for s in specs:
+        missing = [p for p in PROPERTIES if not hasattr(s, p)]
+        if missing:
+            raise InputTypeError(
+                f"space: {s!r} is not a metric spec (it has no {', '.join(missing)}); pass "
+                "MetricSpecs, e.g. calibkit.metric_space()"
+            )
+    return specs
+
+
 def property_groups(space: Sequence[Any]) -> list[PropertyGroup]:
     """Every (property, value) pair present in ``space``, in the paper's row order.
 
@@ -90,7 +106,7 @@ def property_groups(space: Sequence[Any]) -> list[PropertyGroup]:
     >>> [(g.label, g.members) for g in property_groups(sp)]
     [('Even binning scheme', (0,)), ('Adaptive binning scheme', (1,))]
     """
-    specs = list(space)
+    specs = _specs(space)
     groups: list[PropertyGroup] = []
     for prop in PROPERTIES:
         vals = [getattr(s, prop) for s in specs]
@@ -114,7 +130,7 @@ def property_groups(space: Sequence[Any]) -> list[PropertyGroup]:
 
 
 def group_by_property(
-    per_metric: dict[str, Sequence[float]] | Sequence[float],
+    per_metric: dict[str, Any] | Sequence[float] | np.ndarray,
     space: Sequence[Any],
     *,
     name: str = "by_property",
@@ -151,10 +167,10 @@ def group_by_property(
     """
     if not isinstance(per_metric, dict):
         per_metric = {"value": per_metric}
-    specs = list(space)
+    specs = _specs(space)
     cols = {}
     for key, arr in per_metric.items():
-        a = np.asarray(arr, dtype=np.float64)
+        a = as_floats(arr, f"per_metric[{key!r}]")
         if a.shape != (len(specs),):
             raise InvalidParameterError(
                 f"group_by_property: column {key!r} has shape {a.shape}, expected ({len(specs)},) "

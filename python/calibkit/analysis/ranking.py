@@ -16,7 +16,8 @@ reproducing published numbers. Kendall's tau is SciPy's tau-b.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -353,7 +354,7 @@ def bin_sensitivity(values, method: str = "spearman") -> np.ndarray:
     >>> bin_sensitivity(v).tolist()
     [0.5]
     """
-    v = np.asarray(values, dtype=np.float64)
+    v = as_floats(values, "values")
     if v.ndim != 3:
         raise InvalidParameterError(
             f"bin_sensitivity: values must be 3-D (n_methods, n_metrics, n_bins) (got shape {v.shape})"

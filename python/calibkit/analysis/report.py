@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from .._params import as_instance, as_path, renames
+from .._validate import validate_inputs
 from .binning_free import binning_free_study_tables, binning_free_table
 from .tables import Table
 
@@ -193,20 +195,21 @@ REPORT_RESAMPLES = 200
 TRUST_MAX_ENTRIES = 2_000_000
 
 
-def _trust_cells(labels, probs, spec, num_bins, n_resamples, seed) -> list:
+def _trust_cells(labels, probs, spec, num_bins, n_resamples, random_state) -> list:
     import calibkit
 
     if not spec.max_prob and np.size(probs) > TRUST_MAX_ENTRIES:
         return [None, None, None]
     ci = calibkit.confidence_interval(labels, probs, spec, num_bins=num_bins,
-                                      n_resamples=n_resamples, seed=seed)
+                                      n_resamples=n_resamples, random_state=random_state)
     test = calibkit.calibration_test(labels, probs, spec, num_bins=num_bins,
-                                     n_resamples=n_resamples, seed=seed)
+                                     n_resamples=n_resamples, random_state=random_state)
     return [ci.low, ci.high, test.pvalue]
 
 
+@renames(seed="random_state")
 def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0,
-                      seed: int = 0) -> Table:
+                      random_state: int = 0) -> Table:
     """The named metrics (ECE, class-conditional ECE, SCE, ACE, TACE, RMSCE, MCE) with settings.
 
     Parameters
@@ -218,8 +221,9 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
         When > 0, three more columns: the 90% bootstrap interval of each metric
         (:func:`calibkit.confidence_interval`, basic method) and the p-value of the
         consistency-resampling calibration test (:func:`calibkit.calibration_test`), each with
-        this many resamples and ``seed``.
-    seed : int, default 0
+        this many resamples and ``random_state``.
+    random_state : int, default 0
+        ``seed=`` before calibkit 0.2 (still accepted with a DeprecationWarning).
 
     Returns
     -------
@@ -237,7 +241,7 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
     from ..binned.spec import MetricSpec
 
     rows = []
-    for label, key, fn in NAMED_METRIC_ORDER:
+    for _label, key, fn in NAMED_METRIC_ORDER:
         spec = MetricSpec.from_name(key)
         value = getattr(calibkit, fn)(labels, probs, num_bins=num_bins)
         rows.append([
@@ -246,7 +250,7 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
             "" if spec.index is None else spec.index,
         ])
         if n_resamples:
-            rows[-1][1:1] = _trust_cells(labels, probs, spec, num_bins, n_resamples, seed)
+            rows[-1][1:1] = _trust_cells(labels, probs, spec, num_bins, n_resamples, random_state)
     extra = ["90% low", "90% high", "p (calibrated)"] if n_resamples else []
     note = "Each value equals calibkit.gce(labels, probs, <the settings in its row>)."
     if n_resamples:
@@ -289,15 +293,16 @@ def metric_space_table(labels, probs, *, num_bins: int = 15) -> Table:
 def per_bin_table(labels, probs, *, num_bins: int = 15) -> Table:
     """The top-label (ECE) reliability table: one row per non-empty bin.
 
-    Columns: lower and upper edge, count, mean confidence, accuracy, gap (accuracy - confidence)
-    and the bin's contribution ``n_b / N * |gap|`` to ECE (they sum to ECE).
+    Columns: lower and upper edge, count, mean confidence, accuracy, signed gap (confidence -
+    accuracy, positive = over-confident: calibkit's one sign, that of ``signed_ece``) and the
+    bin's contribution ``n_b / N * |gap|`` to ECE (they sum to ECE).
     """
     import calibkit
 
     b = calibkit.calibration_bins(labels, probs, num_bins=num_bins)
     counts = np.asarray(b.counts)[0]
     edges = np.asarray(b.edges)[0]
-    conf, acc, gap = (np.asarray(a)[0] for a in (b.mean_confidence, b.accuracy, b.gap))
+    conf, acc, gap = (np.asarray(a)[0] for a in (b.mean_confidence, b.accuracy, b.signed_gap))
     acc_lo, acc_hi = (np.asarray(a)[0] for a in b.accuracy_interval("clopper-pearson", 0.90))
     n = counts.sum()
     rows, index = [], []
@@ -312,7 +317,7 @@ def per_bin_table(labels, probs, *, num_bins: int = 15) -> Table:
         title=f"Reliability table: top-label confidence in {num_bins} equal-width bins (ECE)",
         index=index,
         columns=["lower", "upper", "count", "mean confidence", "accuracy", "accuracy low (90%)",
-                 "accuracy high (90%)", "gap", "ECE contribution"],
+                 "accuracy high (90%)", "signed gap", "ECE contribution"],
         data=rows,
         index_name="bin",
         note="Bins are left-closed; a confidence of exactly 1.0 has a bin of its own (see docs/spec.md). "
@@ -326,10 +331,7 @@ def per_class_table(labels, probs, *, num_bins: int = 15) -> Table:
     class-conditional ECE, SCE and ACE (their class averages are the metrics)."""
     from ..binned.diagnostics import per_class_error
 
-    y = np.asarray(labels).astype(np.int64)
-    p = np.asarray(probs)
-    if p.ndim == 1 or p.shape[1] == 1:
-        p = np.stack([1 - p.reshape(-1), p.reshape(-1)], axis=1)
+    y, p = validate_inputs(labels, probs)  # binary 1-D probabilities become [1 - p, p]
     k = p.shape[1]
     pred = np.argmax(p, axis=1)
     errs = {m: np.asarray(per_class_error(y, p, m, num_bins=num_bins)) for m in ("CCE", "SCE", "ACE")}
@@ -375,8 +377,10 @@ def write_prediction_report(predictions, out_dir: str | Path, *, num_bins: int =
         Every file written, plus the tables under ``"tables"``.
     """
     from . import figures
+    from .data import Predictions
 
-    out = Path(out_dir)
+    as_instance(predictions, Predictions, "predictions", "from load_predictions()")
+    out = Path(as_path(out_dir, "out_dir"))
     out.mkdir(parents=True, exist_ok=True)
     # titles name the file, not the folders it sits in (the settings table keeps the path given)
     name = Path(predictions.source).name
@@ -514,8 +518,10 @@ def write_report(result, out_dir: str | Path) -> dict:
     >>> files = write_report(run_study(config=StudyConfig.quick_config()), "out")  # doctest: +SKIP
     """
     from . import figures as F
+    from .study import StudyResult
 
-    out = Path(out_dir)
+    as_instance(result, StudyResult, "result", "from run_study()")
+    out = Path(as_path(out_dir, "out_dir"))
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     cfg = result.config
@@ -542,7 +548,8 @@ def write_report(result, out_dir: str | Path) -> dict:
     doc.h(1, "Settings")
     doc.kv([("source", result.source), ("metric space", f"the paper's {len(result.space)} metrics"),
             ("bin counts (sweep)", ", ".join(map(str, cfg.num_bins))),
-            ("bin count of the headline tables", cfg.report_bins), ("seed", cfg.seed),
+            ("bin count of the headline tables", cfg.report_bins),
+            ("random_state (--seed)", cfg.random_state),
             ("quick mode", cfg.quick), ("label noise", cfg.label_noise),
             ("run time", f"{result.seconds:.1f} s")] + _environment())
     doc.h(1, "Recalibration methods")

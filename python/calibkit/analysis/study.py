@@ -23,12 +23,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from .._params import as_bin_counts, as_int, as_num_bins, as_real, as_study_seed, as_threshold
-from ..errors import CalibkitError, InvalidParameterError
+from .._params import (
+    as_bin_counts,
+    as_instance,
+    as_int,
+    as_num_bins,
+    as_real,
+    as_study_seed,
+    as_threshold,
+    renames,
+)
+from ..errors import CalibkitError, InvalidParameterError, MethodFailedError, UnknownNameError
 
 from ._util import make_estimator, recalibration_inputs
 from .binning_free import binning_free_study_tables
@@ -83,9 +93,11 @@ class StudyConfig:
     report_bins : int, default 15
         Bin count of the headline tables: rank order, metric correlations, temperature
         optimisation, class conditionality and label noise.
-    seed : int, default 0
-        Seeds the default data split, the default models, the recalibration methods and the
-        label noise.
+    random_state : int, default 0
+        Seeds the default data split, the default models, the recalibration methods, the
+        bootstrap intervals and the label noise (an integer in [0, 2**32 - 1], scikit-learn's
+        range; the command line's ``--seed``). ``seed=`` before calibkit 0.2 (still accepted,
+        and ``.seed`` still read, with a DeprecationWarning).
     quick : bool, default False
         A reduced run for CI (see :meth:`quick_config`); recorded in the report.
     label_noise : bool or None, default None
@@ -107,7 +119,7 @@ class StudyConfig:
 
     num_bins: tuple = (10, 20, 30, 40, 50)
     report_bins: int = 15
-    seed: int = 0
+    random_state: int = 0
     quick: bool = False
     label_noise: bool | None = None
     noise_levels: int = 11
@@ -129,17 +141,17 @@ class StudyConfig:
         if self.temperature_starts is not None:
             as_int(self.temperature_starts, "temperature_starts", minimum=1)
         as_int(self.noise_levels, "noise_levels", minimum=1)
-        as_study_seed(self.seed)
+        as_study_seed(self.random_state, "random_state")
         as_real(self.max_noise, "max_noise (a fraction)", low=0.0, high=1.0)
         as_threshold(self.importance_threshold, "importance_threshold")
         object.__setattr__(self, "temperatures", tuple(float(t) for t in self.temperatures))
         object.__setattr__(self, "models", tuple(self.models))
 
     @classmethod
-    def quick_config(cls, **overrides) -> "StudyConfig":
+    def quick_config(cls, **overrides) -> StudyConfig:
         """The reduced CI setting: 3 bin counts, 3 noise levels, 21 temperatures, 2 Nelder-Mead
         starts per temperature fit, one default model."""
-        base = dict(
+        base: dict[str, Any] = dict(
             num_bins=(10, 30, 50),
             quick=True,
             noise_levels=3,
@@ -151,6 +163,16 @@ class StudyConfig:
         return cls(**base)
 
     @property
+    def seed(self) -> int:
+        """Deprecated (since calibkit 0.2): :attr:`random_state`."""
+        import warnings
+
+        warnings.warn("StudyConfig.seed is deprecated since calibkit 0.2 and will be removed in "
+                      "the next release; use StudyConfig.random_state", DeprecationWarning,
+                      stacklevel=2)
+        return self.random_state
+
+    @property
     def all_bins(self) -> tuple:
         """The sweep plus the report bin count, sorted."""
         return tuple(sorted(set(self.num_bins) | {int(self.report_bins)}))
@@ -160,7 +182,7 @@ class StudyConfig:
         return {
             "num_bins": list(self.num_bins),
             "report_bins": int(self.report_bins),
-            "seed": int(self.seed),
+            "random_state": int(self.random_state),
             "quick": bool(self.quick),
             "label_noise": self.label_noise,
             "noise_levels": int(self.noise_levels),
@@ -170,6 +192,9 @@ class StudyConfig:
             "temperature_starts": self.temperature_starts,
             "models": list(self.models),
         }
+
+
+StudyConfig.__init__ = renames(seed="random_state")(StudyConfig.__init__)  # type: ignore[method-assign]
 
 
 @dataclass
@@ -344,7 +369,7 @@ class StudyResult:
         for m in self.models:
             if m.name == name:
                 return m
-        raise KeyError(f"no model {name!r} in this study (models: {[m.name for m in self.models]})")
+        raise UnknownNameError(f"no model {name!r} in this study (models: {[m.name for m in self.models]})")
 
     def bin_sensitivity_table(self) -> Table:
         """The paper's rank-correlation table: bin sensitivity by property, one column per model
@@ -435,9 +460,10 @@ def evaluate_methods(
     from ..recalibration import PAPER_METHODS
     from ..binned.space import evaluate, metric_space
 
+    as_instance(model, ModelSplits, "model", "from default_models() or load_val_test()")
     sp = metric_space() if space is None else space
     methods = PAPER_METHODS if methods is None else methods
-    bins = tuple(int(b) for b in num_bins)
+    bins, _ = as_bin_counts(num_bins)
     test, val = model.test, model.val
     probs = {"uncalibrated": np.asarray(test.probs, dtype=np.float64)}
     uncal = evaluate(test.labels, probs["uncalibrated"], space=sp, num_bins=bins).values
@@ -455,7 +481,8 @@ def evaluate_methods(
             # reports it as an input error (exit 2), not a crash.
             raise type(exc)(f"recalibration method {name!r} failed on {model.name}: {exc}") from exc
         except Exception as exc:
-            raise RuntimeError(f"recalibration method {name!r} failed on {model.name}: {exc}") from exc
+            raise MethodFailedError(
+                f"recalibration method {name!r} failed on {model.name}: {exc}") from exc
         secs[name] = time.perf_counter() - t0
         probs[name] = p
         names.append(name)
@@ -505,11 +532,11 @@ def run_study(
     models : ModelSplits or sequence of ModelSplits, optional
         Validation and test outputs of one or more models (e.g. from
         :func:`calibkit.analysis.load_val_test`). Default: the bundled digits models
-        (``config.models``), trained with ``config.seed``.
+        (``config.models``), trained with ``config.random_state``.
     config : StudyConfig, optional
         Default ``StudyConfig()``.
     digits : DigitsSplit, optional
-        The digits split for the label-noise experiment (default: built from ``config.seed``
+        The digits split for the label-noise experiment (default: built from ``config.random_state``
         when the experiment runs).
     progress : bool, default False
         Show a tqdm progress bar on stderr.
@@ -532,13 +559,13 @@ def run_study(
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     default = models is None
-    if default:
+    if models is None:
         t0 = time.perf_counter()
-        digits = digits if digits is not None else load_digits_split(cfg.seed)
-        model_list = default_models(cfg.seed, cfg.models, split=digits)
+        digits = digits if digits is not None else load_digits_split(cfg.random_state)
+        model_list = default_models(cfg.random_state, cfg.models, split=digits)
         source = (
             "bundled default: scikit-learn digits (fit/validation/test = 898/449/450, stratified, "
-            f"seed {cfg.seed}); models: {', '.join(m.description for m in model_list)}"
+            f"seed {cfg.random_state}); models: {', '.join(m.description for m in model_list)}"
         )
         timings["train default models"] = time.perf_counter() - t0
     else:
@@ -548,7 +575,7 @@ def run_study(
         source = "; ".join(f"{m.name}: {m.description}" for m in model_list)
     run_noise = cfg.label_noise if cfg.label_noise is not None else default
     if run_noise and digits is None:
-        digits = load_digits_split(cfg.seed)
+        digits = load_digits_split(cfg.random_state)
 
     space = metric_space()
     n_methods = len(PAPER_METHODS)
@@ -560,7 +587,7 @@ def run_study(
             t0 = time.perf_counter()
             bar.describe(f"{ms.name}: recalibration methods")
             names, values, uncal, probs, secs = evaluate_methods(
-                ms, space=space, num_bins=cfg.all_bins, random_state=cfg.seed, progress=bar.update
+                ms, space=space, num_bins=cfg.all_bins, random_state=cfg.random_state, progress=bar.update
             )
             timings[f"{ms.name}: methods + metrics"] = time.perf_counter() - t0
             sweep = [cfg.all_bins.index(b) for b in cfg.num_bins]
@@ -574,17 +601,17 @@ def run_study(
             bar.describe(f"{ms.name}: temperature per metric")
             temp = optimise_temperature_per_metric(
                 ms, space=space, num_bins=cfg.report_bins, temperatures=cfg.temperatures,
-                random_state=cfg.seed, n_starts=cfg.temperature_starts, progress=bar.update,
+                random_state=cfg.random_state, n_starts=cfg.temperature_starts, progress=bar.update,
             )
             timings[f"{ms.name}: temperature per metric"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             bar.describe(f"{ms.name}: class conditionality")
-            cond = class_conditionality(ms, num_bins=cfg.report_bins, random_state=cfg.seed)
+            cond = class_conditionality(ms, num_bins=cfg.report_bins, random_state=cfg.random_state)
             timings[f"{ms.name}: class conditionality"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             bar.describe(f"{ms.name}: intervals and calibration tests")
             intervals = interval_table(
-                ms.test.labels, probs, num_bins=int(cfg.report_bins), seed=cfg.seed,
+                ms.test.labels, probs, num_bins=int(cfg.report_bins), random_state=cfg.random_state,
                 name=f"intervals_{ms.name}",
                 title=f"{ms.name}: ECE ({cfg.report_bins} bins), 90% interval and calibration "
                       f"test per method")
@@ -603,12 +630,13 @@ def run_study(
             )
         noise = None
         if run_noise:
+            assert digits is not None  # loaded above when the experiment runs
             t0 = time.perf_counter()
             bar.describe("label noise")
             noise = label_noise_study(
                 digits.X_fit, digits.y_fit, digits.X_test, digits.y_test,
                 num_levels=cfg.noise_levels, max_level=cfg.max_noise, num_bins=cfg.report_bins,
-                importance_threshold=cfg.importance_threshold, seed=cfg.seed, progress=bar.update,
+                importance_threshold=cfg.importance_threshold, random_state=cfg.random_state, progress=bar.update,
             )
             timings["label noise"] = time.perf_counter() - t0
     finally:

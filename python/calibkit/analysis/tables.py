@@ -14,11 +14,12 @@ import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import ShapeMismatchError
+from ..errors import MissingDependencyError, ShapeMismatchError
 
 __all__ = ["Table"]
 
@@ -192,7 +193,7 @@ class Table:
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - pandas is present in the test env
-            raise ImportError("Table.to_pandas() needs pandas: pip install pandas") from exc
+            raise MissingDependencyError("Table.to_pandas() needs pandas: pip install pandas") from exc
         df = pd.DataFrame(self.data, index=list(self.index), columns=list(self.columns))
         df.index.name = self.index_name or None
         return df

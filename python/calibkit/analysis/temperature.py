@@ -15,11 +15,12 @@ error" table: it shows how much ECE rewards being optimised for metrics that res
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from .._params import as_num_bins
+from .._params import as_instance, as_int, as_list, as_num_bins
 from .._softmax import log_softmax, softmax
 from ..binned.spec import MetricSpace, MetricSpec, as_space
 from .._validate import as_array, as_labels, length_mismatch_error
@@ -83,7 +84,8 @@ def _logits_and_labels(labels, logits) -> tuple[np.ndarray, np.ndarray]:
 
 
 def temperature_curves(
-    labels, logits, temperatures: Sequence[float] = DEFAULT_TEMPERATURES, space=None, num_bins: int = 15
+    labels, logits, temperatures: Sequence[float] | np.ndarray = DEFAULT_TEMPERATURES, space=None,
+    num_bins: int = 15
 ) -> np.ndarray:
     """Every metric of ``space`` at each temperature: ``metric(labels, softmax(logits / T))``.
 
@@ -258,7 +260,7 @@ def optimise_temperature_per_metric(
     *,
     space=None,
     num_bins: int = 15,
-    temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    temperatures: Sequence[float] | np.ndarray = DEFAULT_TEMPERATURES,
     random_state: int | None = 0,
     n_starts: int | None = None,
     progress: Callable | None = None,
@@ -297,6 +299,7 @@ def optimise_temperature_per_metric(
     from ..recalibration import MetricTemperatureScaling
     from ..binned.spec import metric_space
 
+    as_instance(model, ModelSplits, "model", "from default_models() or load_val_test()")
     if space is None:
         sp = metric_space()
     else:
@@ -305,7 +308,7 @@ def optimise_temperature_per_metric(
     temps, ece, rmsce, own = [], [], [], []
     for spec in sp:
         xv, xt, kind = recalibration_inputs(val, test)
-        extra = {} if n_starts is None else {"n_starts": int(n_starts)}
+        extra = {} if n_starts is None else {"n_starts": as_int(n_starts, "n_starts", 1)}
         est = make_estimator(
             MetricTemperatureScaling, **spec.kwargs(), num_bins=int(num_bins), input=kind,
             random_state=random_state, **extra,
@@ -356,6 +359,8 @@ def temperature_table(
     >>> temperature_table([r]).columns  # doctest: +SKIP
     ['softmax-regression ECE', 'softmax-regression RMSCE (control)']
     """
+    results = [as_instance(r, TemperatureResult, "results[i]", "from optimise_temperature_per_metric()")
+               for r in as_list(results, "results", "TemperatureResult objects")]
     if not results:
         raise InvalidParameterError("temperature_table: need at least one TemperatureResult")
     space = results[0].space

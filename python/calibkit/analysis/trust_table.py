@@ -3,17 +3,21 @@ calibration test's p-value (see :mod:`calibkit.trust`)."""
 
 from __future__ import annotations
 
+from .._params import renames
 from .tables import Table
 
 __all__ = ["interval_table"]
 
 
+@renames(seed="random_state")
 def interval_table(labels, probs_by_method: dict, *, metric="ECE", num_bins: int = 15,
-                   n_resamples: int = 200, seed: int = 0, title: str | None = None,
+                   n_resamples: int = 200, random_state: int = 0, title: str | None = None,
                    name: str = "intervals") -> Table:
     """One row per method: the metric, its 90% basic bootstrap interval and the test's p-value.
 
-    ``name`` is the table's file name (``tables/<name>.csv`` in a study report).
+    ``name`` is the table's file name (``tables/<name>.csv`` in a study report);
+    ``random_state`` seeds both resamplings (``seed=`` before calibkit 0.2, still accepted
+    with a DeprecationWarning).
 
     Examples
     --------
@@ -30,9 +34,9 @@ def interval_table(labels, probs_by_method: dict, *, metric="ECE", num_bins: int
     rows, index = [], []
     for method, p in probs_by_method.items():
         ci = calibkit.confidence_interval(labels, p, metric, num_bins=num_bins,
-                                          n_resamples=n_resamples, seed=seed)
+                                          n_resamples=n_resamples, random_state=random_state)
         test = calibkit.calibration_test(labels, p, metric, num_bins=num_bins,
-                                         n_resamples=n_resamples, seed=seed)
+                                         n_resamples=n_resamples, random_state=random_state)
         rows.append([ci.value, ci.low, ci.high, test.pvalue])
         index.append(str(method))
     return Table(
@@ -45,5 +49,6 @@ def interval_table(labels, probs_by_method: dict, *, metric="ECE", num_bins: int
         floatfmt=".4f",
         note=f"Interval: basic bootstrap, {n_resamples} Poisson resamples "
              f"(calibkit.confidence_interval); p: consistency-resampling test of calibration "
-             f"(calibkit.calibration_test), {n_resamples} label redraws, seed {seed}.",
+             f"(calibkit.calibration_test), {n_resamples} label redraws, random_state "
+             f"{random_state}.",
     )

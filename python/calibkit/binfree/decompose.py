@@ -131,7 +131,8 @@ def decompose(
     True
     """
     scoring = as_choice(scoring, "scoring", SCORINGS)
-    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="decompose")
+    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct,
+                   sample_weight=sample_weight, what="decompose")
     total = sum(_one(x, y, w, scoring) for x, y in gs)
     mcb, dsc, unc, score = (float(v) for v in total)
     return Decomposition(mcb, dsc, unc, score, scoring)

@@ -28,7 +28,8 @@ class BinningFree:
         return d
 
 
-def binning_free(labels=None, probs=None, *, sample_weight=None, confidence=None, correct=None, scoring="brier") -> BinningFree:
+def binning_free(labels=None, probs=None, *, sample_weight=None, confidence=None, correct=None,
+                 scoring="brier") -> BinningFree:
     """Top-label smooth ECE, KS calibration error and CORP decomposition in one call.
 
     The inputs are validated once; see :func:`calibkit.smece`, :func:`calibkit.ksce` and

@@ -55,5 +55,6 @@ def ksce(labels=None, probs=None, *, max_prob: bool = True, sample_weight=None, 
     >>> calibkit.ksce(confidence=[0.5, 0.5], correct=[1, 0])
     0.0
     """
-    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="ksce")
+    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct,
+                   sample_weight=sample_weight, what="ksce")
     return float(np.mean([_native.ks_error(s, o, w) for s, o in gs]))

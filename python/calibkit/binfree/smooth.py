@@ -22,6 +22,7 @@ Only step 1 reads the N predictions, once per distinct grid size (one size for e
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import numpy as np
 
@@ -113,6 +114,18 @@ class _Group:
         return start
 
 
+@overload
+def smece(labels=..., probs=..., *, max_prob: bool = ..., bandwidth: float | None = ...,
+          sample_weight=..., confidence=..., correct=...,
+          return_bandwidth: Literal[False] = ...) -> float: ...
+@overload
+def smece(labels=..., probs=..., *, max_prob: bool = ..., bandwidth: float | None = ...,
+          sample_weight=..., confidence=..., correct=...,
+          return_bandwidth: Literal[True]) -> tuple[float, float | np.ndarray]: ...
+@overload
+def smece(labels=..., probs=..., *, max_prob: bool = ..., bandwidth: float | None = ...,
+          sample_weight=..., confidence=..., correct=...,
+          return_bandwidth: bool) -> float | tuple[float, float | np.ndarray]: ...
 def smece(
     labels=None,
     probs=None,
@@ -123,7 +136,7 @@ def smece(
     confidence=None,
     correct=None,
     return_bandwidth: bool = False,
-):
+) -> float | tuple[float, float | np.ndarray]:
     """Smooth ECE (Blasiok & Nakkiran, 2023) with relplot's automatic bandwidth.
 
     The kernel-smoothed calibration error: residuals ``score - outcome`` are smoothed with a
@@ -169,7 +182,8 @@ def smece(
     """
     if bandwidth is not None:
         bandwidth = positive_float(bandwidth, "bandwidth")
-    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct, sample_weight=sample_weight, what="smece")
+    gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct,
+                   sample_weight=sample_weight, what="smece")
     values, sigmas = [], []
     # Overflow is possible only under weights near the top of float64, and checked below.
     with np.errstate(over="ignore", invalid="ignore"):

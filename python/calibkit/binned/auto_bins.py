@@ -17,6 +17,7 @@ number is then mostly noise (see :func:`calibkit.confidence_interval` and
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -79,7 +80,7 @@ def resolve_auto(num_bins, labels, probs, pairs=None, *, max_prob: bool = True,
 
 def _caller_level() -> int:
     """``stacklevel`` of the first frame outside calibkit (the user's call)."""
-    f = sys._getframe(2)  # the caller of warn_if_few, i.e. warnings.warn's stacklevel 2
+    f: types.FrameType | None = sys._getframe(2)  # the caller of warn_if_few: stacklevel 2
     level = 2
     while f is not None and f.f_globals.get("__name__", "").startswith("calibkit"):
         f = f.f_back

@@ -19,10 +19,9 @@ mean repeated rows; for other weights it treats the total weight as the number o
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from .._params import as_choice, as_confidence_level, renames
 from ..errors import InvalidParameterError
 
 __all__ = ["binomial_interval", "INTERVAL_METHODS"]
@@ -30,19 +29,9 @@ __all__ = ["binomial_interval", "INTERVAL_METHODS"]
 INTERVAL_METHODS = ("clopper-pearson", "wilson", "jeffreys")
 
 
-def check_confidence(confidence) -> float:
-    """``confidence`` as a float in (0, 1), else InvalidParameterError."""
-    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not (
-        0.0 < float(confidence) < 1.0
-    ):
-        raise InvalidParameterError(
-            f"confidence must be a number strictly between 0 and 1 (e.g. 0.90), got {confidence!r}"
-        )
-    return float(confidence)
-
-
+@renames(confidence="confidence_level")
 def binomial_interval(successes, trials, *, method: str = "clopper-pearson",
-                      confidence: float = 0.90):
+                      confidence_level: float = 0.90):
     """Two-sided interval for the proportion ``successes / trials``, elementwise.
 
     Parameters
@@ -50,7 +39,9 @@ def binomial_interval(successes, trials, *, method: str = "clopper-pearson",
     successes, trials : array_like, same shape
         Outcome sum and count (both may be non-integer for weighted bins, see the module doc).
     method : {"clopper-pearson", "wilson", "jeffreys"}, default "clopper-pearson"
-    confidence : float in (0, 1), default 0.90
+    confidence_level : float in (0, 1), default 0.90
+        The interval's level (scipy's name). ``confidence=``, its name before calibkit 0.2,
+        still works with a DeprecationWarning.
 
     Returns
     -------
@@ -59,13 +50,12 @@ def binomial_interval(successes, trials, *, method: str = "clopper-pearson",
 
     Examples
     --------
-    >>> lo, hi = binomial_interval([0, 5, 10], [10, 10, 10], confidence=0.95)
+    >>> lo, hi = binomial_interval([0, 5, 10], [10, 10, 10], confidence_level=0.95)
     >>> [round(float(v), 4) for v in lo], [round(float(v), 4) for v in hi]
     ([0.0, 0.1871, 0.6915], [0.3085, 0.8129, 1.0])
     """
-    if not isinstance(method, str) or method not in INTERVAL_METHODS:
-        raise InvalidParameterError(f"method must be one of {INTERVAL_METHODS}, got {method!r}")
-    conf = check_confidence(confidence)
+    method = as_choice(method, "method", INTERVAL_METHODS)
+    conf = as_confidence_level(confidence_level)
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
     if k.shape != n.shape:

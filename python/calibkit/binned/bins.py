@@ -7,6 +7,7 @@ import numpy as np
 from .. import _native, _toplabel
 from .table import CalibrationBins, reduce_table
 from .._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
+from .._typing import NumBins
 from .._validate import is_multilabel, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 
@@ -29,7 +30,7 @@ def calibration_bins(
     max_prob: bool = True,
     class_conditional: bool = False,
     threshold: float = 0.0,
-    num_bins: int = 15,
+    num_bins: NumBins = 15,
     sample_weight=None,
 ) -> CalibrationBins:
     """The per-group, per-bin table behind a metric and its reliability diagram.
@@ -117,8 +118,9 @@ def _as_table(x, name: str) -> np.ndarray:
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise InvalidParameterError(
-            f"{name}[{', '.join(map(str, idx))}] is {float(a[idx])!r}: counts and sums of bin statistics must be finite "
-            "and non-negative (are the tables from calibration_bins or an Accumulator?)"
+            f"{name}[{', '.join(map(str, idx))}] is {float(a[idx])!r}: counts and sums of bin "
+            "statistics must be finite and non-negative (are the tables from calibration_bins or "
+            "an Accumulator?)"
         )
     return a
 

@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import as_flag
 from ..errors import InvalidParameterError
 
 __all__ = ["debiased_l2", "check_debias"]
 
 
 def check_debias(debias, norm: str) -> bool:
-    """``debias`` as a bool; raises InvalidParameterError for non-bools and for non-l2 norms."""
-    if not isinstance(debias, (bool, np.bool_)):
-        raise InvalidParameterError(f"debias must be True or False, got {debias!r}")
+    """``debias`` as a bool (:func:`calibkit._params.as_flag`); InvalidParameterError for
+    non-l2 norms."""
+    debias = as_flag(debias, "debias")
     if debias and norm != "l2":
         raise InvalidParameterError(
             f"debias=True is defined only for the l2 norm (Kumar et al. 2019 subtract the binomial "

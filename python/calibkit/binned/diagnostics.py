@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import RANGE_TOL, as_flag, as_int, as_real, as_threshold
-from .._validate import as_probs
-from ..errors import InvalidParameterError, InvalidProbabilitiesError
+from .._params import as_flag, as_int, as_real, as_threshold
+from .._validate import as_probs, check_scores
+from ..errors import InvalidParameterError
 from .spec import MetricSpec
+from .table import reduce_table
 
 __all__ = [
     "per_class_error",
@@ -25,8 +26,6 @@ __all__ = [
     "ignored_important_fraction",
     "ece_pathology_example",
 ]
-
-_RANGE_TOL = RANGE_TOL  # the core's tolerance (rust/kernels/validate.rs)
 
 
 def _bins(labels, probs, *, binning, max_prob, threshold, num_bins):
@@ -101,17 +100,11 @@ def per_class_error(labels, probs, metric="ACE", *, num_bins: int = 15) -> np.nd
         )
     b = _bins(labels, probs, binning=spec.binning, max_prob=spec.max_prob,
               threshold=spec.threshold, num_bins=num_bins)
-    counts = np.asarray(b.counts, dtype=np.float64)
-    n = counts.sum(axis=1, keepdims=True)
-    filled = counts > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(filled, b.sum_outcome / counts - b.sum_score / counts, 0.0)
-        w = np.where(filled, counts / np.where(n > 0, n, 1.0), 0.0)
-    if spec.norm == "l1":
-        return np.sum(w * np.abs(gap), axis=1)
-    if spec.norm == "l2":
-        return np.sqrt(np.sum(w * gap * gap, axis=1))
-    return np.max(np.abs(gap), axis=1)  # max over bins; empty bins hold 0, empty groups give 0
+    # each class's error is the one reduction of its own row of the table (an l2 error takes
+    # its square root per class)
+    return np.array([reduce_table(b.counts[g:g + 1], b.sum_score[g:g + 1],
+                                  b.sum_outcome[g:g + 1], spec.norm, False)
+                     for g in range(b.counts.shape[0])])
 
 
 def adaptive_bin_edges(labels, probs, *, num_bins: int = 15, threshold: float = 0.0,
@@ -190,17 +183,11 @@ def ignored_important_fraction(probs, threshold: float = 0.1) -> float:
     """
     t = as_threshold(threshold)
     p = as_probs(probs)
-    if not np.isfinite(p).all():
-        raise InvalidProbabilitiesError("probs: contains NaN or infinite values; remove them first")
-    if p.min() < -_RANGE_TOL or p.max() > 1.0 + _RANGE_TOL:
-        raise InvalidProbabilitiesError(
-            f"probs: values must lie in [0, 1], found [{float(p.min()):.6g}, "
-            f"{float(p.max()):.6g}]; pass probabilities (e.g. calibkit.softmax(logits))"
-        )
+    check_scores(p, row_sums=False)  # the metric functions' value rules, rows need not sum to 1
     important = int(np.count_nonzero(p > t))
     if important == 0:
         return 0.0
-    top = p[np.arange(p.shape[0]), np.argmax(p, axis=1)]
+    top = p.max(axis=1)  # the value of the row's one maximum entry, whichever class it is
     scored = int(np.count_nonzero(top > t))
     return (important - scored) / important
 

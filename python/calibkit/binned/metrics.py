@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _native, _toplabel
 from .._params import as_flag, check_gce_params
+from .._typing import NumBins
 from .._validate import is_multilabel, validate_inputs
 
 __all__ = ["gce", "ece", "cce", "sce", "ace", "tace", "rmsce", "mce"]
@@ -30,7 +31,7 @@ def gce(
     class_conditional: bool = False,
     threshold: float = 0.0,
     norm: str = "l1",
-    num_bins: int = 15,
+    num_bins: NumBins = 15,
     sample_weight=None,
     debias: bool = False,
 ) -> float:
@@ -171,7 +172,7 @@ def gce(
     )
 
 
-def ece(labels=None, probs=None, *, num_bins: int = 15,
+def ece(labels=None, probs=None, *, num_bins: NumBins = 15,
         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Expected Calibration Error (Guo et al., 2017; Naeini et al., 2015).
 
@@ -198,7 +199,7 @@ def ece(labels=None, probs=None, *, num_bins: int = 15,
                sample_weight=sample_weight)
 
 
-def cce(labels=None, probs=None, *, num_bins: int = 15,
+def cce(labels=None, probs=None, *, num_bins: NumBins = 15,
         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Class-conditional ECE: ECE computed per predicted class, averaged over all K classes.
 
@@ -213,7 +214,7 @@ def cce(labels=None, probs=None, *, num_bins: int = 15,
                sample_weight=sample_weight)
 
 
-def sce(labels=None, probs=None, *, num_bins: int = 15,
+def sce(labels=None, probs=None, *, num_bins: NumBins = 15,
         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Static Calibration Error (Nixon et al.): every class's probabilities, even bins.
 
@@ -229,7 +230,7 @@ def sce(labels=None, probs=None, *, num_bins: int = 15,
                sample_weight=sample_weight)
 
 
-def ace(labels=None, probs=None, *, num_bins: int = 15,
+def ace(labels=None, probs=None, *, num_bins: NumBins = 15,
         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Adaptive Calibration Error (Nixon et al.): equal-mass bins per class.
 
@@ -246,7 +247,7 @@ def ace(labels=None, probs=None, *, num_bins: int = 15,
                sample_weight=sample_weight)
 
 
-def tace(labels=None, probs=None, *, num_bins: int = 15, threshold: float = 0.01,
+def tace(labels=None, probs=None, *, num_bins: NumBins = 15, threshold: float = 0.01,
          confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Thresholded Adaptive Calibration Error: ACE over scores above ``threshold`` (0.01).
 
@@ -262,7 +263,7 @@ def tace(labels=None, probs=None, *, num_bins: int = 15, threshold: float = 0.01
                sample_weight=sample_weight)
 
 
-def rmsce(labels=None, probs=None, *, num_bins: int = 15,
+def rmsce(labels=None, probs=None, *, num_bins: NumBins = 15,
           confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None,
           debias: bool = False) -> float:
     """Root-mean-square calibration error (Hendrycks et al.): top-label, adaptive bins, l2.
@@ -278,7 +279,7 @@ def rmsce(labels=None, probs=None, *, num_bins: int = 15,
                sample_weight=sample_weight, debias=debias)
 
 
-def mce(labels=None, probs=None, *, num_bins: int = 15,
+def mce(labels=None, probs=None, *, num_bins: NumBins = 15,
         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
     """Maximum Calibration Error: the largest |accuracy - confidence| over non-empty bins.
 

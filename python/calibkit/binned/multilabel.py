@@ -25,13 +25,13 @@ import numbers
 
 import numpy as np
 
+from .._params import as_flag
 from .table import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
-from .._validate import RANGE_TOL, check_gce_params, shown
+from .._validate import check_gce_params, check_scores, shown
 from ..errors import (
     InputTypeError,
     InvalidLabelsError,
     InvalidParameterError,
-    InvalidProbabilitiesError,
     ShapeMismatchError,
 )
 
@@ -42,9 +42,6 @@ __all__ = [
     "validate_multilabel",
     "MultilabelError",
 ]
-
-#: Probabilities may leave [0, 1] by this much (the core's ``RANGE_TOL``, rust/kernels/validate.rs).
-_PROB_TOL = RANGE_TOL
 
 
 class MultilabelError(InvalidParameterError):
@@ -110,34 +107,21 @@ def validate_multilabel(label_matrix, probs) -> tuple[np.ndarray, np.ndarray]:
             f"({int(bad.sum())} such entries); for integer class labels pass a 1-D array"
         )
     p64 = np.ascontiguousarray(p, dtype=np.float64)
-    if not np.isfinite(p64).all():
-        i, k = np.argwhere(~np.isfinite(p64))[0]
-        raise InvalidProbabilitiesError(
-            f"probs: contains NaN or infinite values (first at [{i}, {k}]); remove them first"
-        )
-    lo, hi = float(p64.min()), float(p64.max())
-    if lo < -_PROB_TOL or hi > 1.0 + _PROB_TOL:
-        raise InvalidProbabilitiesError(
-            f"probs: multilabel probabilities must lie in [0, 1], found values in "
-            f"[{lo:.6g}, {hi:.6g}]; apply a sigmoid to logits first"
-        )
+    # the metric functions' value rules (calibkit._validate), without row sums
+    check_scores(p64, row_sums=False, fix="multilabel probabilities are per-label sigmoid "
+                                           "outputs: apply a sigmoid to logits first")
     return y64, p64
 
 
 def _check_params(binning, max_prob, class_conditional, threshold, num_bins, norm="l1"):
     """The multilabel flags, then the shared GCE checks (bin-count limit included)."""
-    if isinstance(max_prob, (bool, np.bool_)) and bool(max_prob):
+    if as_flag(max_prob, "max_prob"):
         raise MultilabelError(
             "max_prob: top-label metrics (ECE, RMSCE, class-conditional ECE, ...) are undefined "
             "for multilabel data, where a row can have several true labels; pass "
             "max_prob=False (e.g. SCE, ACE, TACE)"
         )
-    if not isinstance(max_prob, (bool, np.bool_)):
-        raise InputTypeError(f"max_prob: expected False for multilabel data, got {max_prob!r}")
-    if not isinstance(class_conditional, (bool, np.bool_)):
-        raise InputTypeError(
-            f"class_conditional: expected True or False, got {class_conditional!r}"
-        )
+    as_flag(class_conditional, "class_conditional")
     if isinstance(threshold, numbers.Real) and not isinstance(threshold, (bool, np.bool_)) \
             and not np.isfinite(threshold):
         raise InvalidParameterError(
@@ -314,7 +298,7 @@ def multilabel_values(label_matrix, probs, space, num_bins) -> np.ndarray:
                               spec.norm) for b in num_bins] for spec in space]
     y, p = validate_multilabel(label_matrix, probs)
     values = np.empty((len(space), len(num_bins)))
-    cache: dict[tuple, tuple] = {}
+    cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for i, spec in enumerate(space):
         cc = bool(spec.class_conditional)
         for j, (binning, norm, threshold, b) in enumerate(checked[i]):

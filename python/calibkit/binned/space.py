@@ -22,6 +22,8 @@ requested bin counts; each norm is then a reduction of the same per-bin table.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import _native, _toplabel
@@ -36,9 +38,15 @@ from .spec import (
     _as_space,
     metric_space,
 )
+from .._typing import NumBinsList
 from .._validate import is_multilabel, validate_inputs
-from ..errors import InvalidParameterError, ShapeMismatchError
+from ..errors import InternalError, InvalidParameterError, MissingDependencyError, ShapeMismatchError
 from .multilabel import multilabel_values
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..binfree.estimators import BinningFree
 
 __all__ = ["MetricSpec", "MetricSpace", "Evaluation", "metric_space", "evaluate",
            "multilabel_evaluate", "NAMED_METRICS", "PAPER_THRESHOLDS", "DEFAULT_NUM_BINS",
@@ -81,7 +89,7 @@ class Evaluation:
     """
 
     def __init__(self, values, space: MetricSpace, num_bins, *, n_samples=None,
-                 num_classes=None, multilabel: bool = False, top_label_only: bool = False):
+                 num_classes=None, multilabel: bool = False, top_label_only: bool = False) -> None:
         space = _as_space(space)
         num_bins = _as_num_bins(num_bins)
         v = np.array(values, dtype=np.float64, copy=True)
@@ -100,7 +108,7 @@ class Evaluation:
         self.top_label_only = bool(top_label_only)
         #: The binning-free estimators (:class:`calibkit.binning_free.BinningFree`) when
         #: ``evaluate(..., binning_free=True)`` computed them, else None.
-        self.binning_free = None
+        self.binning_free: BinningFree | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -122,7 +130,7 @@ class Evaluation:
                 f"{self.num_bins}"
             ) from None
 
-    def get(self, metric, num_bins: int | None = None):
+    def get(self, metric, num_bins: int | None = None) -> float | np.ndarray:
         """One value, or one metric across all bin counts.
 
         Parameters
@@ -156,7 +164,7 @@ class Evaluation:
             for i, s in enumerate(self.space)
         }
 
-    def to_pandas(self, long: bool = False):
+    def to_pandas(self, long: bool = False) -> pd.DataFrame:
         """The table as a pandas DataFrame (requires pandas).
 
         Parameters
@@ -169,7 +177,7 @@ class Evaluation:
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - exercised via monkeypatch in tests
-            raise ImportError(
+            raise MissingDependencyError(
                 "Evaluation.to_pandas() needs pandas; install it with `pip install pandas` "
                 "or use Evaluation.to_dict()"
             ) from exc
@@ -212,10 +220,10 @@ class Evaluation:
             and np.array_equal(self.values, other.values)
         )
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
 
-def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *,
+def evaluate(labels=None, probs=None, space=None, num_bins: NumBinsList = DEFAULT_NUM_BINS, *,
              confidence=None, correct=None, predicted=None, num_classes=None,
              sample_weight=None, binning_free: bool = False) -> Evaluation:
     """Every metric of a space at every bin count, in one pass of the Rust kernel.
@@ -324,7 +332,7 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
             _native.evaluate(lab, pr, space.to_tuples(), list(bins)), dtype=np.float64
         )
     if values.shape != (len(space), len(bins)):  # pragma: no cover - guards the kernel contract
-        raise RuntimeError(
+        raise InternalError(
             f"calibkit._native.evaluate returned shape {values.shape}, expected "
             f"{(len(space), len(bins))}; please report this bug"
         )

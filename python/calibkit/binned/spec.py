@@ -210,7 +210,7 @@ class MetricSpec:
         if isinstance(item, str):
             return cls.from_name(item)
         if isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_)):
-            return cls.from_index(item)
+            return cls.from_index(int(item))
         if isinstance(item, Mapping):
             unknown = set(item) - {"binning", "max_prob", "class_conditional", "threshold", "norm"}
             if unknown:
@@ -255,7 +255,7 @@ class MetricSpace(Sequence):
 
     __slots__ = ("_specs", "_pos")
 
-    def __init__(self, specs: Iterable):
+    def __init__(self, specs: Iterable) -> None:
         if isinstance(specs, (str, MetricSpec, Mapping)) or not isinstance(specs, Iterable):
             raise InputTypeError(
                 "specs: expected an iterable of metrics (e.g. ['ECE', 'SCE']), got "

@@ -15,7 +15,7 @@ but :mod:`calibkit.reference` restates a binning rule. The rules (see ``docs/wei
   the result of repeating each row ``weight`` times (weight 0 drops the row); fractional
   weights use the same definition (a weighted lower quantile at level ``t_j / W``).
 
-This module is a leaf (it imports only NumPy, :mod:`calibkit._native`,
+This module is a leaf (it imports only NumPy, :mod:`calibkit._native`, :mod:`calibkit._params`,
 :mod:`calibkit._validate` and :mod:`calibkit.errors`), so that :mod:`calibkit.multilabel` and
 :mod:`calibkit.bins` can both use :class:`CalibrationBins` without importing each other.
 """
@@ -23,17 +23,23 @@ This module is a leaf (it imports only NumPy, :mod:`calibkit._native`,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _native
+from .._params import NORMS, as_choice, renames
 from .._validate import as_array, check_gce_params, check_weights
 from ..errors import (
     InputTypeError,
     InvalidParameterError,
     InvalidProbabilitiesError,
+    MissingDependencyError,
     ShapeMismatchError,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CalibrationBins",
@@ -119,8 +125,28 @@ class CalibrationBins:
         return self._mean(self.sum_outcome)
 
     @property
+    def signed_gap(self) -> np.ndarray:
+        """``mean_confidence - accuracy`` per bin, NaN for empty bins, shape (G, nb).
+
+        calibkit's one sign for gaps, that of :func:`calibkit.signed_ece`: positive where the
+        model is over-confident (its confidence above its accuracy), negative where it is
+        under-confident.
+        """
+        return self.mean_confidence - self.accuracy
+
+    @property
     def gap(self) -> np.ndarray:
-        """``accuracy - mean_confidence`` per bin, NaN for empty bins, shape (G, nb)."""
+        """Deprecated (since calibkit 0.2): ``accuracy - mean_confidence``, the opposite sign of
+        :attr:`signed_gap`; use ``-signed_gap`` for these values."""
+        import warnings
+
+        warnings.warn(
+            "CalibrationBins.gap is deprecated since calibkit 0.2 and will be removed in the next "
+            "release; use CalibrationBins.signed_gap, which is mean_confidence - accuracy "
+            "(positive = over-confident, the sign of signed_ece): gap == -signed_gap",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.accuracy - self.mean_confidence
 
     @property
@@ -135,8 +161,7 @@ class CalibrationBins:
         ``debias=True`` (l2 only; refused for l1 and max): Kumar et al.'s (2019) debiased
         estimate, see :mod:`calibkit.binned.debias`.
         """
-        if norm not in ("l1", "l2", "max"):
-            raise InvalidParameterError(f"norm must be one of ('l1', 'l2', 'max'), got {norm!r}")
+        norm = as_choice(norm, "norm", NORMS)
         if debias is not False:
             from .debias import check_debias, debiased_l2
 
@@ -146,12 +171,16 @@ class CalibrationBins:
         return reduce_table(self.counts, self.sum_score, self.sum_outcome, norm,
                             self.class_conditional)
 
-    def accuracy_interval(self, method: str = "clopper-pearson", confidence: float = 0.90):
+    @renames(confidence="confidence_level")
+    def accuracy_interval(self, method: str = "clopper-pearson",
+                          confidence_level: float = 0.90) -> tuple[np.ndarray, np.ndarray]:
         """Confidence interval of each bin's accuracy: ``(low, high)``, each shaped like accuracy.
 
         ``method``: "clopper-pearson" (exact; 0 and 1 at the ends), "wilson" (score interval,
         no continuity correction) or "jeffreys"; NaN for empty bins. Weighted bins use the
         bin's total weight as the effective count (see :mod:`calibkit.binned.bin_intervals`).
+        ``confidence_level`` is the interval's level (``confidence=``, its name before calibkit
+        0.2, still works with a DeprecationWarning).
 
         Examples
         --------
@@ -159,14 +188,14 @@ class CalibrationBins:
         >>> t = calibkit.calibration_bins([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.6], num_bins=2)
         >>> t.counts.tolist(), t.sum_outcome.tolist()
         ([[0, 4, 0]], [[0.0, 3.0, 0.0]])
-        >>> lo, hi = t.accuracy_interval(confidence=0.9)
+        >>> lo, hi = t.accuracy_interval(confidence_level=0.9)
         >>> round(float(lo[0, 1]), 4), round(float(hi[0, 1]), 4)
         (0.2486, 0.9873)
         """
         from .bin_intervals import binomial_interval
 
         return binomial_interval(self.sum_outcome, self.counts, method=method,
-                                 confidence=confidence)
+                                 confidence_level=confidence_level)
 
     def overconfidence(self) -> float:
         """Over-confident mass ``sum_b w_b max(conf_b - acc_b, 0)`` (class mean if class-conditional).
@@ -200,12 +229,18 @@ class CalibrationBins:
             "threshold": self.threshold,
         }
 
-    def to_pandas(self):
-        """Long table: one row per (group, bin) with edges, count, confidence, accuracy, gap."""
+    def to_pandas(self) -> pd.DataFrame:
+        """Long table: one row per (group, bin) with edges, count, confidence, accuracy, signed gap.
+
+        Columns: group, bin, lower, upper, count, mean_confidence, accuracy, signed_gap
+        (:attr:`signed_gap`, ``mean_confidence - accuracy``). Before calibkit 0.2 the last
+        column was ``gap`` (``accuracy - mean_confidence``, the opposite sign); a column cannot
+        warn, so it was replaced rather than deprecated.
+        """
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("to_pandas() needs pandas: pip install pandas") from exc
+            raise MissingDependencyError("to_pandas() needs pandas: pip install pandas") from exc
         g, nb = self.counts.shape
         return pd.DataFrame(
             {
@@ -216,7 +251,7 @@ class CalibrationBins:
                 "count": self.counts.ravel(),
                 "mean_confidence": self.mean_confidence.ravel(),
                 "accuracy": self.accuracy.ravel(),
-                "gap": self.gap.ravel(),
+                "signed_gap": self.signed_gap.ravel(),
             }
         )
 
@@ -226,7 +261,9 @@ def reduce_table(counts, sum_score, sum_outcome, norm: str, class_conditional: b
 
     Per group the bins are weighted by their share of the group; the mean over all G groups
     (empty ones count 0) when ``class_conditional``, else the single group's value; one square
-    root after the mean for ``"l2"``.
+    root after the mean for ``"l2"``. This is the one reduction, the Rust kernels' own
+    (``rust/kernels/core/reduce.rs`` through ``_native.reduce_table``): a table reduced here
+    gives the very bits :func:`calibkit.gce` gives for it.
 
     Examples
     --------
@@ -234,21 +271,9 @@ def reduce_table(counts, sum_score, sum_outcome, norm: str, class_conditional: b
     ...                    np.array([[0.0, 2.0]]), "l1", False), 6)
     0.2
     """
-    c = np.asarray(counts, dtype=np.float64)
-    ss = np.asarray(sum_score, dtype=np.float64)
-    so = np.asarray(sum_outcome, dtype=np.float64)
-    n = c.sum(axis=1, keepdims=True)
-    safe = np.where(c > 0, c, 1.0)  # weighted counts may be below 1
-    gap = np.where(c > 0, so / safe - ss / safe, 0.0)
-    w = np.where(n > 0, c / np.where(n > 0, n, 1.0), 0.0)
-    if norm == "l1":
-        per_group = (w * np.abs(gap)).sum(axis=1)
-    elif norm == "l2":
-        per_group = (w * gap * gap).sum(axis=1)
-    else:
-        per_group = np.abs(gap).max(axis=1) if gap.shape[1] else np.zeros(gap.shape[0])
-    v = per_group.mean() if class_conditional else per_group[0]
-    return float(np.sqrt(v) if norm == "l2" else v)
+    c, ss, so = (np.ascontiguousarray(a, dtype=np.float64)
+                 for a in (counts, sum_score, sum_outcome))
+    return _native.reduce_table(c, ss, so, norm, bool(class_conditional))
 
 
 def _vector(x, name: str, m: int | None) -> np.ndarray:
@@ -451,3 +476,32 @@ def even_boundaries(num_bins: int) -> np.ndarray:
     """
     empty = np.empty(0)
     return grouped_bin_stats(None, empty, empty, binning="even", num_bins=num_bins)[3][0]
+
+
+def sorted_bin_starts(sorted_scores: np.ndarray, binning: str, num_bins: int) -> np.ndarray:
+    """Where each bin of the table begins in ascending float64 scores: ``nb + 1`` indices (the
+    last one ``n``), bin ``j`` being ``sorted_scores[starts[j]:starts[j + 1]]``; ``nb`` is
+    ``num_bins + 1`` for even bins (the extra bin holds the scores ``>= 1``) and ``num_bins``
+    for adaptive bins, as in :class:`CalibrationBins`.
+
+    The kernels' rule, for callers that hold sorted scores (the sweep): bins are left-closed
+    and value-defined (equal scores never split). Even: bin ``j`` starts at the first score
+    ``>= u_j`` (:func:`even_boundaries`). Adaptive: the upper edges are the scores at SPEC's
+    positions (:func:`adaptive_positions`), and a bin starts at the first score equal to its
+    lower edge.
+
+    Examples
+    --------
+    >>> sorted_bin_starts(np.array([0.1, 0.2, 0.2, 0.7, 1.0]), "even", 2).tolist()
+    [0, 3, 4, 5]
+    >>> sorted_bin_starts(np.array([0.1, 0.2, 0.2, 0.7, 1.0]), "adaptive", 2).tolist()
+    [0, 1, 5]
+    """
+    s = np.asarray(sorted_scores, dtype=np.float64)
+    n = s.size
+    if binning == "adaptive":
+        edges = s[adaptive_positions(n, num_bins)]
+    else:
+        edges = even_boundaries(num_bins)[1:num_bins + 1]
+    cut = np.searchsorted(s, edges, side="left")
+    return np.concatenate(([0], cut, [n])).astype(np.int64)

@@ -117,7 +117,8 @@ def _resolve_num_bins(probs, binning_scheme, num_bins, datapoints_per_bin) -> in
             f"datapoints_per_bin: expected a positive number or None, got "
             f"{type(datapoints_per_bin).__name__} {datapoints_per_bin!r}"
         )
-    if not (datapoints_per_bin > 0) or not np.isfinite(datapoints_per_bin):
+    per_bin = float(datapoints_per_bin)
+    if not (per_bin > 0) or not np.isfinite(per_bin):
         raise InvalidParameterError(
             f"datapoints_per_bin: must be a positive number, got {datapoints_per_bin!r}; "
             "pass e.g. 100, or None to use num_bins"
@@ -127,7 +128,7 @@ def _resolve_num_bins(probs, binning_scheme, num_bins, datapoints_per_bin) -> in
             "datapoints_per_bin: only valid with binning_scheme='adaptive' (as in "
             f"uncertainty_metrics), got binning_scheme={binning_scheme!r}; pass num_bins instead"
         )
-    return max(1, int(_num_rows(probs) / datapoints_per_bin))
+    return max(1, int(_num_rows(probs) / per_bin))
 
 
 def _legacy_l2_from_table(table) -> float:

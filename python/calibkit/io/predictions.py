@@ -1,258 +1,243 @@
-"""Reading the predictions file of ``calibkit report`` the way a shell user expects.
+"""The one reader of prediction files: ``calibkit report`` / ``calibkit study`` and
+:mod:`calibkit.analysis` (:func:`load_predictions`, ``load_val_test``) all read through
+:func:`read_predictions`.
 
-What the command reads (``calibkit report --help`` shows the same):
+What it reads (``calibkit report --help`` shows the same; the keyword arguments are the
+command's flags):
 
 ``.npz``
-    The scores are the array named by ``--scores-key``, else ``logits`` / ``probs`` (``val_*``
-    with ``--split val``; ``test_*`` accepted), else the only 2-D array when there are exactly
-    two arrays (``numpy.savez(f, scores, y)`` gives ``arr_0`` and ``arr_1``). The labels are
-    ``--labels-key``, else ``labels``, else the other array of such a pair.
+    The scores are the array named by ``scores_key`` (``--scores-key``), else ``logits`` /
+    ``probs`` (``val_*`` with ``split="val"``; ``test_*`` accepted), else the only 2-D array
+    when there are exactly two arrays (``numpy.savez(f, scores, y)`` gives ``arr_0`` and
+    ``arr_1``). The labels are ``labels_key``, else ``labels``, else the other array of such a
+    pair.
 ``.npy``
-    The scores; the labels from ``--labels FILE`` or a sibling file (``logits.npy`` ->
-    ``labels.npy``, ``x.npy`` -> ``x_labels.npy``, or ``labels.npy``).
+    The scores; the labels from ``labels=`` (``--labels FILE``: ``.npy`` or a CSV whose first
+    column holds them) or a sibling file (``val_logits.npy`` -> ``val_labels.npy``, ``x.npy``
+    -> ``x_labels.npy``, or ``labels.npy``).
 ``.csv``
     One row per example; comma-separated (``;``, tab and ``|`` are recognised too, and said);
-    header optional. The label column is ``--label-column`` (name or 0-based position), else
-    a column named ``label``/``labels``/``y``/``target``/``true_label``/``class``, else the
-    first. The score columns are ``--score-columns`` (names or positions, comma-separated),
-    else every other column. Class names in the label column are mapped to the score columns
-    of the same names (the mapping is printed) or refused with the fix.
-Top-label files (``.npz`` or ``.csv``)
-    ``confidence`` plus ``correct`` (0/1 or true/false), or ``labels`` + ``pred`` (or
-    ``predicted``) + ``confidence`` (the model-zoo layout): only the top-label metrics can be
-    computed; :class:`TopLabelPredictions` holds them.
+    header optional. The label column is ``label_column`` (name or 0-based position), else a
+    column named ``label``/``labels``/``y``/``target``/``true_label``/``class``, else the
+    first. The score columns are ``score_columns`` (names or positions, comma-separated), else
+    every other column. Class names in the label column are mapped to the score columns of
+    the same names (the mapping is a note) or refused with the fix.
+Top-label files (``.npz`` or ``.csv``, with ``top_label=True``)
+    ``confidence`` plus ``correct``, or ``labels`` + ``pred`` + ``confidence`` (the model-zoo
+    layout): :class:`~calibkit.io.toplabel.TopLabelPredictions`.
 
-The kind of the scores is decided the same way for every format: ``--logits`` / ``--probs``
-when given (they apply to whichever array or columns were chosen); else the name of the array
-(``.npz`` key, ``.npy`` file name, CSV score-column names) containing ``logit`` or ``prob``;
-else the values (valid probabilities are read as probabilities; anything else is refused with
-a request for ``--logits``).
+The kind of the scores is decided the same way for every format: ``kind`` (``--logits`` /
+``--probs``) when given (it applies to whichever array or columns were chosen); else the name
+of the array (``.npz`` key, ``.npy`` file name, CSV score-column names) containing ``logit`` or
+``prob``; else the values (valid probabilities are read as probabilities; anything else is
+refused with a request for ``--logits``).
 
-Every problem raises :class:`calibkit.analysis.data.PredictionFileError` whose message names
-the file and the command-line flag that fixes it.
+The values follow calibkit's input rules (:mod:`calibkit._validate`: labels by
+``as_labels``, scores by ``check_scores``, the metric kernels' own checks). Every problem
+(missing file, no usable arrays, wrong shapes, NaN or inf, labels that are not class indices
+in ``[0, K)``, invalid probabilities) raises :class:`PredictionFileError` naming the file, the
+array and the fix.
 """
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .._params import shown
-from ..analysis.data import (
+from .._params import as_path
+from .._softmax import softmax
+from .._validate import as_labels, check_scores
+from ..errors import CalibkitError, InvalidParameterError, InvalidProbabilitiesError
+from .formats import (
+    CSV_SUFFIXES,
+    DELIMITERS,
+    LABEL_NAMES,
     PredictionFileError,
-    Predictions,
-    _looks_like_probs,
-    _npy_label_candidates,
-    check_predictions,
+    class_name_indices,
+    column_index,
+    fail,
+    is_number,
+    kind_from_names,
+    npy_label_candidates,
+    read_csv_rows,
+    read_labels_file,
+    read_npy,
+    read_npz,
 )
+from .toplabel import TopLabelPredictions, toplabel_record
 
-__all__ = ["TopLabelPredictions", "read_predictions", "toplabel_metric_rows",
-           "FULL_MATRIX_METRICS", "shell_message"]
+__all__ = [
+    "PredictionFileError",
+    "Predictions",
+    "TopLabelPredictions",
+    "check_predictions",
+    "read_predictions",
+    "load_predictions",
+    "has_val_split",
+]
 
-_LABEL_NAMES = ("label", "labels", "y", "target", "true_label", "class")
-_DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
-_TRUE = {"1", "true", "t", "yes", "y", "1.0"}
-_FALSE = {"0", "false", "f", "no", "n", "0.0"}
 
-#: Metrics that need every class's probability (not computable from top-label files).
-FULL_MATRIX_METRICS = ("SCE", "ACE", "TACE")
+# ---------------------------------------------------------------------------- the record
+@dataclass(frozen=True)
+class Predictions:
+    """A model's scores on one split with the true labels.
 
-
-@dataclass
-class TopLabelPredictions:
-    """One confidence per prediction and whether it was right (a top-label file).
-
-    Attributes
+    Parameters
     ----------
-    confidence : numpy.ndarray of float64, shape (N,)
-    correct : numpy.ndarray of bool, shape (N,)
-    predicted : numpy.ndarray of int64, shape (N,), or None
-    num_classes : int or None
-        From ``--num-classes``, else ``max(labels, predicted) + 1`` when both are present.
+    labels : numpy.ndarray of int64, shape (N,)
+        True classes in ``[0, K)``.
+    scores : numpy.ndarray of shape (N, K)
+        Logits or probabilities, as ``kind`` says (1-D or (N, 1) probabilities mean binary
+        P(y = 1)).
+    kind : {"logits", "probs"}
     source : str
-    notes : list of str
-        What was inferred (printed by the command).
+        Where they came from (file and array names), used in messages and reports.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = Predictions(np.array([0, 1]), np.array([[2.0, 0.0], [0.0, 1.0]]), "logits")
+    >>> p.num_classes, p.probs.shape
+    (2, (2, 2))
     """
 
-    confidence: np.ndarray
-    correct: np.ndarray
-    predicted: np.ndarray | None
-    num_classes: int | None
-    source: str
-    notes: list = field(default_factory=list)
+    labels: np.ndarray
+    scores: np.ndarray
+    kind: str
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("logits", "probs"):
+            raise InvalidParameterError(f"Predictions: kind must be 'logits' or 'probs' (got {self.kind!r})")
 
     def __len__(self) -> int:
-        return int(self.confidence.shape[0])
+        return int(self.labels.shape[0])
+
+    @property
+    def num_classes(self) -> int:
+        """K (2 for 1-D binary probabilities)."""
+        s = self.scores
+        return 2 if s.ndim == 1 or s.shape[1] == 1 else int(s.shape[1])
+
+    @property
+    def probs(self) -> np.ndarray:
+        """Probabilities, shape (N, K): the softmax of the logits, or the scores themselves
+        (binary 1-D / (N, 1) scores become the two columns ``[1 - p, p]``)."""
+        if self.kind == "logits":
+            return softmax(self.scores, axis=1)
+        s = self.scores
+        if s.ndim == 1 or s.shape[1] == 1:
+            p = s.reshape(-1)
+            return np.stack([1.0 - p, p], axis=1)
+        return s
+
+    @property
+    def logits(self) -> np.ndarray:
+        """Logits, shape (N, K). For probabilities: their logarithm, floored at the smallest
+        normal float32 (about -87) as :mod:`calibkit.recalibration` does; softmax maps it back
+        to the same probabilities (up to that floor)."""
+        if self.kind == "logits":
+            return self.scores
+        p = np.asarray(self.probs, dtype=np.float64)
+        return np.log(np.clip(p, float(np.finfo(np.float32).tiny), None))
 
 
-def _fail(source, msg: str) -> PredictionFileError:
-    return PredictionFileError(f"{source}: {msg}")
+# ---------------------------------------------------------------------------- the checks
+#: What the reader says to do about probabilities stated to be logits.
+_LOGITS_FIX = "pass --probs (kind='probs') to read them as probabilities"
 
 
-def _kind_from_names(names) -> str | None:
-    low = [str(n).lower() for n in names]
-    if low and all("logit" in n for n in low):
-        return "logits"
-    if low and all("prob" in n or n.startswith("p") for n in low):
-        return "probs"
-    return None
+def _looks_like_probs(s: np.ndarray) -> bool:
+    """Whether ``s`` passes calibkit's probability checks (those of every metric)."""
+    try:
+        check_scores(s)
+    except CalibkitError:
+        return False
+    return True
 
 
-def _decide_kind(flag: str | None, names, scores: np.ndarray, source: str) -> tuple[str, str]:
-    """(kind, how it was decided): the flag, else the names, else the values."""
-    if flag is not None:
-        return flag, f"--{flag}"
-    by_name = _kind_from_names(names)
+def check_predictions(labels: Any, scores: Any, kind: str | None, source: str) -> Predictions:
+    """Validate loaded arrays and wrap them in :class:`Predictions`.
+
+    Parameters
+    ----------
+    labels : array_like, shape (N,)
+    scores : array_like, shape (N, K)
+    kind : {"logits", "probs"} or None
+        None: probabilities if the values are valid probabilities, else an error asking for it.
+    source : str
+        Named in every error message.
+
+    Raises
+    ------
+    PredictionFileError
+        Naming the problem: wrong shape, non-numeric, NaN/inf, labels not integers or outside
+        ``[0, K)``, probabilities outside [0, 1] or rows not summing to 1 (the metric
+        functions' own checks, :func:`calibkit._validate.check_scores`), probabilities stated
+        to be logits.
+    """
+    s = np.asarray(scores)
+    if s.dtype.kind not in "iuf" or s.dtype.kind == "b":
+        raise fail(source, f"scores must be numeric (got dtype {s.dtype})")
+    s = s.astype(np.float32 if s.dtype == np.float32 else np.float64, copy=False)
+    if s.ndim not in (1, 2):
+        raise fail(source, f"scores must be a 2-D array (examples, classes) (got shape {s.shape})")
+    if s.shape[0] == 0:
+        raise fail(source, "no examples (the scores array has 0 rows)")
+    if kind is None:
+        if not _looks_like_probs(s):
+            try:  # a NaN or inf is the problem to name, not the kind
+                check_scores(s, "logits", name="the score array")
+            except InvalidProbabilitiesError as exc:
+                raise fail(source, str(exc)) from exc
+            raise fail(
+                source,
+                "the scores are not probabilities (values outside [0, 1] or rows not summing to "
+                "1) and their kind is not stated; pass --logits (kind='logits') if they are logits",
+            )
+        kind = "probs"
+    if kind not in ("logits", "probs"):
+        raise InvalidParameterError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
+    if kind == "logits" and (s.ndim != 2 or s.shape[1] < 2):
+        raise fail(source, f"logits must have shape (N, K) with K >= 2 classes (got {s.shape})")
+    k = 2 if s.ndim == 1 or s.shape[1] == 1 else s.shape[1]
+    try:
+        y = as_labels(labels, "labels")
+        if y.shape[0] != s.shape[0]:
+            raise fail(source, f"{y.shape[0]} labels for {s.shape[0]} rows of scores; the two "
+                               "arrays must have one entry per example")
+        as_labels(y, "labels", num_classes=k)
+        check_scores(s, kind, name="the score array" if kind == "logits" else "probs",
+                     fix=_LOGITS_FIX if kind == "logits" else None)
+    except PredictionFileError:
+        raise
+    except InvalidProbabilitiesError as exc:
+        prefix = "invalid probabilities: " if kind == "probs" else ""
+        raise fail(source, f"{prefix}{exc}") from exc
+    except CalibkitError as exc:
+        raise fail(source, str(exc)) from exc
+    return Predictions(y, s, kind, source)
+
+
+def decide_kind(kind: str | None, names, scores: np.ndarray, source: str,
+                context: str = "") -> tuple[str, str]:
+    """(kind, how it was decided): ``kind`` when stated, else the ``names`` (of the array,
+    the file or the score columns), else the values (valid probabilities). ``context`` opens
+    the message when none of them tells."""
+    if kind is not None:
+        return kind, f"--{kind}"
+    by_name = kind_from_names(names)
     if by_name is not None:
         return by_name, f"the name{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}"
     s = np.asarray(scores)
-    if s.dtype.kind in "iuf" and s.size and np.all(np.isfinite(s)) and _looks_like_probs(s):
+    if s.dtype.kind in "iuf" and s.size and _looks_like_probs(s):
         return "probs", "the values (valid probabilities)"
-    raise _fail(source, "the scores are not probabilities (values outside [0, 1] or rows not "
-                        "summing to 1) and nothing says what they are: pass --logits if they "
-                        "are logits (or --probs to have them checked as probabilities)")
-
-
-# ------------------------------------------------------------------------------------ top-label
-def _as_bool(values, name: str, source: str) -> np.ndarray:
-    a = np.asarray(values)
-    if a.dtype.kind == "b":
-        return a.reshape(-1)
-    if a.dtype.kind in "iuf":
-        a = a.reshape(-1)
-        if not np.all(np.isin(a, (0, 1))):
-            bad = int(np.flatnonzero(~np.isin(a, (0, 1)))[0])
-            raise _fail(source, f"{name!r} must be 0/1 or true/false (row {bad} has {shown(a[bad])})")
-        return a.astype(bool)
-    out = []
-    for i, v in enumerate(a.reshape(-1)):
-        t = str(v).strip().lower()
-        if t in _TRUE:
-            out.append(True)
-        elif t in _FALSE:
-            out.append(False)
-        else:
-            raise _fail(source, f"{name!r} must be 0/1 or true/false (row {i} has {v!r})")
-    return np.array(out, dtype=bool)
-
-
-def _as_index(values, name: str, source: str) -> np.ndarray:
-    a = np.asarray(values).reshape(-1)
-    if a.dtype.kind in "USO":  # CSV text
-        try:
-            a = a.astype(np.float64)
-        except ValueError:
-            pass
-    if a.dtype.kind not in "iuf" or a.dtype.kind == "b":
-        raise _fail(source, f"{name!r} must hold class indices 0..K-1 (got {a.dtype} values)")
-    if a.dtype.kind == "f" and not np.all(a == np.round(a)):
-        raise _fail(source, f"{name!r} must hold whole-number class indices")
-    return a.astype(np.int64)
-
-
-def _toplabel(cols: dict, source: str, num_classes: int | None) -> TopLabelPredictions | None:
-    """A top-label record from named columns/arrays, or None when the layout is not top-label."""
-    names = {k.lower(): k for k in cols}
-    if "confidence" not in names:
-        return None
-    conf = np.asarray(cols[names["confidence"]], dtype=np.float64).reshape(-1)
-    pred_key = names.get("pred") or names.get("predicted") or names.get("prediction")
-    label_key = next((names[k] for k in ("labels", "label", "y", "target") if k in names), None)
-    notes = []
-    if "correct" in names:
-        correct = _as_bool(cols[names["correct"]], names["correct"], source)
-    elif pred_key is not None and label_key is not None:
-        y = _as_index(cols[label_key], label_key, source)
-        pred_arr = _as_index(cols[pred_key], pred_key, source)
-        if y.shape != pred_arr.shape:
-            raise _fail(source, f"{label_key!r} and {pred_key!r} have different lengths")
-        correct = y == pred_arr
-        notes.append(f"correct = ({label_key} == {pred_key})")
-    else:
-        raise _fail(source, "has 'confidence' but neither 'correct' nor labels + 'pred': a "
-                            "top-label file needs confidence,correct or labels,pred,confidence")
-    predicted = None if pred_key is None else _as_index(cols[pred_key], pred_key, source)
-    if predicted is not None and num_classes is None:
-        top = int(predicted.max())
-        if label_key is not None:
-            top = max(top, int(_as_index(cols[label_key], label_key, source).max()))
-        num_classes = top + 1
-        notes.append(f"{num_classes} classes assumed (largest class index + 1; set --num-classes)")
-    if conf.shape != correct.shape:
-        raise _fail(source, f"'confidence' has {conf.shape[0]} rows but 'correct' {correct.shape[0]}")
-    if not np.all(np.isfinite(conf)):
-        raise _fail(source, "'confidence' holds NaN or inf values")
-    return TopLabelPredictions(conf, correct, predicted, num_classes, source, notes)
-
-
-# ------------------------------------------------------------------------------------ .npz
-def _read_npz(path: Path, a):
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head == b"PK\x05\x06":  # a zip archive's end record first: an archive of nothing
-        raise _fail(path, "the .npz archive holds no arrays (save the scores and labels in it, "
-                          "e.g. numpy.savez(path, probs=probs, labels=labels))")
-    if head != b"PK\x03\x04":
-        raise _fail(path, "not a readable .npz archive (save it with numpy.savez)")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except Exception as exc:
-        raise _fail(path, f"not a readable .npz archive without pickle ({type(exc).__name__}: "
-                          f"{exc}); save plain numeric arrays") from exc
-    found = ", ".join(sorted(arrays)) or "none"
-    pre = "val_" if a.split == "val" else ""
-
-    def pick(key, flag):
-        if key not in arrays:
-            raise _fail(path, f"{flag} {key}: no such array (arrays: {found})")
-        return arrays[key]
-
-    if a.scores_key is None and a.labels_key is None and a.split == "test":
-        top = _toplabel(arrays, str(path), a.num_classes)
-        if top is not None and not any(k in arrays for k in ("probs", "logits")):
-            return top, top.notes
-    notes = []
-    if a.scores_key is not None:
-        skey = a.scores_key
-        pick(skey, "--scores-key")
-    else:
-        skey = next((k for k in (f"{pre}logits", f"{pre}probs") if k in arrays), None)
-        if skey is None and a.split == "test":
-            skey = next((k for k in ("test_logits", "test_probs") if k in arrays), None)
-    if a.labels_key is not None:
-        lkey = a.labels_key
-        pick(lkey, "--labels-key")
-    else:
-        lkey = next((k for k in (f"{pre}labels", "test_labels") if k in arrays
-                     and (k != "test_labels" or a.split == "test")), None)
-    if a.split == "val" and (skey is None or lkey is None):
-        # never the test arrays (or an unnamed pair) in place of the split asked for
-        raise _fail(path, f"--split val reads val_logits or val_probs, and val_labels: not all in "
-                          f"this file (arrays: {found}); pass --scores-key/--labels-key NAME to "
-                          f"choose, or drop --split val")
-    if (skey is None or lkey is None) and len(arrays) == 2:
-        # an unnamed pair (numpy.savez(f, scores, y)): the 2-D array is the scores
-        (k1, v1), (k2, v2) = arrays.items()
-        if v1.ndim < v2.ndim:
-            (k1, v1), (k2, v2) = (k2, v2), (k1, v1)
-        if v1.ndim == 2 and v2.ndim == 1:
-            skey = skey or k1
-            lkey = lkey or k2
-            notes.append(f"scores from array {skey!r}, labels from {lkey!r} "
-                         "(set --scores-key / --labels-key to choose)")
-    if skey is None:
-        raise _fail(path, f"which array holds the scores? arrays: {found}; pass --scores-key NAME "
-                          "(the (N, K) logits or probabilities)")
-    if lkey is None:
-        raise _fail(path, f"which array holds the labels? arrays: {found}; pass --labels-key NAME "
-                          "(the (N,) class indices)")
-    scores = arrays[skey]
-    kind, how = _decide_kind(a.kind, [skey], scores, f"{path}[{skey}]")
-    return _check(arrays[lkey], scores, kind, f"{path}[{skey}]", how), notes
+    raise fail(source, f"{context}the scores are not probabilities (values outside [0, 1] or rows "
+                       "not summing to 1) and nothing says what they are: pass --logits if they "
+                       "are logits (or --probs to have them checked as probabilities)")
 
 
 def _check(labels, scores, kind: str, source: str, how: str) -> Predictions:
@@ -265,237 +250,290 @@ def _check(labels, scores, kind: str, source: str, how: str) -> Predictions:
         raise PredictionFileError(msg) from exc
 
 
-# ------------------------------------------------------------------------------------ .npy
-def _read_npy(path: Path, a):
-    try:
-        scores = np.load(path, allow_pickle=False)
-    except Exception as exc:
-        raise _fail(path, f"not a readable .npy array ({type(exc).__name__}: {exc})") from exc
-    if a.labels is None:
-        cands = _npy_label_candidates(path)
+@dataclass(frozen=True)
+class _Options:
+    """The reading options (the keyword arguments of :func:`read_predictions`)."""
+
+    kind: str | None = None
+    labels: str | Path | None = None
+    split: str = "test"
+    label_column: str | int | None = None
+    score_columns: str | None = None
+    scores_key: str | None = None
+    labels_key: str | None = None
+    num_classes: int | None = None
+    top_label: bool = False
+
+
+# ---------------------------------------------------------------------------- .npz
+def _read_npz(path: Path, o: _Options):
+    arrays = read_npz(path)
+    found = ", ".join(sorted(arrays)) or "none"
+    pre = "val_" if o.split == "val" else ""
+
+    def pick(key, flag):
+        if key not in arrays:
+            raise fail(path, f"{flag} {key}: no such array (arrays: {found})")
+        return arrays[key]
+
+    if o.top_label and o.scores_key is None and o.labels_key is None and o.split == "test":
+        top = toplabel_record(arrays, str(path), o.num_classes)
+        if top is not None and not any(k in arrays for k in ("probs", "logits")):
+            return top, top.notes
+    notes: list[str] = []
+    named = True  # the scores array is named as such (by its name or --scores-key)
+    skey: str | None
+    lkey: str | None
+    if o.scores_key is not None:
+        skey = o.scores_key
+        pick(skey, "--scores-key")
+    else:
+        skey = next((k for k in (f"{pre}logits", f"{pre}probs") if k in arrays), None)
+        if skey is None and o.split == "test":
+            skey = next((k for k in ("test_logits", "test_probs") if k in arrays), None)
+    if o.labels_key is not None:
+        lkey = o.labels_key
+        pick(lkey, "--labels-key")
+    else:
+        lkey = next((k for k in (f"{pre}labels", "test_labels") if k in arrays
+                     and (k != "test_labels" or o.split == "test")), None)
+    if o.split == "val" and (skey is None or lkey is None):
+        # never the test arrays (or an unnamed pair) in place of the split asked for
+        raise fail(path, f"--split val reads val_logits or val_probs, and val_labels: not all in "
+                         f"this file (arrays: {found}); pass --scores-key/--labels-key NAME to "
+                         f"choose, or drop --split val")
+    if (skey is None or lkey is None) and len(arrays) == 2:
+        # an unnamed pair (numpy.savez(f, scores, y)): the 2-D array is the scores
+        (k1, v1), (k2, v2) = arrays.items()
+        if v1.ndim < v2.ndim:
+            (k1, v1), (k2, v2) = (k2, v2), (k1, v1)
+        if v1.ndim == 2 and v2.ndim == 1:
+            named = skey is not None
+            skey = skey or k1
+            lkey = lkey or k2
+            notes.append(f"scores from array {skey!r}, labels from {lkey!r} "
+                         "(set --scores-key / --labels-key to choose)")
+    if skey is None:
+        raise fail(path, f"no usable arrays named logits or probs (arrays found: {found}): which "
+                         "array holds the scores? pass --scores-key NAME (the (N, K) logits or "
+                         "probabilities)")
+    if lkey is None:
+        raise fail(path, f"has {skey!r} but no {pre + 'labels'!r} array (arrays found: {found}): "
+                         "which array holds the labels? pass --labels-key NAME (the (N,) class "
+                         "indices)")
+    scores = arrays[skey]
+    context = "" if named else (f"no usable arrays named logits or probs (arrays found: {found}); "
+                                f"{skey!r} was taken for the scores, but ")
+    kind, how = decide_kind(o.kind, [skey], scores, f"{path}[{skey}]", context)
+    return _check(arrays[lkey], scores, kind, f"{path}[{skey}]", how), notes
+
+
+# ---------------------------------------------------------------------------- .npy
+def _read_npy(path: Path, o: _Options):
+    scores = read_npy(path)
+    if o.labels is None:
+        cands = npy_label_candidates(path)
         lpath = next((p for p in cands if p.exists()), None)
         if lpath is None:
-            raise _fail(path, "no labels: pass --labels FILE or put them next to it as "
-                              + " or ".join(p.name for p in cands))
+            raise fail(path, "no labels: pass --labels FILE (labels=...) or put them next to it "
+                             "as " + " or ".join(p.name for p in cands))
     else:
-        lpath = Path(a.labels)
+        lpath = Path(o.labels)
         if not lpath.exists():
-            raise _fail(lpath, "--labels: file not found")
-    if lpath.suffix.lower() == ".npy":
-        y = np.load(lpath, allow_pickle=False)
-    else:
-        header, rows, _ = _read_csv_rows(lpath)
-        y = np.array([r[0] for r in rows])
-    kind, how = _decide_kind(a.kind, [path.stem], scores, str(path))
+            raise fail(lpath, "labels file not found (--labels)")
+    y = read_labels_file(lpath)
+    kind, how = decide_kind(o.kind, [path.stem], scores, str(path))
     return _check(y, scores, kind, f"{path} (labels {lpath.name})", how), []
 
 
-# ------------------------------------------------------------------------------------ .csv
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _read_csv_rows(path: Path) -> tuple[list[str] | None, list[list[str]], str]:
-    """(header or None, data rows as strings, delimiter)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _fail(path, "not a text CSV file (cannot decode as UTF-8)") from exc
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        raise _fail(path, "the CSV file is empty")
-    first = lines[0]
-    counts = {d: first.count(d) for d in _DELIMITERS}
-    delim = "," if counts[","] else max(counts, key=counts.get)
-    if counts[delim] == 0:
-        delim = ","  # one column
-    rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delim)]
-    header = None
-    if not all(_is_number(c) for c in rows[0]):
-        header, rows = rows[0], rows[1:]
-    if not rows:
-        raise _fail(path, "the CSV file has a header but no data rows")
+# ---------------------------------------------------------------------------- .csv
+def _read_csv(path: Path, o: _Options):
+    header, rows, delim = read_csv_rows(path)
+    notes = [] if delim == "," else [f"read as {DELIMITERS[delim]}-separated values"]
     width = len(rows[0])
-    for i, r in enumerate(rows):
-        if len(r) != width:
-            raise _fail(path, f"data row {i + 1} has {len(r)} fields, the first has {width} "
-                              f"(expected {_DELIMITERS[delim]}-separated values)")
-    if header is not None and len(header) != width:
-        raise _fail(path, f"the header has {len(header)} columns but the rows have {width}")
-    return header, rows, delim
-
-
-def _column_index(spec: str, header: list[str] | None, width: int, path: Path, flag: str) -> int:
-    spec = spec.strip()
-    if header is not None and spec in header:
-        return header.index(spec)
-    if spec.lstrip("-").isdigit():
-        j = int(spec)
-        if not -width <= j < width:
-            raise _fail(path, f"{flag} {spec}: no such column ({width} columns, positions 0.."
-                              f"{width - 1})")
-        return j % width
-    cols = ", ".join(header) if header else "no header: use 0-based positions"
-    raise _fail(path, f"{flag} {spec}: no column of that name (columns: {cols})")
-
-
-def _read_csv(path: Path, a):
-    header, rows, delim = _read_csv_rows(path)
-    notes = [] if delim == "," else [f"read as {_DELIMITERS[delim]}-separated values"]
-    width = len(rows[0])
-    if header is not None and a.score_columns is None and a.label_column is None:
+    if o.top_label and header is not None and o.score_columns is None and o.label_column is None:
         cols = {h: [r[j] for r in rows] for j, h in enumerate(header)}
-        top = _toplabel(cols, str(path), a.num_classes)
+        top = toplabel_record(cols, str(path), o.num_classes)
         if top is not None:
             return top, notes + top.notes
     if width < 2:
-        raise _fail(path, "needs a label column and at least one score column (expected "
-                          "comma-separated values: label,score_0,score_1,...)")
-    if a.label_column is not None:
-        j = _column_index(str(a.label_column), header, width, path, "--label-column")
-    elif header is not None and any(h.lower() in _LABEL_NAMES for h in header):
-        j = next(i for i, h in enumerate(header) if h.lower() in _LABEL_NAMES)
+        raise fail(path, "needs a label column and at least one score column (expected "
+                         "comma-separated values: label,score_0,score_1,...)")
+    if o.label_column is not None:
+        j = column_index(o.label_column, header, width, path, "--label-column", "label")
+    elif header is not None and any(h.lower() in LABEL_NAMES for h in header):
+        j = next(i for i, h in enumerate(header) if h.lower() in LABEL_NAMES)
     else:
         j = 0
-    if a.score_columns is not None:
-        score_cols = [_column_index(s, header, width, path, "--score-columns")
-                      for s in str(a.score_columns).split(",") if s.strip()]
+    if o.score_columns is not None:
+        score_cols = [column_index(s, header, width, path, "--score-columns", "score")
+                      for s in str(o.score_columns).split(",") if s.strip()]
         if j in score_cols:
-            raise _fail(path, "--score-columns includes the label column")
+            raise fail(path, "--score-columns includes the label column")
     else:
         score_cols = [i for i in range(width) if i != j]
     for i, r in enumerate(rows):
         for c in score_cols:
-            if not _is_number(r[c]):
+            if not is_number(r[c]):
                 name = header[c] if header else f"column {c}"
                 hint = ""
-                if any(d in r[c] for d in _DELIMITERS if d != delim):
-                    hint = f" (expected {_DELIMITERS[delim]}-separated values)"
-                raise _fail(path, f"data row {i + 1}, score column {name!r}: {r[c]!r} is not a "
-                                  f"number{hint}; choose the score columns with --score-columns")
+                if any(d in r[c] for d in DELIMITERS if d != delim):
+                    hint = f" (expected {DELIMITERS[delim]}-separated values)"
+                raise fail(path, f"data row {i + 1}, score column {name!r}: {r[c]!r} is "
+                                 f"non-numeric{hint}; choose the score columns with "
+                                 "--score-columns")
     scores = np.array([[float(r[c]) for c in score_cols] for r in rows], dtype=np.float64)
     raw_labels = [r[j] for r in rows]
-    if all(_is_number(v) for v in raw_labels):
+    if all(is_number(v) for v in raw_labels):
         y = np.array([float(v) for v in raw_labels])
     else:
-        y = _map_class_names(raw_labels, header, score_cols, j, path, notes)
+        y = class_name_indices(raw_labels, header, score_cols, j, path, notes)
     names = [header[c] for c in score_cols] if header else []
-    kind, how = _decide_kind(a.kind, names, scores, str(path))
+    kind, how = decide_kind(o.kind, names, scores, str(path))
     return _check(y, scores, kind, str(path), how), notes
 
 
-_PREFIXES = ("p_", "prob_", "probs_", "logit_", "logits_", "p(", "score_")
+# ---------------------------------------------------------------------------- entry points
+def read_predictions(
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    labels: str | Path | None = None,
+    split: str = "test",
+    label_column: str | int | None = None,
+    score_columns: str | None = None,
+    scores_key: str | None = None,
+    labels_key: str | None = None,
+    num_classes: int | None = None,
+    top_label: bool = False,
+) -> tuple[Predictions | TopLabelPredictions, list[str]]:
+    """Read one split of a model's predictions (see the module doc for each format).
 
+    The one reader: ``calibkit report`` calls it with its flags, :func:`load_predictions` and
+    ``calibkit.analysis.load_val_test`` (``calibkit study``) through :func:`load_predictions`.
 
-def _strip(name: str) -> str:
-    n = name.strip()
-    for p in _PREFIXES:
-        if n.lower().startswith(p):
-            n = n[len(p):]
-            return n[:-1] if p == "p(" and n.endswith(")") else n
-    return n
+    Parameters
+    ----------
+    path : str or Path
+        A ``.npz``, ``.npy`` or ``.csv`` (``.txt``, ``.tsv``) file.
+    kind : {"logits", "probs"}, optional
+        What the scores are (``--logits`` / ``--probs``); default: the names, else the values.
+    labels : str or Path, optional
+        For ``.npy`` scores: the labels file (``.npy``, or a CSV whose first column holds them).
+    split : {"test", "val"}, default "test"
+        For ``.npz``: ``"val"`` reads the ``val_*`` arrays.
+    label_column, score_columns : optional
+        For CSV: the label column and the score columns (names or 0-based positions; several
+        score columns comma-separated).
+    scores_key, labels_key : str, optional
+        For ``.npz``: the arrays holding the scores and the labels.
+    num_classes : int, optional
+        K of a top-label file.
+    top_label : bool, default False
+        Also read top-label files (``confidence`` + ``correct``, or labels + ``pred`` +
+        ``confidence``) as :class:`~calibkit.io.toplabel.TopLabelPredictions`.
 
+    Returns
+    -------
+    (Predictions or TopLabelPredictions, list of str)
+        The predictions and notes on what was inferred (the command prints them).
 
-def _map_class_names(values, header, score_cols, j, path, notes) -> np.ndarray:
-    """Class names in the label column -> indices of the score columns of the same names."""
-    classes = sorted(set(values))
-    col = header[j] if header else f"column {j}"
-    if header is not None:
-        names = [_strip(header[c]) for c in score_cols]
-        if all(c in names for c in classes) and len(set(names)) == len(names):
-            mapping = {c: names.index(c) for c in names}
-            notes.append("class names mapped to score columns: "
-                         + ", ".join(f"{c}={mapping[c]}" for c in names))
-            return np.array([mapping[v] for v in values], dtype=np.int64)
-    shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if len(classes) > 5 else "")
-    raise _fail(path, f"label column {col!r} holds class names ({shown}), and the score columns "
-                      "are not named after them. Name each score column after its class (header "
-                      "e.g. label," + ",".join(str(c) for c in classes[:3]) + "), or write the "
-                      "labels as class indices 0..K-1 in the order of the score columns")
-
-
-# ------------------------------------------------------------------------------------ entry
-def read_predictions(path, args) -> tuple[Predictions | TopLabelPredictions, list[str]]:
-    """Read ``path`` with the ``calibkit report`` options in ``args`` (see the module doc).
-
-    ``args`` needs the attributes ``kind``, ``labels``, ``split``, ``label_column``,
-    ``score_columns``, ``scores_key``, ``labels_key`` and ``num_classes`` (None when unset).
-    Returns the predictions and the notes (list of str): what was inferred, for the command to
-    print.
+    Raises
+    ------
+    PredictionFileError
+        When the file is missing, unreadable, or holds unusable arrays (the message says which).
+    InvalidParameterError
+        A ``split`` or ``kind`` that is not one of the choices.
     """
-    p = Path(path)
+    if split not in ("test", "val"):
+        raise InvalidParameterError(f"split must be 'test' or 'val' (got {split!r})")
+    if kind not in (None, "logits", "probs"):
+        raise InvalidParameterError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
+    o = _Options(kind, labels, split, label_column, score_columns, scores_key, labels_key,
+                 num_classes, bool(top_label))
+    p = Path(as_path(path))
     if not p.exists():
-        raise _fail(p, "file not found")
+        raise fail(p, "file not found")
     if p.is_dir():
-        raise _fail(p, "is a directory, expected a .npz, .npy or .csv file")
+        raise fail(p, "is a directory, expected a .npz, .npy or .csv file")
     suffix = p.suffix.lower()
-    if suffix != ".npz" and (args.scores_key or args.labels_key):
-        raise _fail(p, "--scores-key / --labels-key are for .npz files")
-    if suffix not in (".csv", ".txt", ".tsv") and (args.score_columns or args.label_column):
-        raise _fail(p, "--score-columns / --label-column are for CSV files")
+    if suffix != ".npz" and (scores_key or labels_key):
+        raise fail(p, "--scores-key / --labels-key are for .npz files")
+    if suffix not in CSV_SUFFIXES and (score_columns or label_column is not None):
+        raise fail(p, "--score-columns / --label-column are for CSV files")
     if suffix == ".npz":
-        return _read_npz(p, args)
-    if args.split == "val":
-        raise _fail(p, "--split val reads the val_* arrays of an .npz file")
+        return _read_npz(p, o)
+    if split == "val":
+        raise fail(p, "--split val reads the val_* arrays of an .npz file (a separate "
+                      "validation split can only be read from .npz)")
     if suffix == ".npy":
-        return _read_npy(p, args)
-    if suffix in (".csv", ".txt", ".tsv"):
-        return _read_csv(p, args)
-    raise _fail(p, f"unknown file type {p.suffix!r}: use .npz, .npy or .csv")
+        return _read_npy(p, o)
+    if suffix in CSV_SUFFIXES:
+        return _read_csv(p, o)
+    raise fail(p, f"unknown file type {p.suffix!r}: use .npz, .npy or .csv")
 
 
-def toplabel_metric_rows(top: TopLabelPredictions, *, num_bins: int = 15):
-    """The top-label metrics of a top-label file, as a :class:`calibkit.analysis.tables.Table`.
+def load_predictions(
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    labels: str | Path | None = None,
+    split: str = "test",
+    label_column: str | int | None = None,
+    score_columns: str | None = None,
+    scores_key: str | None = None,
+    labels_key: str | None = None,
+) -> Predictions:
+    """Read one split of a model's predictions from ``.npz``, ``.npy`` or ``.csv``: the
+    (labels, scores) of :func:`read_predictions`, without its notes.
 
-    Computed through calibkit's top-label API (``confidence=``, ``correct=``, ``predicted=``,
-    ``num_classes=``); class-conditional ECE only when the predictions are known.
+    Parameters
+    ----------
+    path : str or Path
+        The file (see the module docstring for each format's layout).
+    kind : {"logits", "probs"}, optional
+        What the scores are; default: read from the array / file / column name, else the values.
+    labels : str or Path, optional
+        For ``.npy`` scores: the labels file (``.npy`` or a one-column CSV).
+    split : {"test", "val"}, default "test"
+        For ``.npz``: read ``val_*`` arrays for ``"val"``.
+    label_column : str or int, optional
+        For CSV: the label column's name or 0-based position.
+    score_columns, scores_key, labels_key : str, optional
+        As for :func:`read_predictions`.
+
+    Returns
+    -------
+    Predictions
+
+    Raises
+    ------
+    PredictionFileError
+        When the file is missing, unreadable, or holds unusable arrays (the message says which).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp(); f = os.path.join(d, "p.npz")
+    >>> np.savez(f, logits=np.array([[2.0, 0.0], [0.0, 1.0]]), labels=np.array([0, 1]))
+    >>> load_predictions(f).kind
+    'logits'
     """
-    import calibkit
-    from ..analysis.tables import Table
-
-    base = {"confidence": top.confidence, "correct": top.correct, "num_bins": num_bins}
-    rows, index = [], []
-
-    def add(label, value, binning, cc, norm):
-        index.append(label)
-        rows.append([float(value), binning, "top-label", "yes" if cc else "no", "0", norm, num_bins])
-
-    add("ECE", calibkit.ece(**base), "even", False, "l1")
-    if top.predicted is not None and top.num_classes is not None:
-        add("Class-conditional ECE", calibkit.cce(**base, predicted=top.predicted,
-                                                  num_classes=top.num_classes), "even", True, "l1")
-    add("RMSCE", calibkit.rmsce(**base), "adaptive", False, "l2")
-    add("MCE", calibkit.mce(**base), "even", False, "max")
-    add("Top-label adaptive ECE", calibkit.gce(**base, binning="adaptive"), "adaptive", False, "l1")
-    return Table(
-        name="named_metrics",
-        title=f"Top-label calibration metrics ({num_bins} bins)",
-        index=index,
-        columns=["value", "binning", "scores", "class-conditional", "threshold", "norm", "bins"],
-        data=rows,
-        index_name="metric",
-        floatfmt=".6f",
-    )
+    pred, _ = read_predictions(path, kind=kind, labels=labels, split=split,
+                               label_column=label_column, score_columns=score_columns,
+                               scores_key=scores_key, labels_key=labels_key)
+    assert isinstance(pred, Predictions)  # top_label=False
+    return pred
 
 
-#: Python phrasings in library messages -> what a shell user types.
-_SHELL_WORDS = (
-    ("(calibkit.softmax(logits) for logits)", "(pass --logits if these are logits)"),
-    ("convert them with calibkit.softmax(logits) first", "pass --logits if they are logits"),
-    ("pass --logits (kind='logits') if", "pass --logits if"),
-    ("calibkit.softmax(logits)", "--logits"),
-    (", or a 0/1 label matrix for multilabel data", ""),
-    (" (labels=...)", ""),
-    ("labels=...", "--labels FILE"),
-)
-
-
-def shell_message(msg: str) -> str:
-    """A library error message worded for the command line (flags, not Python calls)."""
-    for old, new in _SHELL_WORDS:
-        msg = msg.replace(old, new)
-    return msg
+def has_val_split(path: str | Path) -> bool:
+    """Whether ``path`` is an ``.npz`` holding a validation split (``val_labels`` with
+    ``val_logits`` or ``val_probs``)."""
+    path = Path(path)
+    if path.suffix.lower() != ".npz" or not path.exists():
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return "val_labels" in f.files and ("val_logits" in f.files or "val_probs" in f.files)
+    except Exception:
+        return False

@@ -78,8 +78,15 @@ __all__ = [
 # takes the input kind and a random_state; deterministic methods ignore the seed.
 
 
+#: Bins per class of the study's class-conditional histogram binning. The paper does not state
+#: its count; the class's default is 15, like every calibkit function, but each class's
+#: histogram sees only about N/K rows, and on seven real CIFAR-10/100 networks 5 bins beat 15
+#: in class-conditional ECE every time, so the study passes 5.
+STUDY_CC_HISTOGRAM_BINS = 5
+
+
 def _cc_histogram_binning(*, input, random_state=None):
-    return ClassConditionalHistogramBinning(input=input)
+    return ClassConditionalHistogramBinning(input=input, num_bins=STUDY_CC_HISTOGRAM_BINS)
 
 
 def _bootstrap_histogram_binning(*, input, random_state=None):

@@ -27,17 +27,29 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import numbers
+import sys
+from typing import TypeVar
 
 import numpy as np
 
-from .._params import RANGE_TOL, ROW_SUM_TOL, as_choice, as_flag, as_int, as_real, shown
-from .._validate import as_array
+from .._params import (
+    RANGE_TOL,
+    ROW_SUM_TOL,
+    as_choice,
+    as_flag,
+    as_int,
+    as_random_state,
+    as_range,
+    as_real,
+    renamed,
+)
+from .._validate import (as_array, as_labels, check_scores, empty_probs_error,
+                         length_mismatch_error, no_columns_error)
 from ..errors import (
     InputTypeError,
     InvalidLabelsError,
     InvalidParameterError,
-    InvalidProbabilitiesError,
+    NotFittedError,
     ShapeMismatchError,
 )
 from ._kernels import scaled_softmax
@@ -56,9 +68,17 @@ __all__ = [
 #: Probabilities are floored here before taking logs (the smallest normal float32).
 PROB_FLOOR = float(np.finfo(np.float32).tiny)
 # RANGE_TOL (probabilities may leave [0, 1] by this much) and ROW_SUM_TOL (rows may sum to 1
-# within this) are the metric kernels' own constants, read from calibkit._params.
+# within this) are the metric kernels' own constants, read from calibkit._params; the checks
+# that use them are the kernels' own (calibkit._validate.check_scores).
 
 INPUT_KINDS = ("logits", "probs")
+
+#: What a ``random_state`` may be: None (fresh entropy), an int >= 0, a NumPy Generator or a
+#: legacy RandomState (scikit-learn's convention; :func:`calibkit._params.as_random_state`).
+RandomStateLike = int | np.random.Generator | np.random.RandomState | None
+
+_P = TypeVar("_P", bound="ParamsMixin")
+_R = TypeVar("_R", bound="RecalibratorBase")
 
 # scikit-learn is optional, and never imported here: the estimators implement its estimator
 # protocol themselves (get_params / set_params / __sklearn_tags__ / score), so
@@ -66,11 +86,26 @@ INPUT_KINDS = ("logits", "probs")
 # work all the same.
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when ``predict_proba``/``transform``/``score`` is called before ``fit``.
+_SKLEARN_NOT_FITTED: list = []
 
-    A ``ValueError`` and ``AttributeError``, like scikit-learn's ``NotFittedError``.
-    """
+
+def not_fitted_error(message: str) -> NotFittedError:
+    """A :class:`calibkit.errors.NotFittedError`; when scikit-learn is already imported (by the
+    caller: calibkit never imports it), one that is also scikit-learn's ``NotFittedError``, so
+    ``except sklearn.exceptions.NotFittedError`` catches it as well. A caller whose process has
+    not imported scikit-learn cannot be catching scikit-learn's class."""
+    if "sklearn" not in sys.modules:
+        return NotFittedError(message)
+    if not _SKLEARN_NOT_FITTED:
+        try:
+            from sklearn.exceptions import NotFittedError as SkNotFitted
+        except ImportError:  # pragma: no cover - a broken scikit-learn install
+            return NotFittedError(message)
+        # pickled as a call of this function, which rebuilds the right class where unpickled
+        _SKLEARN_NOT_FITTED.append(type("NotFittedError", (NotFittedError, SkNotFitted), {
+            "__module__": NotFittedError.__module__, "__doc__": NotFittedError.__doc__,
+            "__reduce__": lambda self: (not_fitted_error, self.args)}))
+    return _SKLEARN_NOT_FITTED[0](message)
 
 
 class ConvergenceWarning(UserWarning):
@@ -107,10 +142,12 @@ class ParamsMixin:
             out[key] = value
         return out
 
-    def set_params(self, **params):
+    def set_params(self: _P, **params) -> _P:
         """Set parameters (``name=value`` or ``name__sub=value``); returns ``self``."""
         if not params:
             return self
+        for old, new in getattr(type(self).__init__, "__renamed__", {}).items():
+            renamed(params, old, new, where=f"{type(self).__name__}.set_params")
         valid = self.get_params(deep=True)
         nested: dict[str, dict] = {}
         for key, value in params.items():
@@ -169,21 +206,9 @@ def limit_blas_threads():
 
 
 def check_random_state(random_state) -> np.random.Generator:
-    """A :class:`numpy.random.Generator` from ``None``, an int, a Generator or a RandomState."""
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise InvalidParameterError(f"random_state must be >= 0, got {random_state}")
-        return np.random.default_rng(int(random_state))
-    raise InvalidParameterError(
-        "random_state must be None, a non-negative int, a numpy Generator or RandomState, "
-        f"got {random_state!r}"
-    )
+    """A :class:`numpy.random.Generator` from ``None``, an int, a Generator or a RandomState
+    (:func:`calibkit._params.as_random_state`)."""
+    return as_random_state(random_state)
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,19 +239,9 @@ def check_choice(name: str, value, choices) -> str:
 
 
 def check_range(name: str, value) -> tuple[float, float]:
-    """A ``(low, high)`` temperature range with ``0 < low < 1 < high``."""
-    try:
-        lo, hi = value
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(
-            f"{name} must be a pair (low, high) of positive numbers, got {value!r}"
-        ) from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < 1.0 < hi):
-        raise InvalidParameterError(
-            f"{name} must satisfy 0 < low < 1 < high (T = 1 must be inside), got {value!r}"
-        )
-    return lo, hi
+    """A ``(low, high)`` temperature range with ``0 < low < 1 < high``
+    (:func:`calibkit._params.as_range`)."""
+    return as_range(value, name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,18 +257,18 @@ def _as_numeric(X, name: str) -> np.ndarray:
     return arr
 
 
-def _check_finite(arr: np.ndarray, name: str) -> None:
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        bad = ~np.isfinite(arr)
-        row = int(np.flatnonzero(bad.reshape(arr.shape[0], -1).any(axis=1))[0])
-        raise InvalidProbabilitiesError(
-            f"{name} contains {int(bad.sum())} NaN or infinite value(s) (first in row {row}); "
-            "recalibration needs finite scores: drop or repair those rows"
-        )
+#: What an error about declared probabilities says to do (the kernel's advice speaks of metrics).
+_PROBS_FIX = ("X was declared as probabilities (input='probs'): if it holds logits or "
+              "unnormalised scores pass input='logits', otherwise normalised probabilities")
+_LOGITS_FIX = "pass input='probs' (or log-probabilities as logits)"
 
 
 def prepare_scores(X, input_kind: str, space: str, *, name: str = "X") -> np.ndarray:
     """Validate ``X`` and convert it to the space a method works in.
+
+    The values are checked by :func:`calibkit._validate.check_scores` (the metric functions'
+    own rules and tolerances for probabilities; finite values for logits, which must not be
+    probabilities).
 
     Parameters
     ----------
@@ -275,95 +290,36 @@ def prepare_scores(X, input_kind: str, space: str, *, name: str = "X") -> np.nda
         )
     arr = arr.astype(np.float64, copy=False)
     if arr.shape[0] == 0:
-        raise ShapeMismatchError(f"{name} is empty (0 rows); pass at least one sample")
+        raise empty_probs_error(name)
     if arr.ndim == 2 and arr.shape[1] == 0:
-        raise ShapeMismatchError(f"{name} has 0 columns; it needs one column per class")
-    lo, hi = float(arr.min()), float(arr.max())  # NaN or inf show up here
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        _check_finite(arr, name)
+        raise no_columns_error(name)
     binary = arr.ndim == 1 or arr.shape[1] == 1
+    check_scores(arr.reshape(-1) if binary else arr, input_kind, name=name,
+                 fix=_PROBS_FIX if input_kind == "probs" else _LOGITS_FIX)
     if binary:
         v = arr.reshape(-1)
         if input_kind == "probs":
-            _check_probs_values(v, name, lo, hi, binary=True)
             v = np.clip(v, 0.0, 1.0)
             arr = np.stack([1.0 - v, v], axis=1)
         else:
             arr = np.stack([np.zeros_like(v), v], axis=1)
-    elif input_kind == "probs":
-        _check_probs_values(arr, name, lo, hi, binary=False)
+    elif input_kind == "probs" and (arr.min() < 0.0 or arr.max() > 1.0):
         # used as given (clipped into [0, 1]), not renormalised: the per-class maps are
         # sensitive to one-ulp changes near 1, and every output row is normalised anyway
-        if lo < 0.0 or hi > 1.0:
-            arr = np.clip(arr, 0.0, 1.0)
-    elif lo >= 0.0 and hi <= 1.0:
-        _check_not_probs(arr, name)
+        arr = np.clip(arr, 0.0, 1.0)
     arr = np.ascontiguousarray(arr)
     if space == "probs":
         return arr if input_kind == "probs" else scaled_softmax(arr, 1.0)
     return np.log(np.maximum(arr, PROB_FLOOR)) if input_kind == "probs" else arr
 
 
-def _check_probs_values(arr: np.ndarray, name: str, lo: float, hi: float, *, binary: bool) -> None:
-    if lo < -RANGE_TOL or hi > 1.0 + RANGE_TOL:
-        raise InvalidProbabilitiesError(
-            f"{name} has values in [{lo:.4g}, {hi:.4g}], outside [0, 1], but input='probs' was "
-            "declared; if X holds logits pass input='logits', otherwise pass probabilities"
-        )
-    if not binary:
-        sums = arr.sum(axis=1)
-        dev = np.abs(sums - 1.0)
-        if dev.max() > ROW_SUM_TOL:
-            row = int(np.argmax(dev))
-            raise InvalidProbabilitiesError(
-                f"row {row} of {name} sums to {sums[row]:.6g}, not 1 (tolerance {ROW_SUM_TOL:g}), "
-                "but input='probs' was declared; if X holds logits or unnormalised scores pass "
-                "input='logits', otherwise normalise each row"
-            )
-
-
-def _check_not_probs(arr: np.ndarray, name: str) -> None:
-    """Reject an (N, K>=2) array in [0, 1] whose rows sum to 1, declared as logits."""
-    if np.all(np.abs(arr.sum(axis=1) - 1.0) <= ROW_SUM_TOL):
-        raise InvalidParameterError(
-            f"{name} looks like probabilities (all values in [0, 1], every row sums to 1) but "
-            "input='logits' was declared; pass input='probs' (or log-probabilities as logits)"
-        )
-
-
 def prepare_labels(y, n_samples: int, n_classes: int, *, name: str = "y") -> np.ndarray:
-    """Validate class labels: 1-D integers (or integral floats / bools) in ``[0, K)``."""
-    arr = as_array(y, name, "an array of integer class indices")
-    if arr.ndim != 1:
-        raise ShapeMismatchError(
-            f"{name} must be 1-D (one class index per row), got shape {arr.shape}"
-        )
+    """Validate class labels: 1-D integers (or integral floats / bools, or an (N, 1) column)
+    in ``[0, K)``, one per row of ``X`` (:func:`calibkit._validate.as_labels`)."""
+    arr = as_labels(y, name, num_classes=n_classes)
     if arr.shape[0] != n_samples:
-        raise ShapeMismatchError(
-            f"{name} has {arr.shape[0]} entries but X has {n_samples} rows; pass one label per row"
-        )
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind == "f":
-        if not np.isfinite(arr).all():
-            raise InvalidLabelsError(
-                f"{name} contains NaN or infinite values; labels must be class indices"
-            )
-        if not np.all(arr == np.round(arr)):
-            bad = int(np.flatnonzero(arr != np.round(arr))[0])
-            raise InvalidLabelsError(
-                f"{name}[{bad}] is {shown(arr[bad])}, not an integer: labels must be class indices"
-            )
-    elif arr.dtype.kind not in "iu":
-        raise InputTypeError(f"{name} must hold integer class indices, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
-        bad = int(np.flatnonzero((arr < 0) | (arr >= n_classes))[0])
-        raise InvalidLabelsError(
-            f"{name}[{bad}] = {arr[bad]} is not a class index in [0, {n_classes}) "
-            f"(X has {n_classes} columns, one per class)"
-        )
-    return np.ascontiguousarray(arr)
+        raise length_mismatch_error(arr.shape[0], n_samples, "X", name=name)
+    return arr
 
 
 def check_all_classes(y: np.ndarray, n_classes: int, method: str, *, name: str = "y") -> np.ndarray:
@@ -404,6 +360,14 @@ class RecalibratorBase(_EstimatorBase):
     _space = "probs"
     _needs_all_classes = True
     _binary_only = False
+    #: "logits" or "probs": what ``X`` holds (set by each subclass's ``__init__``).
+    input: str
+
+    def _fit(self, A: np.ndarray, y: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _predict_proba(self, A: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def _check_input_param(self) -> str:
         return check_choice("input", self.input, INPUT_KINDS)
@@ -428,7 +392,7 @@ class RecalibratorBase(_EstimatorBase):
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_classes_"):
-            raise NotFittedError(
+            raise not_fitted_error(
                 f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first"
             )
 
@@ -442,7 +406,7 @@ class RecalibratorBase(_EstimatorBase):
             )
         return A
 
-    def fit(self, X, y):
+    def fit(self: _R, X, y) -> _R:
         """Fit the recalibration map on held-out scores ``X`` and their labels ``y``.
 
         Parameters
@@ -487,7 +451,7 @@ class RecalibratorBase(_EstimatorBase):
         """Same as :meth:`predict_proba`, so the estimator can be an intermediate Pipeline step."""
         return self.predict_proba(X)
 
-    def fit_transform(self, X, y):
+    def fit_transform(self, X, y) -> np.ndarray:
         """``fit(X, y)`` then ``transform(X)``."""
         return self.fit(X, y).transform(X)
 

@@ -143,7 +143,7 @@ class IsotonicRegression(RecalibratorBase):
 
     _space = "probs"
 
-    def __init__(self, *, input):
+    def __init__(self, *, input: str) -> None:
         self.input = input
 
     def _fit(self, P, y):

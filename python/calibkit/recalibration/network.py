@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ._base import (
+    RandomStateLike,
     RecalibratorBase,
     check_bool,
     check_choice,
@@ -156,17 +157,17 @@ class NeuralNetworkScaling(RecalibratorBase):
     def __init__(
         self,
         *,
-        input,
-        hidden_units=32,
-        activation="tanh",
-        alpha=1e-4,
-        max_iter=500,
-        early_stopping=True,
-        validation_fraction=0.2,
-        n_iter_no_change=10,
-        tol=1e-6,
-        random_state=None,
-    ):
+        input: str,
+        hidden_units: int = 32,
+        activation: str = "tanh",
+        alpha: float = 1e-4,
+        max_iter: int = 500,
+        early_stopping: bool = True,
+        validation_fraction: float = 0.2,
+        n_iter_no_change: int = 10,
+        tol: float = 1e-6,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.input = input
         self.hidden_units = hidden_units
         self.activation = activation

@@ -96,7 +96,7 @@ def _damped_newton(fgh, f_only, x0, max_iter, tol, name):
     f, g, H = fgh(x)
     converged = False
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
         Hs = 0.5 * (H + H.T)
         ridge = 1e-10 * max(1.0, float(np.abs(np.diag(Hs)).mean()))
         Hs[np.diag_indices_from(Hs)] += ridge
@@ -145,6 +145,9 @@ def _damped_newton(fgh, f_only, x0, max_iter, tol, name):
 
 class _LinearBase(RecalibratorBase):
     _space = "scores"
+
+    def _logits(self, Z: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def predict_logits(self, X) -> np.ndarray:
         """Recalibrated logits ``A z + b`` of shape (N, K)."""
@@ -234,7 +237,8 @@ class VectorScaling(_LinearBase):
     ((3,), (1000, 3))
     """
 
-    def __init__(self, *, input, reg_weight=1.0, reg_bias=0.0, max_iter=100, tol=1e-10):
+    def __init__(self, *, input: str, reg_weight: float = 1.0, reg_bias: float = 0.0,
+                 max_iter: int = 100, tol: float = 1e-10) -> None:
         self.input = input
         self.reg_weight = reg_weight
         self.reg_bias = reg_bias
@@ -343,7 +347,8 @@ class MatrixScaling(_LinearBase):
     (3, 3)
     """
 
-    def __init__(self, *, input, reg_off_diagonal=50.0, reg_bias=1.0, max_iter=500, tol=1e-6):
+    def __init__(self, *, input: str, reg_off_diagonal: float = 50.0, reg_bias: float = 1.0,
+                 max_iter: int = 500, tol: float = 1e-6) -> None:
         self.input = input
         self.reg_off_diagonal = reg_off_diagonal
         self.reg_bias = reg_bias
@@ -435,7 +440,8 @@ class PlattScaling(_LinearBase):
 
     _binary_only = True
 
-    def __init__(self, *, input, smooth_targets=False, max_iter=200, tol=1e-10):
+    def __init__(self, *, input: str, smooth_targets: bool = False, max_iter: int = 200,
+                 tol: float = 1e-10) -> None:
         self.input = input
         self.smooth_targets = smooth_targets
         self.max_iter = max_iter

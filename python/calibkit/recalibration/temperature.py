@@ -186,6 +186,8 @@ def fit_temperature_nll(Z, y, temperature_range=(0.01, 100.0), *, dtype=None, ma
 class _TemperatureBase(RecalibratorBase):
     _space = "scores"
     _needs_all_classes = False
+    #: The fitted temperature T (set by ``fit``).
+    temperature_: float
 
     def predict_logits(self, X) -> np.ndarray:
         """Recalibrated logits ``Z / T`` (``Z`` = logits, or floored log-probabilities), (N, K)."""
@@ -250,7 +252,9 @@ class TemperatureScaling(_TemperatureBase):
     (True, (1000, 3))
     """
 
-    def __init__(self, *, input, temperature_range=(0.01, 100.0), max_iter=100):
+    def __init__(self, *, input: str,
+                 temperature_range: tuple[float, float] = (0.01, 100.0),
+                 max_iter: int = 100) -> None:
         self.input = input
         self.temperature_range = temperature_range
         self.max_iter = max_iter
@@ -459,20 +463,20 @@ class MetricTemperatureScaling(_TemperatureBase):
     def __init__(
         self,
         *,
-        input,
-        binning="even",
-        max_prob=True,
-        class_conditional=False,
-        threshold=0.0,
-        norm="l1",
-        num_bins=15,
-        temperature_range=(0.05, 20.0),
-        n_starts=5,
-        initial_step=0.1,
-        max_iter=100,
-        xatol=1e-4,
-        fatol=1e-7,
-    ):
+        input: str,
+        binning: str = "even",
+        max_prob: bool = True,
+        class_conditional: bool = False,
+        threshold: float = 0.0,
+        norm: str = "l1",
+        num_bins: int = 15,
+        temperature_range: tuple[float, float] = (0.05, 20.0),
+        n_starts: int = 5,
+        initial_step: float = 0.1,
+        max_iter: int = 100,
+        xatol: float = 1e-4,
+        fatol: float = 1e-7,
+    ) -> None:
         self.input = input
         self.binning = binning
         self.max_prob = max_prob

@@ -25,7 +25,7 @@ partial results that are combined in a tree (``split_every`` at a time).
 
 Every pass reads the input chunks again, so the inputs must give the same data each time
 (``persist()`` them if they are expensive or random without a seed); a change between passes is
-detected and raises :class:`calibkit.scale.select.SelectionError`. All metrics of an
+detected and raises :class:`calibkit.errors.SelectionError` (a ``RuntimeError``). All metrics of an
 :func:`evaluate` call share their passes. Results equal the in-memory :func:`calibkit.gce` /
 :func:`calibkit.evaluate` to 1e-12 for any chunking.
 
@@ -69,7 +69,13 @@ from .._validate import (
     validate_inputs,
 )
 from ..binned.bins import calibration_bins, reduce_bins
-from ..errors import CalibkitError, InputTypeError, InvalidParameterError, ShapeMismatchError
+from ..errors import (
+    CalibkitError,
+    InputTypeError,
+    InvalidParameterError,
+    MissingDependencyError,
+    ShapeMismatchError,
+)
 from ..binned.space import Evaluation
 from ..binned.weights import as_sample_weight, pair_triples
 
@@ -82,7 +88,7 @@ def _import_dask():
         import dask
         import dask.array as da
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
+        raise MissingDependencyError(
             "calibkit.dask needs dask: pip install 'calibkit[dask]' (dask[array,distributed])"
         ) from exc
     return dask, da
@@ -454,7 +460,8 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
                  for a, s in sel.items()}
         counted = run({"count": edges})["count"]
         for (mp, cc, t, b), tab in counted.items():
-            if not np.array_equal(tab[0].sum(axis=1), sel[(mp, cc, t)].sizes):
+            sizes = sel[(mp, cc, t)].sizes  # known after the first selection pass
+            if sizes is None or not np.array_equal(tab[0].sum(axis=1), sizes):
                 raise SelectionError("the counting pass saw other data than the selection passes"
                                      "; the input chunks changed between passes")
             tables[("adaptive", mp, cc, t, b)] = tab
@@ -528,8 +535,9 @@ def gce(labels=None, probs=None, *, binning: str = "even", max_prob: bool = True
     pairs = None
     if _toplabel.is_top_label(labels, probs, confidence, correct, predicted, num_classes):
         pairs = (confidence, correct, predicted, num_classes)
-        _toplabel.require_top_label(_toplabel.Pairs(None, None, predicted, num_classes),
-                                    max_prob, class_conditional, "calibkit.dask.gce")
+        # only predicted and num_classes are read: the arrays are still dask arrays here
+        known = _toplabel.Pairs(None, None, predicted, num_classes)  # type: ignore[arg-type]
+        _toplabel.require_top_label(known, max_prob, class_conditional, "calibkit.dask.gce")
         if isinstance(num_bins, str):
             raise InvalidParameterError(
                 "calibkit.dask.gce: num_bins='auto' needs labels and probs; give an integer "

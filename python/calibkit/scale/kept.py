@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..binned.table import grouped_bin_stats
 from .sketch import SketchGroups
 
-__all__ = ["KeptScores", "equal_state"]
+__all__ = ["KeptScores", "equal_state", "bin_rows"]
 
 
 class KeptScores:
@@ -111,3 +112,19 @@ def equal_state(a, b) -> bool:
     if isinstance(a, SketchGroups):
         return a == b
     return bool(a == b)
+
+
+def bin_rows(rows, num_groups: int, binning: str, threshold: float, bins, weighted: bool) -> dict:
+    """``{B: [counts, sum_score, sum_outcome, edges]}`` of kept ``rows`` (groups, scores,
+    outcomes, weights), binned by the one primitive (:func:`calibkit.binned.table.grouped_bin_stats`)
+    at each bin count ``B``: an adaptive table's lower edge is the ``threshold`` the rows were
+    kept above, and counts stay integers unless ``weighted`` (a sketch's weights count scores)."""
+    g, s, o, w = rows
+    out = {}
+    for b in bins:
+        c, ss, so, e = grouped_bin_stats(g, s, o, w, num_groups=num_groups, binning=binning,
+                                         num_bins=b)
+        if binning == "adaptive":
+            e[:, 0] = threshold
+        out[b] = [c if weighted else np.rint(c).astype(np.int64), ss, so, e]
+    return out

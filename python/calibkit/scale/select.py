@@ -19,10 +19,12 @@ number of passes is bounded (in practice one or two before the counting pass).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
 from ..binned.table import adaptive_positions
+from ..errors import SelectionError
 
 __all__ = [
     "Selection",
@@ -42,10 +44,6 @@ BUCKET_BUDGET = 1 << 20
 FETCH_MAX = 1 << 18
 #: ... and the scores fetched in one pass stay below this total.
 FETCH_BUDGET = 1 << 22
-
-
-class SelectionError(RuntimeError):
-    """The chunks did not give the same data on every pass (inputs must be deterministic)."""
 
 
 def to_keys(scores: np.ndarray) -> np.ndarray:
@@ -244,7 +242,7 @@ class Selection:
         grid = bounds_of(spec, self.dtype)
         # A target: dict(g, lo, hi, below, count, ranks, spec, bounds, kind); the first pass has
         # one grid target per group whose ranks are filled in once the group size is known.
-        self._targets = [
+        self._targets: list[dict[str, Any]] = [
             {"g": g, "below": 0, "count": None, "ranks": None, "spec": spec, "bounds": grid,
              "kind": "refine"}
             for g in range(self.num_groups)
@@ -262,7 +260,7 @@ class Selection:
         fetch: dict[int, list] = {}
         for tid, t in enumerate(self._targets):
             (refine if t["kind"] == "refine" else fetch).setdefault(t["g"], []).append(tid)
-        plan = {"size": 0, "refine": {}, "fetch": {}}
+        plan: dict[str, Any] = {"size": 0, "refine": {}, "fetch": {}}
         self._layout = []
         offset = 0
         for g, tids in refine.items():
@@ -292,15 +290,17 @@ class Selection:
         """Digest the reduced result of the pass planned by :meth:`plan`."""
         counts = unpack(packed_counts) if packed_counts is not None else None
         first = self.sizes is None
-        if first:
+        if self.sizes is None:
             self.sizes = np.zeros(self.num_groups, dtype=np.int64)
+        sizes = self.sizes
         new = []
         for tid, start, m in self._layout:
             t = self._targets[tid]
+            assert counts is not None  # a pass with refine targets reduces counts
             c = counts[start:start + m]
             if first:
                 n = int(c.sum())
-                self.sizes[t["g"]] = n
+                sizes[t["g"]] = n
                 t["count"] = n
                 t["ranks"] = self._wanted(n)
             elif int(c.sum()) != t["count"]:
@@ -360,6 +360,7 @@ class Selection:
 
     def edges(self, g: int, num_bins: int) -> np.ndarray:
         """The exact upper edges (float64, ``num_bins - 1`` of them) of group ``g``."""
+        assert self.sizes is not None, "edges() before the first pass"
         n = int(self.sizes[g])
         return np.array([self.values[g][int(r)] for r in adaptive_positions(n, num_bins)],
                         dtype=np.float64)

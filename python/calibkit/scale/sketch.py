@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import MissingDependencyError
+
 __all__ = ["SketchGroups", "load_datasketches"]
 
 
@@ -19,7 +21,7 @@ def load_datasketches():
     try:
         import datasketches
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
+        raise MissingDependencyError(
             "approximate adaptive binning (adaptive='sketch') needs Apache DataSketches: "
             "pip install 'calibkit[streaming]' (or pip install datasketches)"
         ) from exc
@@ -75,9 +77,10 @@ class SketchGroups:
         for g, theirs in enumerate(other._groups):
             if theirs is None:
                 continue
-            if self._groups[g] is None:
-                self._groups[g] = self._new_pair()
-            for mine, t in zip(self._groups[g], theirs):
+            mine_pair = self._groups[g]
+            if mine_pair is None:
+                mine_pair = self._groups[g] = self._new_pair()
+            for mine, t in zip(mine_pair, theirs):
                 if not t.is_empty():
                     mine.merge(t)
 
@@ -108,6 +111,14 @@ class SketchGroups:
         if not vals:
             return np.empty(0), np.empty(0, np.int64), np.empty(0)
         return np.concatenate(vals), np.concatenate(wts), np.concatenate(outs)
+
+    def rows(self):
+        """Every group's retained items as the binning primitive's rows ``(groups, scores,
+        outcomes, weights)``, each item weighted by the number of scores it stands for."""
+        parts = [self.weighted_sample(i) for i in range(len(self._groups))]
+        g = np.concatenate([np.full(v.size, i, np.int64) for i, (v, _, _) in enumerate(parts)])
+        s, w, o = (np.concatenate([p[j] for p in parts]) for j in range(3))
+        return g, s, o, w.astype(np.float64)
 
     def sketches(self, group: int):
         """The ``(outcome-0 sketch, outcome-1 sketch)`` of a group, or None if it saw nothing."""

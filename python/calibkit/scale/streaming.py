@@ -81,26 +81,34 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import _native, _toplabel
-from ..binned.table import even_boundaries, grouped_bin_stats
-from ..binned.groups import score_groups
-from .kept import KeptScores, equal_state
+from .._typing import NumBinsList
+from ..binned.table import even_boundaries
+from .kept import KeptScores, bin_rows, equal_state
 from .sketch import SketchGroups, load_datasketches
 from .._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table, check_weight_total
-from ..binned.spec import MetricSpace, MetricSpec, as_space
-from .._validate import (
-    float_dtype,
-    length_mismatch_error,
-    no_columns_error,
-    validate_inputs,
-)
 from ..binned.bins import CalibrationBins, calibration_bins, reduce_bins
-from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from ..errors import (
+    IncompatibleAccumulatorError,
+    InputTypeError,
+    InvalidParameterError,
+    ShapeMismatchError,
+)
 from ..binned.auto_bins import auto_num_bins, warn_if_few
-from ..binned.weights import as_sample_weight, pair_triples
+from ..binned.weights import pair_triples
 from ..binned.space import Evaluation
+from .batches import (
+    add_table,
+    as_total,
+    batch_weights,
+    check_batch,
+    kept_groups,
+    metric_space_of,
+)
 
 __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
 
@@ -108,89 +116,6 @@ __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
 DEFAULT_SKETCH_K = 1024
 
 _ADAPTIVE_MODES = ("exact", "sketch")
-
-
-class IncompatibleAccumulatorError(InvalidParameterError):
-    """Two accumulators cannot be merged (different metrics, bin counts, mode, K or dtype)."""
-
-
-# ------------------------------------------------------------------------------------------------
-# Argument handling
-# ------------------------------------------------------------------------------------------------
-
-
-def _as_space(metric, gce_params) -> tuple[MetricSpace, bool]:
-    """(space, single) from the ``metric`` argument or GCE keywords."""
-    if gce_params:
-        if metric is not None:
-            raise InvalidParameterError(
-                f"metric: pass either a metric or GCE keywords ({sorted(gce_params)}), not both"
-            )
-        allowed = {"binning", "max_prob", "class_conditional", "threshold", "norm"}
-        bad = sorted(set(gce_params) - allowed)
-        if bad:
-            raise InvalidParameterError(
-                f"unknown keyword(s) {bad}; the GCE keywords are {sorted(allowed)}"
-            )
-        return MetricSpace([MetricSpec(**gce_params)]), True
-    if metric is None:
-        return MetricSpace([MetricSpec()]), True
-    return as_space(metric)
-
-
-def _check_batch(labels, probs):
-    """Validated ``(labels, probs, K, dtype)``; ``labels``/``probs`` are None for an empty batch."""
-    try:
-        p = None if isinstance(probs, (str, bytes)) or probs is None else np.asarray(probs)
-    except (TypeError, ValueError):  # ragged input: let validate_inputs explain
-        p = None
-    if p is not None and p.dtype.kind in "fiub" and p.ndim in (1, 2) and p.shape[0] == 0:
-        if p.ndim == 2 and p.shape[1] == 0:
-            raise no_columns_error()
-        y = np.asarray(labels)
-        if y.ndim != 1 or y.shape[0] != 0:
-            raise length_mismatch_error(y.shape[0] if y.ndim else 1, 0)
-        k = 2 if p.ndim == 1 or p.shape[1] == 1 else p.shape[1]
-        return None, None, k, float_dtype(p.dtype)
-    y, p = validate_inputs(labels, probs)
-    return y, p, p.shape[1], p.dtype
-
-
-def _as_total(x):
-    """A total weight as int when it is integral (so integer weights count like rows)."""
-    x = float(x)
-    return int(x) if x.is_integer() else x
-
-
-def _add(acc: np.ndarray, part: np.ndarray) -> np.ndarray:
-    """``acc + part`` in place when the dtypes allow; int64 counts become float64 total weights
-    once a weighted table arrives."""
-    if acc.dtype.kind == "i" and np.asarray(part).dtype.kind == "f":
-        return acc + part
-    acc += part
-    return acc
-
-
-def _kept_groups(y, p, w, max_prob: bool, class_conditional: bool, threshold: float, k: int):
-    """Per group ``(scores, outcomes)``, or with weights ``(scores, outcomes, weights)``, of one
-    validated batch (rows of weight 0 already dropped)."""
-    if w is None:
-        return score_groups(y, p, max_prob, class_conditional, threshold)
-    if y.shape[0] == 0:  # every row had weight 0
-        return [(p[:0, 0], np.zeros(0, bool), w) for _ in range(k if class_conditional else 1)]
-    group, score, outcome, row = _native.score_rows(y, p, bool(max_prob),
-                                                    bool(class_conditional), float(threshold))
-    tw = w[row]
-    out = []
-    for g in range(k if class_conditional else 1):
-        m = group == g
-        out.append((score[m].astype(p.dtype), outcome[m] > 0.5, tw[m]))
-    return out
-
-
-# ------------------------------------------------------------------------------------------------
-# The accumulator
-# ------------------------------------------------------------------------------------------------
 
 
 class Accumulator:
@@ -259,9 +184,9 @@ class Accumulator:
     True
     """
 
-    def __init__(self, metric=None, *, num_bins=15, adaptive: str = "exact",
-                 sketch_k: int = DEFAULT_SKETCH_K, **gce_params):
-        space, single_metric = _as_space(metric, gce_params)
+    def __init__(self, metric=None, *, num_bins: NumBinsList = 15, adaptive: str = "exact",
+                 sketch_k: int = DEFAULT_SKETCH_K, **gce_params) -> None:
+        space, single_metric = metric_space_of(metric, gce_params)
         auto = isinstance(num_bins, str) and num_bins == "auto"
         bins, single_bins = ("auto", True) if auto else as_bin_counts(num_bins)
         adaptive = as_choice(adaptive, "adaptive", _ADAPTIVE_MODES,
@@ -275,7 +200,8 @@ class Accumulator:
             )
         sketch_k = as_int(sketch_k, "sketch_k (KLL's k)", 8, 65535)
         self.space = space
-        self.num_bins = bins
+        #: The bin counts, a tuple of ints, or "auto" (then only read once resolved).
+        self.num_bins: Any = bins
         self.adaptive = adaptive
         self.sketch_k = int(sketch_k)
         self._auto = auto
@@ -383,7 +309,7 @@ class Accumulator:
                                   allow_empty=True)
         if pairs is not None:
             return self._update_pairs(pairs, self._weights(sample_weight, pairs.n))
-        y, p, k, dtype = _check_batch(labels, probs)
+        y, p, k, dtype = check_batch(labels, probs)
         n = 0 if y is None else y.shape[0]
         w = self._weights(sample_weight, n)
         if self.num_classes is None and not self._auto:  # the tables' size is known once K is
@@ -395,9 +321,12 @@ class Accumulator:
             if self.num_classes is None:
                 self._allocate(k, dtype)
             return self
-        # Compute everything the batch contributes before touching the state.
+        # Compute everything the batch contributes before touching the state. The values
+        # (finite, range, row sums, labels) are checked as gce checks them: by the unweighted
+        # even tables' own pass, else by that check alone.
+        if w is not None or not self._even_keys:
+            _native.check_values(y, p)
         if w is not None:
-            calibration_bins(y, p, num_bins=1)  # the Rust pass checks every row's values
             pos = w > 0  # weight 0 drops a row
             if not pos.all():
                 y, p, w = y[pos], np.ascontiguousarray(p[pos]), w[pos]
@@ -409,33 +338,22 @@ class Accumulator:
                                            class_conditional=cc, threshold=t, num_bins=b,
                                            sample_weight=w)
                     even[(mp, cc, t, b)] = (tab.counts, tab.sum_score, tab.sum_outcome)
-        if not even and w is None:  # the Rust pass checks values (finite, range, sums, labels)
-            calibration_bins(y, p, num_bins=1)
         groups = {}
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
-            groups[(mp, cc)] = (t_min, _kept_groups(y, p, w, mp, cc, t_min, k))
+            groups[(mp, cc)] = (t_min, kept_groups(y, p, w, mp, cc, t_min, k))
         # Commit (nothing below can fail on valid state).
         if self.num_classes is None:
             self._allocate(k, dtype)
         self._commit(even, groups)
         self._rows += n
-        self.n_samples += n if w is None else _as_total(w.sum())
+        self.n_samples += n if w is None else as_total(w.sum())
         return self
 
     def _weights(self, sample_weight, n: int):
         """Checked float64 weights of a batch of ``n`` rows (None stays None)."""
-        if sample_weight is None:
-            return None
-        w = as_sample_weight(sample_weight, n, allow_all_zero=True, carried=self.n_samples)
-        if self.adaptive == "sketch" and self._adaptive_keys and not np.all(w == np.round(w)):
-            i = int(np.flatnonzero(w != np.round(w))[0])
-            raise InvalidParameterError(
-                f"sample_weight[{i}] is {w[i]}: adaptive='sketch' takes integer sample weights "
-                f"only (KLL sketches count items); build the Accumulator with adaptive='exact' "
-                f"for fractional weights"
-            )
-        return w
+        return batch_weights(sample_weight, n, carried=self.n_samples,
+                             integer=self.adaptive == "sketch" and bool(self._adaptive_keys))
 
     def _update_pairs(self, pairs, w=None) -> Accumulator:
         """:meth:`update` with top-label input (:mod:`calibkit._toplabel`) and checked weights."""
@@ -461,7 +379,7 @@ class Accumulator:
                     even[(mp, cc, t, b)] = tr.stats(tr.weight_of(w))[:3]
         if not even:  # the Rust pass checks the values
             _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
-        groups = {}
+        groups: dict[tuple, tuple] = {}
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
             if w is None:
@@ -480,7 +398,7 @@ class Accumulator:
             self._allocate(k, dtype)
         self._commit(even, groups)
         self._rows += pairs.n
-        self.n_samples += pairs.n if w is None else _as_total(w.sum())
+        self.n_samples += pairs.n if w is None else as_total(w.sum())
         return self
 
     def _commit(self, even: dict, groups: dict) -> None:
@@ -489,7 +407,7 @@ class Accumulator:
         for key, parts in even.items():
             tabs = self._even[key]
             for i, part in enumerate(parts):
-                tabs[i] = _add(tabs[i], part)
+                tabs[i] = add_table(tabs[i], part)
         for (mp, cc, t), state in self._adaptive_state.items():
             t_min, gl = groups[(mp, cc)]
             for g, item in enumerate(gl):
@@ -555,12 +473,12 @@ class Accumulator:
                            batches=True)
         if other is self:
             other = self.copy()
-        if self.num_classes is None:
+        if self.num_classes is None and other.num_classes is not None:
             self._allocate(other.num_classes, other.dtype)
         for key, tables in other._even.items():
             mine = self._even[key]
             for i, part in enumerate(tables):
-                mine[i] = _add(mine[i], part)
+                mine[i] = add_table(mine[i], part)
         for key, state in other._adaptive_state.items():
             mine = self._adaptive_state[key]
             if isinstance(mine, KeptScores):
@@ -592,28 +510,19 @@ class Accumulator:
         sketches' retained items with their integer weights (each stands for ``weight`` equal
         scores), with the binning primitive (:func:`calibkit.binned.table.grouped_bin_stats`).
         """
-        g_count = self.num_classes if cc else 1
+        g_count = (self.num_classes or 1) if cc else 1  # K is known once rows were seen
         out = {}
         if self.adaptive == "exact":
             state = next(st for (m, c, _), st in self._adaptive_state.items() if (m, c) == (mp, cc))
         for binning, t in sorted(wanted):
             if self.adaptive == "exact":
-                g, s, o, w = state.rows(t)
-                weighted = w is not None
+                rows = state.rows(t)
+                weighted = rows[3] is not None
             else:
-                sketch = self._adaptive_state[(mp, cc, t)]
-                parts = [sketch.weighted_sample(i) for i in range(g_count)]
-                g = np.concatenate([np.full(v.size, i, np.int64)
-                                    for i, (v, _, _) in enumerate(parts)])
-                s, w, o = (np.concatenate([p[j] for p in parts]) for j in range(3))
-                w = w.astype(np.float64)
+                rows = self._adaptive_state[(mp, cc, t)].rows()
                 weighted = False  # the sketch's weights count scores
-            for b in bins:
-                c, ss, so, e = grouped_bin_stats(g, s, o, w, num_groups=g_count,
-                                                 binning=binning, num_bins=b)
-                if binning == "adaptive":
-                    e[:, 0] = t
-                out[(binning, t, b)] = [c if weighted else np.rint(c).astype(np.int64), ss, so, e]
+            for b, tab in bin_rows(rows, g_count, binning, t, bins, weighted).items():
+                out[(binning, t, b)] = tab
         return out
 
     def _tables(self, specs, bins) -> dict:
@@ -635,9 +544,10 @@ class Accumulator:
     def _auto_bins(self, spec=None) -> int:
         """The ``"auto"`` bin count for the rows seen (:mod:`calibkit.binned.auto_bins`): that of
         :func:`calibkit.gce` for one metric, of :func:`calibkit.evaluate` for a space."""
+        k = self.num_classes or 1  # None: no rows yet, and the count is then 1
         if spec is None:
-            return auto_num_bins(self._rows, self.num_classes)
-        return auto_num_bins(self._rows, self.num_classes, max_prob=spec.max_prob,
+            return auto_num_bins(self._rows, k)
+        return auto_num_bins(self._rows, k, max_prob=spec.max_prob,
                              class_conditional=spec.class_conditional)
 
     def _bin_counts(self) -> tuple:
@@ -702,6 +612,7 @@ class Accumulator:
         c, ss, so, edges = (a.copy() for a in self._tables([spec], (num_bins,))[key])
         if self._auto:
             warn_if_few(c)
+        assert self.num_classes is not None  # the tables exist: data was seen
         return CalibrationBins(c, ss, so, edges, self.num_classes, spec.binning,
                                spec.class_conditional, spec.max_prob, spec.threshold)
 
@@ -712,7 +623,7 @@ class Accumulator:
                 "non-empty batch first"
             )
 
-    def compute(self):
+    def compute(self) -> float | Evaluation:
         """The metric value(s) of everything seen so far.
 
         Returns
@@ -777,7 +688,7 @@ class Accumulator:
             {k: v for k, v in vars(other).items() if k != "space"},
         )
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
     def __repr__(self) -> str:
         what = self.space.names[0] if len(self.space) == 1 else f"{len(self.space)} metrics"

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _native
+from .._params import as_resamples, as_seed, renames
 from ..binned.spec import MetricSpec
 from .._toplabel import resolve
+from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
+from ..binned.weights import as_sample_weight
 from .cells import pair_cells, row_cells
-from .seeds import as_resamples, as_seed
 
 __all__ = ["calibration_test", "CalibrationTestResult"]
 
@@ -56,9 +58,11 @@ class CalibrationTestResult:
     resamples: np.ndarray = field(repr=False)
 
 
-def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins=15,
-                     n_resamples: int = 1000, seed=None, confidence=None, correct=None,
-                     predicted=None, num_classes=None) -> CalibrationTestResult:
+@renames(seed="random_state")
+def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins = 15,
+                     n_resamples: int = 1000, random_state=None, sample_weight=None,
+                     confidence=None, correct=None, predicted=None,
+                     num_classes=None) -> CalibrationTestResult:
     """Test the null hypothesis "the model is calibrated" by consistency resampling.
 
     Parameters
@@ -71,8 +75,14 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins=15,
     num_bins : int or "auto", default 15
     n_resamples : int, default 1000
         R, the number of label redraws.
-    seed : int or None
-        Same seed, same p-value (for any thread count). None draws a fresh seed.
+    random_state : int or None
+        Seed of the label redraws (an integer >= 0): same seed, same p-value, for any thread
+        count. None draws a fresh seed. ``seed=``, its name before calibkit 0.2, still works
+        with a DeprecationWarning.
+    sample_weight : array_like of shape (N,), optional
+        Per-row weights (finite, >= 0; see :func:`calibkit.calibration_bins`): the statistic is
+        the weighted metric, its bins the weighted table's (weighted equal mass for adaptive
+        bins), and each redrawn row counts with its weight.
     confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs`` (as in :func:`calibkit.gce`;
         max-prob metrics only): each row's outcome is redrawn as Bernoulli(confidence).
@@ -87,25 +97,29 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins=15,
     >>> rng = np.random.default_rng(0)
     >>> p = rng.uniform(0.5, 1.0, 2000)
     >>> y = (rng.uniform(size=2000) < p).astype(int)   # calibrated by construction
-    >>> r = calibkit.calibration_test(y, p, num_bins=10, n_resamples=200, seed=1)
+    >>> r = calibkit.calibration_test(y, p, num_bins=10, n_resamples=200, random_state=1)
     >>> r.pvalue > 0.05
     True
     >>> bad = calibkit.calibration_test(y, np.clip(p + 0.1, 0, 1), num_bins=10,
-    ...                                 n_resamples=200, seed=1)
+    ...                                 n_resamples=200, random_state=1)
     >>> bad.pvalue < 0.01
     True
     """
     spec = MetricSpec.coerce(metric)
     r = as_resamples(n_resamples)
-    s = as_seed(seed)
+    s = as_seed(random_state)
     pairs = resolve(labels, probs, confidence, correct, predicted, num_classes)
     if isinstance(num_bins, str):
         num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
                                 class_conditional=spec.class_conditional)
-    rc = (pair_cells(pairs, spec, num_bins) if pairs is not None
-          else row_cells(labels, probs, spec, num_bins))
+    sw = None
+    if sample_weight is not None:
+        n = pairs.n if pairs is not None else int(np.shape(labels)[0]) if np.ndim(labels) else 0
+        sw = as_sample_weight(sample_weight, n)
+    rc = (pair_cells(pairs, spec, num_bins, sw) if pairs is not None
+          else row_cells(labels, probs, spec, num_bins, sw))
     t = rc.bins.error(spec.norm)
-    star = _native.resample_consistency(rc.cell, rc.score, rc.hit, None, rc.groups, rc.nb,
+    star = _native.resample_consistency(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
                                         spec.norm, spec.class_conditional, s, r)
     # T* >= T up to rounding: a resample that reproduces the data's table must count.
     p = (1.0 + np.count_nonzero(star >= t - 1e-12 * max(1.0, abs(t)))) / (1.0 + r)

@@ -25,7 +25,7 @@ from .. import _native
 from ..binned.bins import CalibrationBins, calibration_bins
 from ..binned.spec import MetricSpec
 from .._validate import validate_inputs
-from ..binned.weights import Triples
+from ..binned.weights import Triples, weighted_bins
 
 __all__ = ["RowCells", "row_cells", "pair_cells", "DROPPED", "triples", "weighted_stats"]
 
@@ -65,16 +65,22 @@ def _cells(scores: np.ndarray, groups, b: CalibrationBins, spec: MetricSpec,
                                float(spec.threshold), by_column)
 
 
-def pair_cells(pairs, spec: MetricSpec, num_bins: int) -> RowCells:
+def pair_cells(pairs, spec: MetricSpec, num_bins: int, sample_weight=None) -> RowCells:
     """The cells of a top-label ``spec`` for resolved top-label input (a
-    :class:`calibkit._toplabel.Pairs`): one score per row, ``hit = 0`` when it is correct."""
+    :class:`calibkit._toplabel.Pairs`): one score per row, ``hit = 0`` when it is correct.
+    With checked ``sample_weight``, the table (and so the adaptive edges) is the weighted one."""
     from .._toplabel import bin_stats, require_top_label
 
     require_top_label(pairs, spec.max_prob, spec.class_conditional, "this resampling method")
-    counts, ss, so, edges = bin_stats(pairs, spec.binning, True, spec.class_conditional,
-                                      spec.threshold, num_bins)
-    b = CalibrationBins(counts, ss, so, edges, pairs.k, spec.binning, spec.class_conditional,
-                        True, spec.threshold)
+    if sample_weight is not None:
+        b = weighted_bins(None, None, sample_weight, binning=spec.binning, max_prob=True,
+                          class_conditional=spec.class_conditional, threshold=spec.threshold,
+                          num_bins=num_bins, pairs=pairs)
+    else:
+        counts, ss, so, edges = bin_stats(pairs, spec.binning, True, spec.class_conditional,
+                                          spec.threshold, num_bins)
+        b = CalibrationBins(counts, ss, so, edges, pairs.k, spec.binning,
+                            spec.class_conditional, True, spec.threshold)
     top = np.ascontiguousarray(pairs.confidence, dtype=np.float64)
     group = pairs.predicted if spec.class_conditional else None
     cell = _cells(top, group, b, spec, num_bins)[:, None]
@@ -82,17 +88,24 @@ def pair_cells(pairs, spec: MetricSpec, num_bins: int) -> RowCells:
     return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
 
 
-def row_cells(labels, probs, spec: MetricSpec, num_bins: int) -> RowCells:
-    """Validate ``(labels, probs)`` and form the cells of ``spec`` at ``num_bins`` bins."""
+def row_cells(labels, probs, spec: MetricSpec, num_bins: int, sample_weight=None) -> RowCells:
+    """Validate ``(labels, probs)`` and form the cells of ``spec`` at ``num_bins`` bins (with
+    checked ``sample_weight``, against the weighted table: its adaptive edges are weighted).
+
+    The arrays are converted once (``validate_inputs``; ``calibration_bins`` then takes its
+    no-copy path) and their values checked by the kernels; the top label of a row (its
+    confidence, predicted class and correctness) is the kernel's (``_native.score_rows``: the
+    first maximum, as every top-label metric takes it), never recomputed here."""
     y, p = validate_inputs(labels, probs)
     b = calibration_bins(y, p, num_bins=num_bins, binning=spec.binning, max_prob=spec.max_prob,
-                         class_conditional=spec.class_conditional, threshold=spec.threshold)
+                         class_conditional=spec.class_conditional, threshold=spec.threshold,
+                         sample_weight=sample_weight)
     n, k = p.shape
     if spec.max_prob:
-        pred = np.argmax(p, axis=1)
-        top = np.take_along_axis(p, pred[:, None], axis=1)[:, 0].astype(np.float64)
+        # every row (threshold -inf; the cells drop the scores at or below the threshold)
+        pred, top, correct, _ = _native.score_rows(y, p, True, True, float("-inf"))
         cell = _cells(top, pred if spec.class_conditional else None, b, spec, num_bins)[:, None]
-        hit = np.where(pred == y, 0, DROPPED).astype(np.uint32)
+        hit = np.where(correct != 0, 0, DROPPED).astype(np.uint32)
         return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
     s = np.ascontiguousarray(p, dtype=np.float64)
     cell = _cells(s.reshape(-1), None, b, spec, num_bins,

@@ -38,16 +38,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import functools
+import numbers
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import numpy as np
 
 from .. import _native
+from .._params import (
+    as_choice,
+    as_confidence_level,
+    as_flag,
+    as_resamples,
+    as_seed,
+    renamed,
+)
 from ..errors import InputTypeError, InvalidParameterError, NumericalError
 from ..binned.spec import MetricSpec
 from .._toplabel import resolve
+from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
-from ..binned.bin_intervals import check_confidence
 from .cells import pair_cells, row_cells
-from .seeds import as_resamples, as_seed
 
 __all__ = ["confidence_interval", "ConfidenceInterval", "METHODS"]
 
@@ -69,7 +81,9 @@ class ConfidenceInterval:
         The interval's ends.
     std : float
         Standard deviation of the finite resampled values (the bootstrap standard error).
-    confidence : float
+    confidence_level : float
+        The interval's level (``.confidence``, its name before calibkit 0.2, still reads it,
+        with a DeprecationWarning).
     method : str
     n_resamples : int
     metric : str
@@ -81,7 +95,7 @@ class ConfidenceInterval:
     low: float
     high: float
     std: float
-    confidence: float
+    confidence_level: float
     method: str
     n_resamples: int
     metric: str
@@ -90,6 +104,55 @@ class ConfidenceInterval:
     def __iter__(self):
         """``low, high = ci``."""
         return iter((self.low, self.high))
+
+    @property
+    def confidence(self) -> float:
+        """Deprecated (since calibkit 0.2): the interval's level, now :attr:`confidence_level`
+        (``confidence`` only ever means top-label confidences)."""
+        import warnings
+
+        warnings.warn(
+            "ConfidenceInterval.confidence is deprecated since calibkit 0.2 and will be removed "
+            "in the next release; use ConfidenceInterval.confidence_level",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.confidence_level
+
+
+def _is_level(value) -> bool:
+    """Whether ``confidence=`` holds an interval level (a real scalar: the old meaning) rather
+    than top-label confidences (an array of shape (N,), which a scalar never is)."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "fiu"
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+#: The keywords :func:`confidence_interval` renamed in calibkit 0.2 (old: new).
+_RENAMED = {"confidence": "confidence_level", "top_confidence": "confidence",
+            "seed": "random_state"}
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _old_names(fn: _F) -> _F:
+    """``confidence_interval``'s old keywords, for one release (:func:`calibkit._params.renamed`):
+    ``confidence=<a number>`` was the level (now ``confidence_level=``), ``top_confidence=``
+    the top-label confidences (now ``confidence=``, as in every function), ``seed=`` the seed
+    (now ``random_state=``). The level moves first, so an old call giving both
+    ``top_confidence=`` and ``confidence=0.9`` still works."""
+
+    @functools.wraps(fn)
+    def confidence_interval(*args, **kwargs):
+        if _is_level(kwargs.get("confidence")):
+            renamed(kwargs, "confidence", "confidence_level", where="confidence_interval")
+        renamed(kwargs, "top_confidence", "confidence", where="confidence_interval")
+        renamed(kwargs, "seed", "random_state", where="confidence_interval")
+        return fn(*args, **kwargs)
+
+    confidence_interval.__renamed__ = dict(_RENAMED)  # type: ignore[attr-defined]
+    return confidence_interval  # type: ignore[return-value]  # fn's signature, old names aside
 
 
 def _metric_of(metric):
@@ -109,7 +172,21 @@ def _metric_of(metric):
                 f"wrap it, e.g. lambda y, p, sample_weight=None: f(y, p, sample_weight=sample_weight)"
             )
         return None, metric
+    if isinstance(metric, str) and metric.lower() in BINNING_FREE:
+        return None, _binning_free(metric.lower())
     return MetricSpec.coerce(metric), None
+
+
+#: The binning-free estimators ``metric=`` may name: each is a callable that takes
+#: ``sample_weight=``, resampled like any callable.
+BINNING_FREE = ("smece", "ksce")
+
+
+def _binning_free(name: str):
+    from ..binfree.ks import ksce
+    from ..binfree.smooth import smece
+
+    return {"smece": smece, "ksce": ksce}[name]
 
 
 def _check_weights(sample_weight, n: int):
@@ -132,11 +209,12 @@ def _interval(t: float, star: np.ndarray, confidence: float, method: str) -> tup
     return float(min(max(2.0 * t - hi_q, 0.0), 1.0)), float(min(max(2.0 * t - lo_q, 0.0), 1.0))
 
 
-def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
-                        confidence: float = 0.90, n_resamples: int = 1000,
-                        method: str = "basic", seed=None, sample_weight=None,
+@_old_names
+def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumBins = 15,
+                        confidence_level: float = 0.90, n_resamples: int = 1000,
+                        method: str = "basic", random_state=None, sample_weight=None,
                         weights: str = "poisson", return_resamples: bool = False,
-                        top_confidence=None, correct=None, predicted=None,
+                        confidence=None, correct=None, predicted=None,
                         num_classes=None) -> ConfidenceInterval:
     """Bootstrap confidence interval of a calibration metric.
 
@@ -145,7 +223,9 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
     labels : array_like of shape (N,)
     probs : array_like of shape (N, K), (N, 1) or (N,)
     metric : str, int, MetricSpec or callable, default "ECE"
-        A metric of the space (name, paper index 0-31, :class:`calibkit.MetricSpec`), or any
+        A metric of the space (name, paper index 0-31, :class:`calibkit.MetricSpec`), a
+        binning-free estimator by name (``"smece"``: :func:`calibkit.smece`, ``"ksce"``:
+        :func:`calibkit.ksce`; resampled as a callable, ``num_bins`` ignored), or any
         callable ``metric(labels, probs, sample_weight=w)`` returning a float (e.g. a
         binning-free estimator); the callable is called once per resample, and resamples where
         it is not finite (or that drew no row at all) are left out of the interval and
@@ -153,12 +233,16 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
         overflow one, it is a :class:`calibkit.NumericalError`.
     num_bins : int or "auto", default 15
         Ignored for a callable.
-    confidence : float in (0, 1), default 0.90
+    confidence_level : float in (0, 1), default 0.90
+        The interval's level (scipy's name). Before calibkit 0.2 it was ``confidence=``; a
+        number given as ``confidence=`` is still read as the level, with a DeprecationWarning.
     n_resamples : int, default 1000
     method : {"basic", "percentile"}, default "basic"
         See the module doc for why "basic" is the default for upward-biased metrics.
-    seed : int or None
-        Same seed, same interval (for any thread count).
+    random_state : int or None
+        Seed of the resampling (an integer >= 0; None draws a fresh one): same seed, same
+        interval, for any thread count. ``seed=``, its name before calibkit 0.2, still works
+        with a DeprecationWarning.
     sample_weight : array_like of shape (N,), optional
         Per-row weights (finite, >= 0): each resample's multiplicities multiply them.
     weights : {"poisson", "multinomial"}, default "poisson"
@@ -166,11 +250,11 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
     return_resamples : bool, default False
         Keep the resampled values in ``.resamples``.
 
-    top_confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
-        Top-label input in place of ``labels`` and ``probs`` (see :func:`calibkit.gce`, where
-        the confidences are ``confidence=``; here ``confidence=`` is the interval's level, so
-        they are ``top_confidence=``). Only max-prob metrics; a callable is then called as
-        ``metric(confidence=..., correct=..., sample_weight=...)``.
+    confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs``, as in :func:`calibkit.gce`. Only
+        max-prob metrics; a callable is then called as
+        ``metric(confidence=..., correct=..., sample_weight=...)``. Before calibkit 0.2 the
+        confidences were ``top_confidence=`` (still accepted, with a DeprecationWarning).
     Returns
     -------
     ConfidenceInterval
@@ -181,24 +265,21 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins=15,
     >>> rng = np.random.default_rng(0)
     >>> p = rng.uniform(0.5, 1.0, 5000)
     >>> y = (rng.uniform(size=5000) < p - 0.05).astype(int)   # over-confident by 0.05
-    >>> ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=500, seed=0)
+    >>> ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=500, random_state=0)
     >>> bool(ci.low < 0.05 < ci.high), ci.method
     (True, 'basic')
     """
-    if not isinstance(method, str) or method not in METHODS:
-        raise InvalidParameterError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(weights, str) or weights not in WEIGHTS:
-        raise InvalidParameterError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    if not isinstance(return_resamples, (bool, np.bool_)):
-        raise InputTypeError(f"return_resamples must be True or False, got {return_resamples!r}")
-    conf = check_confidence(confidence)
+    method = as_choice(method, "method", METHODS)
+    weights = as_choice(weights, "weights", WEIGHTS)
+    return_resamples = as_flag(return_resamples, "return_resamples")
+    conf = as_confidence_level(confidence_level)
     r = as_resamples(n_resamples)
-    s = as_seed(seed)
+    s = as_seed(random_state)
     spec, fn = _metric_of(metric)
-    pairs = resolve(labels, probs, top_confidence, correct, predicted, num_classes)
+    pairs = resolve(labels, probs, confidence, correct, predicted, num_classes)
     if fn is not None:
         if pairs is not None:  # the callable takes the pairs as confidence=, correct=, ...
-            fn = _pairs_callable(fn, top_confidence, correct, predicted, num_classes)
+            fn = _pairs_callable(fn, confidence, correct, predicted, num_classes)
             labels = np.zeros(pairs.n)
         t, star, name = _callable_resamples(fn, labels, probs, sample_weight, weights, s, r)
     else:
@@ -260,7 +341,9 @@ def _space_resamples(spec, rc, sample_weight, weights, seed, r):
     from .cells import triples
 
     tr = triples(rc)
-    t = tr.error(tr.weight_of(sw), spec.norm)
+    # The value is the metric of the data: unweighted, the table gce reduces (rc.bins), so
+    # the interval's value is gce's bits; weighted, the weighted table of the same triples.
+    t = rc.bins.error(spec.norm) if sw is None else tr.error(tr.weight_of(sw), spec.norm)
     star = _native.resample_bootstrap_grouped(
         tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row, sw, n,
         tr.num_groups, spec.binning, tr.num_bins, spec.norm, spec.class_conditional, weights,

@@ -14,14 +14,16 @@ the signed ECE is the mean confidence minus the accuracy of the kept predictions
 
 from __future__ import annotations
 
+from .._typing import NumBins
 from ..binned.bins import calibration_bins
 
 __all__ = ["signed_ece"]
 
 
-def signed_ece(labels, probs, *, num_bins=15, binning: str = "even", max_prob: bool = True,
-               class_conditional: bool = False, threshold: float = 0.0,
-               sample_weight=None) -> float:
+def signed_ece(labels=None, probs=None, *, num_bins: NumBins = 15, binning: str = "even",
+               max_prob: bool = True, class_conditional: bool = False, threshold: float = 0.0,
+               sample_weight=None, confidence=None, correct=None, predicted=None,
+               num_classes=None) -> float:
     """Signed calibration error: ``sum_b w_b (conf_b - acc_b)``, positive = over-confident.
 
     Same bins as :func:`calibkit.gce` with the same keywords (defaults: ECE's). Its absolute
@@ -36,6 +38,8 @@ def signed_ece(labels, probs, *, num_bins=15, binning: str = "even", max_prob: b
         As for :func:`calibkit.gce`.
     sample_weight : array_like of shape (N,), optional
         Per-row weights (see :func:`calibkit.calibration_bins`).
+    confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
+        Top-label input in place of ``labels`` and ``probs``, as for :func:`calibkit.gce`.
 
     Returns
     -------
@@ -48,8 +52,9 @@ def signed_ece(labels, probs, *, num_bins=15, binning: str = "even", max_prob: b
     >>> round(calibkit.signed_ece([0, 1, 1], [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]], num_bins=5), 6)
     0.133333
     """
-    kw = {} if sample_weight is None else {"sample_weight": sample_weight}
     b = calibration_bins(labels, probs, num_bins=num_bins, binning=binning, max_prob=max_prob,
-                         class_conditional=class_conditional, threshold=threshold, **kw)
+                         class_conditional=class_conditional, threshold=threshold,
+                         sample_weight=sample_weight, confidence=confidence, correct=correct,
+                         predicted=predicted, num_classes=num_classes)
     over, under = b.overconfidence(), b.underconfidence()
     return over - under

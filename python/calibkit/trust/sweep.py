@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..binned.table import adaptive_positions, even_boundaries
+from .._toplabel import pair_groups, resolve
 from ..binned.groups import score_groups
-from .._params import as_int
+from ..binned.table import sorted_bin_starts
+from .._params import as_choice, as_int
 from .._validate import MAX_BINS, validate_inputs
 from ..binned.bins import calibration_bins
-from ..errors import InvalidParameterError
 
 __all__ = ["ece_sweep", "SweepResult"]
 
@@ -43,9 +43,9 @@ def _monotone(t) -> bool:
     return _rises(t.sum_outcome[0], t.counts[0])
 
 
-def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
+def ece_sweep(labels=None, probs=None, *, norm: str = "l1", binning: str = "adaptive",
               max_prob: bool = True, threshold: float = 0.0, max_bins: int | None = None,
-              sample_weight=None) -> SweepResult:
+              sample_weight=None, confidence=None, correct=None) -> SweepResult:
     """The monotonic-sweep calibration error (ECE_sweep) and the bin count it chose.
 
     Parameters
@@ -67,6 +67,9 @@ def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
         (one per distinct score) are already monotone skip the sweep, since every coarser
         binning of them is monotone too; weighted, each bin count is a full table, so a sweep
         that runs to thousands of bins on large data takes long (set ``max_bins``).
+    confidence, correct : array_like of shape (N,), optional
+        Top-label input in place of ``labels`` and ``probs`` (as for :func:`calibkit.gce`):
+        each prediction's confidence and whether it was right.
 
     Returns
     -------
@@ -83,19 +86,25 @@ def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
     >>> r.num_bins > 1, abs(r.value - calibkit.gce(y, p, binning="adaptive", num_bins=r.num_bins)) < 1e-12
     (True, True)
     """
-    if norm not in ("l1", "l2"):
-        raise InvalidParameterError(f"norm must be 'l1' or 'l2' for the sweep, got {norm!r}")
-    n = int(np.shape(labels)[0])
-    top = min(n, MAX_BINS) if max_bins is None else as_int(max_bins, "max_bins", 1)
+    norm = as_choice(norm, "norm", ("l1", "l2"), " (the sweep's norms)")
+    pairs = resolve(labels, probs, confidence, correct)
 
     def table(b):
         return calibration_bins(labels, probs, binning=binning, max_prob=max_prob,
                                 class_conditional=False, threshold=threshold, num_bins=b,
-                                sample_weight=sample_weight)
+                                sample_weight=sample_weight, confidence=confidence,
+                                correct=correct)
 
-    best = table(1)  # validates every argument and value
+    best = table(1)  # validates every argument and value (before reading the row count)
+    n = pairs.n if pairs is not None else int(np.shape(labels)[0])
+    top = min(n, MAX_BINS) if max_bins is None else as_int(max_bins, "max_bins", 1)
     if sample_weight is None:
-        chosen = _unweighted_choice(labels, probs, binning, max_prob, threshold, top)
+        if pairs is not None:
+            ((s, o),) = pair_groups(pairs, False, threshold)
+        else:
+            y, p = validate_inputs(labels, probs)
+            ((s, o),) = score_groups(y, p, max_prob, False, threshold)
+        chosen = _unweighted_choice(s, o, binning, top)
         return SweepResult((table(chosen) if chosen > 1 else best).error(norm), chosen, norm)
     chosen = 1
     for b in range(2, top + 1):
@@ -106,16 +115,13 @@ def ece_sweep(labels, probs, *, norm: str = "l1", binning: str = "adaptive",
     return SweepResult(best.error(norm), chosen, norm)
 
 
-def _unweighted_choice(labels, probs, binning: str, max_prob: bool, threshold: float,
-                       top: int) -> int:
-    """The bin count the sweep stops at, for unweighted (validated) input, without a table per
-    bin count. Bins are value-defined (SPEC's edges; equal scores never split), so in the
-    sorted kept scores each bin is a range between boundaries: the first index of the edge's
-    value (adaptive, at SPEC's positions) or of the first score >= the edge (even, the last
-    edge 1.0 leaving scores of 1.0 in their extra bin). Counts and outcome sums are integer
-    differences of prefix sums, so the accuracies, hence every decision, are the tables'."""
-    y, p = validate_inputs(labels, probs)
-    ((s, o),) = score_groups(y, p, max_prob, False, threshold)
+def _unweighted_choice(s: np.ndarray, o: np.ndarray, binning: str, top: int) -> int:
+    """The bin count the sweep stops at, for the kept scores ``s`` and outcomes ``o`` of
+    unweighted (validated) input, without a table per bin count. Bins are value-defined, so in
+    the sorted kept scores each bin is a range between boundaries
+    (:func:`calibkit.binned.table.sorted_bin_starts`, the engine's rule); counts and outcome sums
+    are integer differences of prefix sums, so the accuracies, hence every decision, are the
+    tables'."""
     order = np.argsort(s, kind="stable")
     s = s[order].astype(np.float64)  # exact widening
     n = s.size
@@ -126,14 +132,9 @@ def _unweighted_choice(labels, probs, binning: str, max_prob: bool, threshold: f
     # accuracies never decrease, no binning's do, and the sweep runs to the end.
     if n == 0 or _rises(cum[ends] - cum[starts], ends - starts):
         return top
-    first = np.repeat(starts, ends - starts)  # first index of each score's run
     chosen = 1
     for b in range(2, top + 1):
-        if binning == "adaptive":
-            cut = first[adaptive_positions(n, b)]
-        else:
-            cut = np.searchsorted(s, even_boundaries(b)[1:b + 1], side="left")
-        bounds = np.concatenate(([0], cut, [n]))
+        bounds = sorted_bin_starts(s, binning, b)
         if not _rises(np.diff(cum[bounds]), np.diff(bounds)):
             break
         chosen = b

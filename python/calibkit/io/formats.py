@@ -1,0 +1,204 @@
+"""The file formats predictions come in: ``.npz`` archives, ``.npy`` arrays and CSV text.
+
+This module reads what a file holds (its arrays, or its header and rows) without pickle, and
+names the file and the fix in a :class:`PredictionFileError` for every problem. Which arrays or
+columns are the scores and the labels, their kind and their values are decided by
+:mod:`calibkit.io.predictions`, the one reader the command line and :mod:`calibkit.analysis`
+use.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CalibkitError
+
+__all__ = [
+    "PredictionFileError",
+    "fail",
+    "LABEL_NAMES",
+    "DELIMITERS",
+    "CSV_SUFFIXES",
+    "read_npz",
+    "read_npy",
+    "npy_label_candidates",
+    "read_labels_file",
+    "read_csv_rows",
+    "is_number",
+    "column_index",
+    "kind_from_names",
+    "class_name_indices",
+]
+
+#: Names a CSV label column (or a top-label file's labels) goes by, in order of preference.
+LABEL_NAMES = ("label", "labels", "y", "target", "true_label", "class")
+#: CSV delimiters recognised, and how messages call them.
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
+#: Suffixes read as CSV text.
+CSV_SUFFIXES = (".csv", ".txt", ".tsv")
+
+
+class PredictionFileError(CalibkitError, ValueError):
+    """A predictions file could not be used; the message names the file, the array and the fix."""
+
+
+def fail(source, msg: str) -> PredictionFileError:
+    """The error about ``source`` (a path, or a path with the array's name)."""
+    return PredictionFileError(f"{source}: {msg}")
+
+
+# ------------------------------------------------------------------------------------ .npz
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` archive, read without pickle."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head == b"PK\x05\x06":  # a zip archive's end record first: an archive of nothing
+        raise fail(path, "the .npz archive holds no arrays (save the scores and labels in it, "
+                         "e.g. numpy.savez(path, probs=probs, labels=labels))")
+    if head != b"PK\x03\x04":
+        raise fail(path, "not a readable .npz archive (save it with numpy.savez)")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except Exception as exc:  # a pickled array (ValueError), zipfile.BadZipFile, EOFError, OSError
+        raise fail(path, f"not a readable .npz archive without pickle ({type(exc).__name__}: "
+                         f"{exc}); save plain numeric arrays") from exc
+
+
+# ------------------------------------------------------------------------------------ .npy
+def read_npy(path: Path) -> np.ndarray:
+    """The array of an ``.npy`` file, read without pickle."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as exc:
+        raise fail(path, f"not a readable .npy array ({type(exc).__name__}: {exc})") from exc
+
+
+def npy_label_candidates(path: Path) -> list[Path]:
+    """Where the labels of ``.npy`` scores may be, in order: the scores' name with
+    ``logits``/``probs`` replaced by ``labels``, then ``<name>_labels.npy``, then ``labels.npy``."""
+    stem = path.stem
+    out = []
+    for word in ("logits", "probs", "logit", "prob"):
+        if word in stem:
+            out.append(path.with_name(stem.replace(word, "labels") + ".npy"))
+            break
+    out.append(path.with_name(f"{stem}_labels.npy"))
+    out.append(path.with_name("labels.npy"))
+    return [p for p in out if p != path]
+
+
+def read_labels_file(path: Path) -> np.ndarray:
+    """The labels of a labels file: an ``.npy`` array, or the first column of a CSV file
+    (numbers as floats, anything else as text)."""
+    if path.suffix.lower() == ".npy":
+        return read_npy(path)
+    _, rows, _ = read_csv_rows(path)
+    first = [r[0] for r in rows]
+    if all(is_number(v) for v in first):
+        return np.array([float(v) for v in first])
+    return np.array(first)
+
+
+# ------------------------------------------------------------------------------------ .csv
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def read_csv_rows(path: Path) -> tuple[list[str] | None, list[list[str]], str]:
+    """(header or None, data rows as strings, delimiter). The delimiter is the comma when the
+    first line has one, else the most frequent of ``;``, tab and ``|``; the first row is a
+    header unless every field of it is a number."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise fail(path, "not a text CSV file (cannot decode as UTF-8)") from exc
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise fail(path, "the CSV file is empty")
+    first = lines[0]
+    counts = {d: first.count(d) for d in DELIMITERS}
+    delim = "," if counts[","] else max(counts, key=lambda d: counts[d])
+    if counts[delim] == 0:
+        delim = ","  # one column
+    rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delim)]
+    header = None
+    if not all(is_number(c) for c in rows[0]):
+        header, rows = rows[0], rows[1:]
+    if not rows:
+        raise fail(path, "the CSV file has a header but no data rows")
+    width = len(rows[0])
+    for i, r in enumerate(rows):
+        if len(r) != width:
+            raise fail(path, f"data row {i + 1} has {len(r)} fields, the first has {width} "
+                             f"(expected {DELIMITERS[delim]}-separated values)")
+    if header is not None and len(header) != width:
+        raise fail(path, f"the header has {len(header)} columns but the rows have {width}")
+    return header, rows, delim
+
+
+def column_index(spec, header: list[str] | None, width: int, path: Path, flag: str,
+                 what: str) -> int:
+    """The 0-based position of column ``spec`` (a header name, else a position, negative ones
+    from the end); ``flag`` and ``what`` ("label", "score") name it in messages."""
+    spec = str(spec).strip()
+    if header is not None and spec in header:
+        return header.index(spec)
+    if spec.lstrip("-").isdigit():
+        j = int(spec)
+        if not -width <= j < width:
+            raise fail(path, f"{flag} {spec}: {what} column {j} does not exist ({width} columns, "
+                             f"positions 0..{width - 1})")
+        return j % width
+    cols = ", ".join(header) if header else "no header: use 0-based positions"
+    raise fail(path, f"{flag} {spec}: no column of that name (no column named {spec!r}; "
+                     f"columns: {cols})")
+
+
+def kind_from_names(names) -> str | None:
+    """``"logits"`` when every name says logit, ``"probs"`` when every name says prob (or
+    starts with ``p``: ``p0``, ``p_cat``), else None."""
+    low = [str(n).lower() for n in names]
+    if low and all("logit" in n for n in low):
+        return "logits"
+    if low and all("prob" in n or n.startswith("p") for n in low):
+        return "probs"
+    return None
+
+
+_PREFIXES = ("p_", "prob_", "probs_", "logit_", "logits_", "p(", "score_")
+
+
+def _strip(name: str) -> str:
+    n = name.strip()
+    for p in _PREFIXES:
+        if n.lower().startswith(p):
+            n = n[len(p):]
+            return n[:-1] if p == "p(" and n.endswith(")") else n
+    return n
+
+
+def class_name_indices(values, header, score_cols, j, path, notes) -> np.ndarray:
+    """Class names in the label column -> indices of the score columns of the same names (the
+    mapping is appended to ``notes``), or an error saying how to name the columns."""
+    classes = sorted(set(values))
+    col = header[j] if header else f"column {j}"
+    if header is not None:
+        names = [_strip(header[c]) for c in score_cols]
+        if all(c in names for c in classes) and len(set(names)) == len(names):
+            mapping = {c: names.index(c) for c in names}
+            notes.append("class names mapped to score columns: "
+                         + ", ".join(f"{c}={mapping[c]}" for c in names))
+            return np.array([mapping[v] for v in values], dtype=np.int64)
+    shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if len(classes) > 5 else "")
+    raise fail(path, f"label column {col!r} holds class names ({shown}), and the score columns "
+                     "are not named after them. Name each score column after its class (header "
+                     "e.g. label," + ",".join(str(c) for c in classes[:3]) + "), or write the "
+                     "labels as class indices 0..K-1 in the order of the score columns")
