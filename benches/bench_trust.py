@@ -54,8 +54,8 @@ def main(argv=None) -> int:
 
     y, p = _data(10_000, 10)
     t_ece = _time(lambda: calibkit.ece(y, p), 200 if not args.quick else 50)
-    t_ci = _time(lambda: calibkit.confidence_interval(y, p, n_resamples=1000, seed=1), rep)
-    t_test = _time(lambda: calibkit.calibration_test(y, p, n_resamples=1000, seed=1), rep)
+    t_ci = _time(lambda: calibkit.confidence_interval(y, p, n_resamples=1000, random_state=1), rep)
+    t_test = _time(lambda: calibkit.calibration_test(y, p, n_resamples=1000, random_state=1), rep)
     print(f"(10000, 10) float64: one ece {t_ece * 1e6:.1f} us")
     print(f"  confidence_interval, 1000 resamples: {t_ci * 1e3:.1f} ms = "
           f"{t_ci / t_ece:.0f} ece calls (target <= 2000)")
@@ -64,8 +64,8 @@ def main(argv=None) -> int:
 
     y, p = _data(50_000, 1000)
     t_ece = _time(lambda: calibkit.ece(y, p), rep)
-    t_ci = _time(lambda: calibkit.confidence_interval(y, p, n_resamples=1000, seed=1), rep)
-    t_test = _time(lambda: calibkit.calibration_test(y, p, n_resamples=1000, seed=1), rep)
+    t_ci = _time(lambda: calibkit.confidence_interval(y, p, n_resamples=1000, random_state=1), rep)
+    t_test = _time(lambda: calibkit.calibration_test(y, p, n_resamples=1000, random_state=1), rep)
     print(f"(50000, 1000) float64: one ece {t_ece * 1e3:.1f} ms")
     print(f"  confidence_interval, 1000 resamples: {t_ci:.2f} s (target <= 3 s) = "
           f"{t_ci / t_ece:.0f} ece calls")

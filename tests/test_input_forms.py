@@ -140,3 +140,71 @@ def test_calibration_test_weights_are_checked():
     r = calibkit.calibration_test(confidence=conf, correct=correct, n_resamples=20,
                                   sample_weight=np.full(50, 2.0), random_state=0)
     assert r.statistic == pytest.approx(calibkit.ece(confidence=conf, correct=correct), abs=1e-15)
+
+
+def _calibrated(n=2000, k=4, seed=8):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k), size=n)
+    y = (p.cumsum(1) < rng.uniform(size=(n, 1))).sum(1)  # a label drawn from each row
+    return y, p
+
+
+@pytest.mark.parametrize("metric, fn", [("SCE", calibkit.sce), ("ACE", calibkit.ace),
+                                        ("ECE", calibkit.ece)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibration_test_takes_a_callable(metric, fn, weighted):
+    """The callable sees the labels the kernel draws for the metrics of the space: an
+    all-probabilities metric given as a callable gives the same resamples and p-value."""
+    y, p = _calibrated()
+    w = np.random.default_rng(2).integers(1, 3, y.size).astype(float) if weighted else None
+
+    def statistic(labels, probs, sample_weight=None):
+        return fn(labels, probs, sample_weight=sample_weight)
+
+    native = calibkit.calibration_test(y, p, metric, n_resamples=120, random_state=5,
+                                       sample_weight=w)
+    mine = calibkit.calibration_test(y, p, statistic, n_resamples=120, random_state=5,
+                                     sample_weight=w)
+    assert mine.statistic == pytest.approx(native.statistic, abs=1e-15)
+    assert mine.metric == "statistic" and mine.num_bins == 0
+    if metric != "ECE":  # top-label ECE redraws "correct", the callable whole labels
+        np.testing.assert_allclose(mine.resamples, native.resamples, rtol=0, atol=1e-13)
+        assert mine.pvalue == native.pvalue
+    assert 0.01 < mine.pvalue <= 1  # calibrated by construction
+
+
+def test_calibration_test_callable_on_pairs_and_by_name():
+    y, p = _calibrated()
+    conf, correct = p.max(1), (p.argmax(1) == y)
+
+    def ece_of_pairs(confidence, correct, sample_weight=None):
+        return calibkit.ece(confidence=confidence, correct=correct, sample_weight=sample_weight)
+
+    native = calibkit.calibration_test(confidence=conf, correct=correct, n_resamples=150,
+                                       random_state=1)
+    mine = calibkit.calibration_test(confidence=conf, correct=correct, metric=ece_of_pairs,
+                                     n_resamples=150, random_state=1)
+    np.testing.assert_allclose(mine.resamples, native.resamples, rtol=0, atol=1e-13)
+    assert mine.pvalue == native.pvalue
+    for name, fn in (("smece", calibkit.smece), ("ksce", calibkit.ksce)):
+        r = calibkit.calibration_test(y, p, name, n_resamples=40, random_state=0)
+        assert r.statistic == fn(y, p) and r.metric == fn.__name__
+        bad = calibkit.calibration_test(y, np.roll(p, 1, axis=1), name, n_resamples=40,
+                                        random_state=0)
+        assert bad.pvalue < 0.05 < r.pvalue
+
+
+def test_calibration_test_callable_is_checked():
+    y, p = _calibrated(n=50)
+    with pytest.raises(calibkit.InputTypeError, match="sample_weight"):
+        calibkit.calibration_test(y, p, lambda a, b: 0.0, n_resamples=5)
+    with pytest.raises(calibkit.InvalidProbabilitiesError):
+        calibkit.calibration_test(y, p * 2, calibkit.smece, n_resamples=5)
+    # a statistic undefined on some resamples: those are left out of the p-value
+    calls = iter(range(10**6))
+
+    def sometimes_nan(labels, probs, sample_weight=None):
+        return float("nan") if next(calls) % 2 else 0.5
+
+    r = calibkit.calibration_test(y, p, sometimes_nan, n_resamples=20, random_state=0)
+    assert np.isnan(r.resamples).sum() == 10 and r.pvalue == 1.0

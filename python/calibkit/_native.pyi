@@ -210,6 +210,12 @@ def score_rows(
 def bootstrap_weights(
     weights: str, seed: int, r0: int, count: int, n: int
 ) -> npt.NDArray[np.float64]: ...
+def consistency_draws(
+    score: npt.NDArray[np.float64], seed: int, r0: int, count: int
+) -> npt.NDArray[np.int64]:
+    """The labels of consistency resamples ``r0..r0 + count``, shape (count, N): a class per
+    row of an (N, K) probability matrix, or 1 = correct for (N, 1) top-label confidences (the
+    draws ``resample_consistency`` makes)."""
 def grouped_bin_stats_at(
     groups: npt.NDArray[np.int64] | None,
     scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],

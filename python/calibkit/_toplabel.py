@@ -40,7 +40,7 @@ from .errors import (
     TopLabelInputError,
 )
 
-__all__ = ["Pairs", "resolve", "is_top_label", "toplabel_space", "require_top_label", "pair_groups", "ALL_PROBS_HINT"]
+__all__ = ["Pairs", "resolve", "is_top_label", "toplabel_space", "require_top_label", "ALL_PROBS_HINT"]
 
 #: What to pass instead when a metric needs every class's probability.
 ALL_PROBS_HINT = (
@@ -200,23 +200,6 @@ def require_top_label(pairs: Pairs, max_prob: bool, class_conditional: bool,
             f"{what} is class-conditional: pass predicted= (the predicted class of each "
             f"confidence) and num_classes= (K) along with confidence= and correct="
         )
-
-
-def pair_groups(pairs: Pairs, class_conditional: bool,
-                threshold: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The kept ``(scores, outcomes)`` of each group, as :func:`calibkit.binned.groups.score_groups`
-    forms them from a matrix (scores in the dtype of ``confidence``, outcomes bool, groups in
-    predicted-class order, input order within a group). The values must be validated."""
-    keep = pairs.confidence > np.float64(threshold)  # compared in float64 (SPEC)
-    top = pairs.confidence[keep]
-    correct = pairs.correct[keep].view(bool)
-    if not class_conditional:
-        return [(top, correct)]
-    assert pairs.predicted is not None  # require_top_label: class-conditional pairs have it
-    pred = pairs.predicted[keep]
-    order = np.argsort(pred, kind="stable")
-    splits = np.cumsum(np.bincount(pred, minlength=pairs.k))[:-1]
-    return list(zip(np.split(top[order], splits), np.split(correct[order], splits)))
 
 
 # -- the native calls (one per entry point kind) ---------------------------------------------------

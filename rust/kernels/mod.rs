@@ -78,6 +78,7 @@
 //! | `resample_bootstrap`, `resample_consistency` | [`weighted::resample::bootstrap`], [`weighted::resample::consistency`] | resamples on fixed per-entry cells, each reduced by [`self::core::reduce::reduce`] |
 //! | `resample_bootstrap_grouped` | [`weighted::resample::bootstrap_grouped`] | bootstrap with bins that move with the weights: [`weighted::grouped::grouped_bin_stats`] per resample |
 //! | `bootstrap_weights` | [`weighted::resample::weights_matrix`] | the per-row multiplicities the bootstraps use |
+//! | `consistency_draws` | [`weighted::resample::consistency_draws`] | the labels consistency resampling draws (for a Python callable) |
 //!
 //! Every kernel here is bitwise the same for any number of threads (fixed chunks folded in
 //! order; counter-based random numbers per (seed, resample, row)).

@@ -185,7 +185,27 @@ fn bootstrap_weights<'py>(
     })
 }
 
+/// consistency_draws(score, seed, r0, count) -> (count, N) int64: the labels of consistency
+/// resamples `r0..r0 + count` (a class per row for an (N, K) probability matrix; 1 = correct for
+/// (N, 1) top-label confidences), the draws `resample_consistency` makes.
+#[pyfunction]
+fn consistency_draws<'py>(
+    py: Python<'py>,
+    score: PyReadonlyArray2<'py, f64>,
+    seed: u64,
+    r0: usize,
+    count: usize,
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    guard(py, || {
+        let (n, width) = (score.shape()[0], score.shape()[1]);
+        let s = slice2(&score, "score")?;
+        let v = py.detach(|| resample::consistency_draws(s, width, seed, r0, count)).map_err(to_py)?;
+        v.into_pyarray(py).reshape([count, n])
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(consistency_draws, m)?)?;
     m.add_function(wrap_pyfunction!(resample_bootstrap, m)?)?;
     m.add_function(wrap_pyfunction!(resample_consistency, m)?)?;
     m.add_function(wrap_pyfunction!(resample_bootstrap_grouped, m)?)?;

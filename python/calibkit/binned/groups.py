@@ -1,27 +1,44 @@
-"""Private NumPy helper shared by :mod:`calibkit.streaming` and :mod:`calibkit.dask`: the
-score groups of docs/spec.md from one *already validated* batch. Binning them is the primitive's job
-(:func:`calibkit.binned.table.grouped_bin_stats`, ``docs/weighted-bins.md``).
+"""The score groups of docs/spec.md from one *already validated* batch, for the modules that
+bin kept scores themselves (:mod:`calibkit.streaming`, :mod:`calibkit.dask`, the sweep).
+Binning them is the primitive's job (:func:`calibkit.binned.table.grouped_bin_stats`,
+``docs/weighted-bins.md``).
 
-Conventions (binding, from docs/spec.md): scores keep the input dtype (float32 stays float32)
-and are widened exactly to float64 before any comparison with a threshold or an edge; sums are
-float64.
+The rules are the kernels': a row's top label is the one ``rust/kernels/gce/rows.rs`` takes
+(the first maximum, via ``_native.score_rows``); a score is kept when it exceeds the threshold
+compared in float64 (:func:`kept`); a group's scores keep their input order
+(:func:`split_by_group`). Scores keep the input dtype (float32 stays float32) and are widened
+exactly to float64 before any comparison with a threshold or an edge; sums are float64.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-# SPEC's positions come from the kernel (rust/kernels/edges.rs); re-exported for the tests that
-# compare sketch edges with them.
+from .. import _native
+
+# SPEC's positions come from the kernel (rust/kernels/core/edges.rs); re-exported for the tests
+# that compare sketch edges with them.
 from .table import adaptive_positions
 
-__all__ = ["adaptive_positions", "score_groups"]
+__all__ = ["adaptive_positions", "kept", "split_by_group", "score_groups", "pair_groups"]
 
 
-def _keep(scores: np.ndarray, threshold: float) -> np.ndarray:
+def kept(scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Which scores a metric keeps: those above ``threshold``, compared in float64."""
     # np.float64 is a "strong" scalar under NEP 50: the comparison happens in float64, as SPEC
     # requires for float32 input (a Python float would be cast to float32 first).
     return scores > np.float64(threshold)
+
+
+def split_by_group(scores: np.ndarray, outcomes: np.ndarray, group: np.ndarray | None,
+                   num_groups: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(scores, outcomes)`` per group ``0..num_groups`` (one group when ``group`` is None), in
+    input order within a group."""
+    if group is None:
+        return [(scores, outcomes)]
+    order = np.argsort(group, kind="stable")
+    splits = np.cumsum(np.bincount(group, minlength=num_groups))[:-1]
+    return list(zip(np.split(scores[order], splits), np.split(outcomes[order], splits)))
 
 
 def score_groups(labels: np.ndarray, probs: np.ndarray, max_prob: bool,
@@ -52,27 +69,34 @@ def score_groups(labels: np.ndarray, probs: np.ndarray, max_prob: bool,
     """
     n, k = probs.shape
     if max_prob:
-        pred = np.argmax(probs, axis=1)  # lowest index on ties
-        top = np.take_along_axis(probs, pred[:, None], axis=1)[:, 0]
-        correct = pred == labels
-        keep = _keep(top, threshold)
-        top, correct = top[keep], correct[keep]
-        if not class_conditional:
-            return [(top, correct)]
-        pred = pred[keep]
-        order = np.argsort(pred, kind="stable")
-        splits = np.cumsum(np.bincount(pred, minlength=k))[:-1]
-        return list(zip(np.split(top[order], splits), np.split(correct[order], splits)))
+        # every row's top label as the kernels take it, then the threshold
+        pred, top, correct, _ = _native.score_rows(labels, probs, True, True, float("-inf"), False)
+        keep = kept(top, threshold)
+        top = top[keep].astype(probs.dtype, copy=False)  # exact: the kernel widened the score
+        return split_by_group(top, correct[keep] > 0.5, pred[keep] if class_conditional else None, k)
     if not class_conditional:
         flat = probs.reshape(-1)
         outcome = np.zeros(n * k, dtype=bool)
         outcome[np.arange(n) * k + labels] = True
-        keep = _keep(flat, threshold)
+        keep = kept(flat, threshold)
         return [(flat[keep], outcome[keep])]
     cols = np.ascontiguousarray(probs.T)
     out = []
     for c in range(k):
         s = cols[c]
-        keep = _keep(s, threshold)
+        keep = kept(s, threshold)
         out.append((s[keep], (labels == c)[keep]))
     return out
+
+
+def pair_groups(pairs, class_conditional: bool,
+                threshold: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The kept ``(scores, outcomes)`` of each group of validated top-label pairs
+    (:class:`calibkit._toplabel.Pairs`), as :func:`score_groups` forms them from a matrix:
+    scores in the dtype of ``confidence``, outcomes bool, groups in predicted-class order."""
+    keep = kept(pairs.confidence, threshold)
+    group = None
+    if class_conditional:
+        assert pairs.predicted is not None  # require_top_label: class-conditional pairs have it
+        group = pairs.predicted[keep]
+    return split_by_group(pairs.confidence[keep], pairs.correct[keep].view(bool), group, pairs.k)

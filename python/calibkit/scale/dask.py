@@ -53,7 +53,7 @@ import numpy as np
 
 from .. import _native, _toplabel
 from ..binned.table import grouped_bin_stats, grouped_bin_stats_at
-from ..binned.groups import score_groups
+from ..binned.groups import pair_groups, score_groups
 from .select import Selection, SelectionError, add_packed, scan_groups
 from .._params import (as_bin_counts, as_int, as_num_classes, check_gce_params, check_table,
                       check_weight_total)
@@ -254,9 +254,9 @@ def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
         _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks values
     dtype = pairs.confidence.dtype
     for (mp, cc, t), plan in job["scan"].items():
-        out["scan"][(mp, cc, t)] = scan_groups(_toplabel.pair_groups(pairs, cc, t), plan, dtype)
+        out["scan"][(mp, cc, t)] = scan_groups(pair_groups(pairs, cc, t), plan, dtype)
     for (mp, cc, t), edges in job["count"].items():
-        groups = _toplabel.pair_groups(pairs, cc, t)
+        groups = pair_groups(pairs, cc, t)
         for b, tab in _count_tables(groups, edges, job["num_bins"]).items():
             out["count"][(mp, cc, t, b)] = tab
     return out

@@ -87,6 +87,7 @@ import numpy as np
 
 from .. import _native, _toplabel
 from .._typing import NumBinsList
+from ..binned.groups import pair_groups
 from ..binned.table import even_boundaries
 from .kept import KeptScores, bin_rows, equal_state
 from .sketch import SketchGroups, load_datasketches
@@ -383,7 +384,7 @@ class Accumulator:
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
             if w is None:
-                groups[(mp, cc)] = (t_min, _toplabel.pair_groups(pairs, cc, t_min))
+                groups[(mp, cc)] = (t_min, pair_groups(pairs, cc, t_min))
                 continue
             tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t_min,
                               num_bins=1)

@@ -22,12 +22,13 @@ import numpy as np
 
 from .. import _native
 from .._params import as_resamples, as_seed, renames
-from ..binned.spec import MetricSpec
 from .._toplabel import resolve
 from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
 from ..binned.weights import as_sample_weight
 from .cells import pair_cells, row_cells
+from .statistic import metric_of, pairs_callable
+from .._validate import validate_inputs
 
 __all__ = ["calibration_test", "CalibrationTestResult"]
 
@@ -46,6 +47,7 @@ class CalibrationTestResult:
     metric : str
         The metric's name.
     num_bins : int
+        The bin count of a metric of the space (0 for a callable statistic).
     resamples : ndarray of shape (R,)
         The metric on each consistency resample.
     """
@@ -69,10 +71,16 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
     ----------
     labels : array_like of shape (N,)
     probs : array_like of shape (N, K), (N, 1) or (N,)
-    metric : str, int or MetricSpec, default "ECE"
-        Any metric of the space: a name (``"ECE"``, ``"SCE"``, ...), a paper index 0-31 or a
-        :class:`calibkit.MetricSpec`. Its value is the test statistic.
+    metric : str, int, MetricSpec or callable, default "ECE"
+        The test statistic: any metric of the space (a name such as ``"ECE"`` or ``"SCE"``, a
+        paper index 0-31 or a :class:`calibkit.MetricSpec`), a binning-free estimator by name
+        (``"smece"``, ``"ksce"``), or any callable ``metric(labels, probs, sample_weight=w)``
+        returning a float (with top-label input ``metric(confidence=..., correct=...,
+        sample_weight=w)``). A callable is called once on the data and once per resample with
+        the redrawn labels (or redrawn ``correct``); resamples where it is not finite are left
+        out of the p-value.
     num_bins : int or "auto", default 15
+        Ignored for a callable.
     n_resamples : int, default 1000
         R, the number of label redraws.
     random_state : int or None
@@ -105,10 +113,14 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
     >>> bad.pvalue < 0.01
     True
     """
-    spec = MetricSpec.coerce(metric)
+    spec, fn = metric_of(metric, "the test passes the sample weights, or None")
     r = as_resamples(n_resamples)
     s = as_seed(random_state)
     pairs = resolve(labels, probs, confidence, correct, predicted, num_classes)
+    if fn is not None:
+        return _callable_test(fn, labels, probs, pairs, sample_weight, s, r,
+                              (confidence, correct, predicted, num_classes))
+    assert spec is not None  # metric_of gives a spec or a callable
     if isinstance(num_bins, str):
         num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
                                 class_conditional=spec.class_conditional)
@@ -121,6 +133,52 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
     t = rc.bins.error(spec.norm)
     star = _native.resample_consistency(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
                                         spec.norm, spec.class_conditional, s, r)
-    # T* >= T up to rounding: a resample that reproduces the data's table must count.
-    p = (1.0 + np.count_nonzero(star >= t - 1e-12 * max(1.0, abs(t)))) / (1.0 + r)
-    return CalibrationTestResult(float(t), float(p), r, spec.name, num_bins, star)
+    return CalibrationTestResult(float(t), _pvalue(t, star), r, spec.name, num_bins, star)
+
+
+def _pvalue(t: float, star: np.ndarray) -> float:
+    """``(1 + #{T* >= T}) / (1 + R)`` over the finite resamples; T* >= T up to rounding, so that
+    a resample reproducing the data's table counts."""
+    star = star[np.isfinite(star)]
+    return float((1.0 + np.count_nonzero(star >= t - 1e-12 * max(1.0, abs(t)))) / (1.0 + star.size))
+
+
+#: Resamples drawn at a time for a callable (bounds the (block, N) labels held at once).
+_BLOCK = 64
+
+
+def _callable_test(fn, labels, probs, pairs, sample_weight, seed: int, r: int,
+                   top) -> CalibrationTestResult:
+    """The test with a callable statistic: the labels (or ``correct``) of each consistency
+    resample are drawn by the kernel that draws them for the metrics of the space
+    (``_native.consistency_draws``), and ``fn`` recomputes the statistic on them."""
+    if pairs is not None:
+        confidence, _, predicted, num_classes = top
+        # the values are checked by the pair kernel's checks, as every top-label entry point
+        _native.check_pairs(np.ascontiguousarray(pairs.confidence, dtype=np.float64),
+                            pairs.correct, pairs.predicted, pairs.k)
+        on_pairs = pairs_callable(fn, confidence, predicted, num_classes)
+        n, score = pairs.n, np.ascontiguousarray(pairs.confidence, dtype=np.float64)[:, None]
+
+        def call(drawn, w):
+            return on_pairs(drawn, sample_weight=w)
+
+        observed = pairs.correct
+    else:
+        y, p = validate_inputs(labels, probs)
+        _native.check_values(y, p)  # finite, in range, rows summing to 1, labels in [0, K)
+        n, score = y.shape[0], np.ascontiguousarray(p, dtype=np.float64)
+
+        def call(drawn, w):
+            return fn(drawn, probs, sample_weight=w)
+
+        observed = labels
+    sw = None if sample_weight is None else as_sample_weight(sample_weight, n)
+    t = float(call(observed, sw))
+    star = np.empty(r)
+    for r0 in range(0, r, _BLOCK):
+        drawn = _native.consistency_draws(score, seed, r0, min(_BLOCK, r - r0))
+        for j in range(drawn.shape[0]):
+            star[r0 + j] = float(call(drawn[j], sw))
+    return CalibrationTestResult(t, _pvalue(t, star), r, getattr(fn, "__name__", "metric"),
+                                 0, star)

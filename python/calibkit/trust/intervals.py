@@ -54,12 +54,12 @@ from .._params import (
     as_seed,
     renamed,
 )
-from ..errors import InputTypeError, InvalidParameterError, NumericalError
-from ..binned.spec import MetricSpec
+from ..errors import InvalidParameterError, NumericalError
 from .._toplabel import resolve
 from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
 from .cells import pair_cells, row_cells
+from .statistic import metric_of, pairs_callable
 
 __all__ = ["confidence_interval", "ConfidenceInterval", "METHODS"]
 
@@ -155,40 +155,6 @@ def _old_names(fn: _F) -> _F:
     return confidence_interval  # type: ignore[return-value]  # fn's signature, old names aside
 
 
-def _metric_of(metric):
-    """(spec, None) for a metric of the space, (None, callable) for a callable."""
-    if callable(metric) and not isinstance(metric, MetricSpec):
-        import inspect
-
-        try:
-            params = inspect.signature(metric).parameters
-        except (TypeError, ValueError):  # builtins without a signature: trust the call
-            return None, metric
-        if "sample_weight" not in params and not any(
-                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            raise InputTypeError(
-                f"metric: the callable {getattr(metric, '__name__', metric)!r} must accept a "
-                f"sample_weight= keyword (each bootstrap resample passes its row weights); "
-                f"wrap it, e.g. lambda y, p, sample_weight=None: f(y, p, sample_weight=sample_weight)"
-            )
-        return None, metric
-    if isinstance(metric, str) and metric.lower() in BINNING_FREE:
-        return None, _binning_free(metric.lower())
-    return MetricSpec.coerce(metric), None
-
-
-#: The binning-free estimators ``metric=`` may name: each is a callable that takes
-#: ``sample_weight=``, resampled like any callable.
-BINNING_FREE = ("smece", "ksce")
-
-
-def _binning_free(name: str):
-    from ..binfree.ks import ksce
-    from ..binfree.smooth import smece
-
-    return {"smece": smece, "ksce": ksce}[name]
-
-
 def _check_weights(sample_weight, n: int):
     if sample_weight is None:
         return None
@@ -275,14 +241,20 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
     conf = as_confidence_level(confidence_level)
     r = as_resamples(n_resamples)
     s = as_seed(random_state)
-    spec, fn = _metric_of(metric)
+    spec, fn = metric_of(metric, "each bootstrap resample passes its row weights")
     pairs = resolve(labels, probs, confidence, correct, predicted, num_classes)
     if fn is not None:
         if pairs is not None:  # the callable takes the pairs as confidence=, correct=, ...
-            fn = _pairs_callable(fn, confidence, correct, predicted, num_classes)
+            on_pairs = pairs_callable(fn, confidence, predicted, num_classes)
+
+            def fn(_labels, _probs, sample_weight=None):
+                return on_pairs(correct, sample_weight=sample_weight)
+
+            fn.__name__ = on_pairs.__name__
             labels = np.zeros(pairs.n)
         t, star, name = _callable_resamples(fn, labels, probs, sample_weight, weights, s, r)
     else:
+        assert spec is not None  # metric_of gives a spec or a callable
         if isinstance(num_bins, str):
             num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
                                     class_conditional=spec.class_conditional)
@@ -311,18 +283,6 @@ def _require_finite(star: np.ndarray, name: str, sample_weight) -> None:
             f"{float(np.sum(np.asarray(sample_weight, dtype=np.float64))):.4g}) by its rows' "
             f"multiplicities, which overflowed float64; scale the weights down")
         raise NumericalError(f"{bad} of {star.size} bootstrap resamples of {name} are not finite{why}")
-
-
-def _pairs_callable(fn, confidence, correct, predicted, num_classes):
-    """``fn`` called on top-label pairs: ``fn(confidence=..., correct=..., sample_weight=...)``
-    (with ``predicted=``/``num_classes=`` when given), whatever rows the bootstrap passes."""
-    extra = {} if predicted is None else {"predicted": predicted, "num_classes": num_classes}
-
-    def on_pairs(_labels, _probs, sample_weight=None):
-        return fn(confidence=confidence, correct=correct, sample_weight=sample_weight, **extra)
-
-    on_pairs.__name__ = getattr(fn, "__name__", "metric")
-    return on_pairs
 
 
 def _space_resamples(spec, rc, sample_weight, weights, seed, r):

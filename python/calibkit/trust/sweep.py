@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._toplabel import pair_groups, resolve
-from ..binned.groups import score_groups
+from .._toplabel import resolve
+from ..binned.groups import pair_groups, score_groups
 from ..binned.table import sorted_bin_starts
 from .._params import as_choice, as_int
 from .._validate import MAX_BINS, validate_inputs

@@ -449,24 +449,7 @@ pub fn consistency(
         st.sum_outcome.iter_mut().for_each(|x| *x = 0.0);
         let key = stream_key(seed, r as u64);
         for i in 0..n {
-            let u = unit(draw(key, i as u64));
-            let row = &cells.score[i * k..(i + 1) * k];
-            let hit = if k == 1 {
-                if u < row[0] { 0 } else { DROPPED }
-            } else {
-                let total: f64 = row.iter().sum();
-                let target = u * total;
-                let mut acc = 0.0;
-                let mut pick = k - 1; // rounding: a target past the last sum takes the last class
-                for (j, &p) in row.iter().enumerate() {
-                    acc += p;
-                    if target < acc {
-                        pick = j;
-                        break;
-                    }
-                }
-                pick as u32
-            };
+            let hit = redraw(&cells.score[i * k..(i + 1) * k], unit(draw(key, i as u64)));
             if (hit as usize) < k {
                 let c = cells.cell[i * k + hit as usize] as usize;
                 if let Some(x) = st.sum_outcome.get_mut(c) {
@@ -476,6 +459,60 @@ pub fn consistency(
         }
         reduce(st, norm, class_conditional)
     }))
+}
+
+/// The outcome a consistency resample draws for one row from the uniform `u`: a top-label row
+/// (one score, the confidence) is correct (column 0) when `u < score`, else [`DROPPED`]; a row of
+/// K probabilities gives the class whose running sum first exceeds `u * total` (inverse CDF; a
+/// target past the last sum, by rounding, takes the last class).
+#[inline(always)]
+fn redraw(row: &[f64], u: f64) -> u32 {
+    if row.len() == 1 {
+        return if u < row[0] { 0 } else { DROPPED };
+    }
+    let total: f64 = row.iter().sum();
+    let target = u * total;
+    let mut acc = 0.0;
+    for (j, &p) in row.iter().enumerate() {
+        acc += p;
+        if target < acc {
+            return j as u32;
+        }
+    }
+    (row.len() - 1) as u32
+}
+
+/// The labels [`consistency`] draws, for callers that recompute a metric themselves (a Python
+/// callable): resamples `r0..r0 + count` of `n = score.len() / width` rows, row-major
+/// `(count, n)`. `width == K`: each row's redrawn class in `0..K` (the row's probabilities in
+/// `score`); `width == 1`: 1 when the prediction is redrawn correct, else 0 (the confidence in
+/// `score`). Same seed, same draws as [`consistency`], for any thread count.
+pub fn consistency_draws(score: &[f64], width: usize, seed: u64, r0: usize, count: usize) -> Result<Vec<i64>, KernelError> {
+    if width == 0 || !score.len().is_multiple_of(width) {
+        return Err(KernelError::Shape(format!(
+            "scores hold {} values, not rows of {width}; pass an (N, K) matrix",
+            score.len()
+        )));
+    }
+    if let Some(i) = score.iter().position(|v| !v.is_finite()) {
+        return Err(KernelError::Parameter(format!(
+            "score {i} is {}, not finite: consistency draws need validated probabilities",
+            score[i]
+        )));
+    }
+    let n = score.len() / width;
+    let mut out = vec![0i64; count * n];
+    if n == 0 {
+        return Ok(out);
+    }
+    out.par_chunks_mut(n).enumerate().for_each(|(j, labels)| {
+        let key = stream_key(seed, (r0 + j) as u64);
+        for (i, label) in labels.iter_mut().enumerate() {
+            let hit = redraw(&score[i * width..(i + 1) * width], unit(draw(key, i as u64)));
+            *label = if width == 1 { i64::from(hit == 0) } else { i64::from(hit) };
+        }
+    });
+    Ok(out)
 }
 
 /// Already-grouped kept scores with the row each came from (for [`bootstrap_grouped`]).
@@ -557,6 +594,33 @@ pub fn weights_matrix(scheme: Scheme, seed: u64, r0: usize, count: usize, n: usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consistency_draws_are_the_resamples_labels() {
+        // Top-label: the draws are Bernoulli(confidence), the same u as `consistency`.
+        let conf = [0.9, 0.1, 0.5, 1.0, 0.0];
+        let d = consistency_draws(&conf, 1, 11, 3, 2).unwrap();
+        for j in 0..2 {
+            let key = stream_key(11, (3 + j) as u64);
+            for (i, &c) in conf.iter().enumerate() {
+                let want = i64::from(unit(draw(key, i as u64)) < c);
+                assert_eq!(d[j * conf.len() + i], want);
+            }
+        }
+        // K classes: every label in range, frequencies follow the row.
+        let row = [0.2, 0.0, 0.8];
+        let probs: Vec<f64> = row.iter().copied().cycle().take(3 * 20_000).collect();
+        let d = consistency_draws(&probs, 3, 5, 0, 1).unwrap();
+        assert!(d.iter().all(|&l| (0..3).contains(&l) && l != 1));
+        let share = d.iter().filter(|&&l| l == 2).count() as f64 / d.len() as f64;
+        assert!((share - 0.8).abs() < 0.01, "{share}");
+        // Threads do not matter: the draws of resample r are keyed by (seed, r, row).
+        let all = consistency_draws(&probs, 3, 5, 0, 4).unwrap();
+        let one = consistency_draws(&probs, 3, 5, 2, 1).unwrap();
+        assert_eq!(&all[2 * 20_000..3 * 20_000], &one[..]);
+        assert!(consistency_draws(&[0.5, f64::NAN], 1, 0, 0, 1).is_err());
+        assert!(consistency_draws(&[0.5, 0.5, 0.2], 2, 0, 0, 1).is_err());
+    }
 
     #[test]
     fn poisson_mean_and_variance() {
