@@ -25,9 +25,9 @@ import statistics
 import time
 
 import numpy as np
+from _machine import cpu_model
 
 import calibkit
-from _machine import cpu_model
 
 
 def timed(fn, repeat):

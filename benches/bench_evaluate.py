@@ -34,10 +34,10 @@ import textwrap
 import time
 
 import numpy as np
+from _machine import cpu_model
 
 import calibkit
 from calibkit.space import evaluate, metric_space
-from _machine import cpu_model
 
 NUM_BINS = (10, 20, 30, 40, 50)
 

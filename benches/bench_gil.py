@@ -19,10 +19,10 @@ import threading
 import time
 
 import numpy as np
-
-import calibkit
 from _machine import cpu_model
 from bench_metrics import METRICS, make_data
+
+import calibkit
 
 
 def _ticks_while(alive, step: float) -> int:

@@ -24,9 +24,9 @@ import statistics
 import time
 
 import numpy as np
+from _machine import cpu_model
 
 import calibkit
-from _machine import cpu_model
 
 
 def best(f, repeat: int) -> tuple[float, float]:

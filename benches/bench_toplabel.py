@@ -16,10 +16,10 @@ import os
 import time
 
 import numpy as np
-
-import calibkit
 from _machine import cpu_model
 from bench_metrics import METRICS, make_data
+
+import calibkit
 
 
 def main(argv=None) -> None:

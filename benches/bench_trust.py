@@ -21,9 +21,9 @@ import statistics
 import time
 
 import numpy as np
+from _machine import cpu_model
 
 import calibkit
-from _machine import cpu_model
 
 
 def _time(fn, repeat: int) -> float:

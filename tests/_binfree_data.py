@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import load_shared
 
 import calibkit
-from conftest import load_shared
 
 #: Real records with full probability matrices (top-label pairs derived from them).
 REAL = [

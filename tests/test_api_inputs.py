@@ -365,8 +365,8 @@ def test_tensor_requiring_grad_gets_the_detach_hint(case):
 def _conversion_calls():
     """(argument name, call taking that argument, a valid value for it) for array arguments
     outside the metric entry points, each converted by ``_validate.as_array``."""
-    from calibkit.binned.table import grouped_bin_stats
     from calibkit.analysis import error_vs_temperature
+    from calibkit.binned.table import grouped_bin_stats
 
     rng = np.random.default_rng(3)
     z = rng.normal(size=(60, 3))

@@ -258,8 +258,8 @@ def _metric(out_dir: Path, name: str = "ECE") -> float:
 
 def _report(tmp_path, *args) -> tuple[int, str, str, Path]:
     out = tmp_path / f"o{len(list(tmp_path.iterdir()))}"
-    from contextlib import redirect_stderr, redirect_stdout
     import io
+    from contextlib import redirect_stderr, redirect_stdout
 
     so, se = io.StringIO(), io.StringIO()
     with redirect_stdout(so), redirect_stderr(se):

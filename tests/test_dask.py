@@ -8,18 +8,18 @@ import doctest
 import itertools
 import pickle
 
-import calibkit
-import calibkit.scale.select as _select
-import calibkit.scale.dask as cdask
 import numpy as np
 import pytest
-from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from calibkit.space import Evaluation, evaluate
-from calibkit.space import metric_space
-from calibkit.scale.streaming import Accumulator
 from conftest import load_shared, requires
 from hypothesis import given
 from hypothesis import strategies as st
+
+import calibkit
+import calibkit.scale.dask as cdask
+import calibkit.scale.select as _select
+from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from calibkit.scale.streaming import Accumulator
+from calibkit.space import Evaluation, evaluate, metric_space
 
 dask = requires("dask")
 da = requires("dask.array")

@@ -6,10 +6,10 @@ import sys
 
 import numpy as np
 import pytest
+from _binfree_data import REAL, SYNTH, real, synthetic, toplabel
 from conftest import requires
 
 import calibkit
-from _binfree_data import REAL, SYNTH, real, synthetic, toplabel
 
 
 def md(x, y, scoring, w=None):

@@ -8,9 +8,8 @@ from conftest import requires
 from scipy import stats
 
 import calibkit
-from calibkit.errors import CalibkitError, InvalidParameterError, ShapeMismatchError
 from calibkit.binned.bin_intervals import binomial_interval
-
+from calibkit.errors import CalibkitError, InvalidParameterError, ShapeMismatchError
 
 # --- per-bin intervals -------------------------------------------------------------------
 

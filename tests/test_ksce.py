@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _binfree_data import HOLLANCE, REAL, SYNTH, real, synthetic, toplabel
+from conftest import load_shared
 
 import calibkit
-from _binfree_data import HOLLANCE, REAL, SYNTH, real, synthetic, toplabel
 from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from conftest import load_shared
 
 
 def ks_numpy(s, o, w=None):

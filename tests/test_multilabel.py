@@ -10,7 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import calibkit
-from calibkit.space import multilabel_evaluate
+from calibkit.binned.multilabel import (
+    MultilabelError,
+    multilabel_bins,
+    multilabel_gce,
+    validate_multilabel,
+)
 from calibkit.errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -18,13 +23,7 @@ from calibkit.errors import (
     InvalidProbabilitiesError,
     ShapeMismatchError,
 )
-from calibkit.binned.multilabel import (
-    MultilabelError,
-    multilabel_bins,
-    multilabel_gce,
-    validate_multilabel,
-)
-from calibkit.space import metric_space
+from calibkit.space import metric_space, multilabel_evaluate
 
 COMBOS = [
     (b, c, t, n)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_concurrent_modification import Writer, calls_while_written
 
 import calibkit
-from test_concurrent_modification import Writer, calls_while_written
 
 CALLS = {
     "ece": lambda c, ok: calibkit.ece(confidence=c, correct=ok),

@@ -30,8 +30,8 @@ from calibkit.errors import (
     ParameterTypeError,
     ShapeMismatchError,
 )
-from calibkit.space import MetricSpec
 from calibkit.scale.streaming import Accumulator
+from calibkit.space import MetricSpec
 
 
 def _dask():

@@ -15,14 +15,14 @@ matplotlib.use("Agg")
 
 import calibkit  # noqa: E402
 from calibkit import plots  # noqa: E402
+from calibkit.analysis.temperature import error_vs_temperature  # noqa: E402
+from calibkit.binned.diagnostics import per_class_error  # noqa: E402
 from calibkit.errors import (  # noqa: E402
     InputTypeError,
     InvalidLabelsError,
     InvalidParameterError,
     ShapeMismatchError,
 )
-from calibkit.binned.diagnostics import per_class_error  # noqa: E402
-from calibkit.analysis.temperature import error_vs_temperature  # noqa: E402
 from calibkit.space import evaluate  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -8,10 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-import calibkit
 import numpy as np
 import pytest
 from conftest import requires
+
+import calibkit
 from calibkit import recalibration as R
 from calibkit.errors import (
     InputTypeError,

@@ -5,9 +5,10 @@ The expected maps are computed directly: one class, one bin, one boolean mask at
 
 from __future__ import annotations
 
-import calibkit
 import numpy as np
 import pytest
+
+import calibkit
 from calibkit.recalibration import (
     BootstrapHistogramBinning,
     ClassConditionalHistogramBinning,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import calibkit
 import numpy as np
 import pytest
-from calibkit.recalibration import IsotonicRegression
-from calibkit.recalibration.isotonic import isotonic_fit_1d
 from conftest import load_shared, requires
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import calibkit
+from calibkit.recalibration import IsotonicRegression
+from calibkit.recalibration.isotonic import isotonic_fit_1d
 
 sk_iso = requires("sklearn.isotonic")
 

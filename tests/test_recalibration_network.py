@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import calibkit
 import numpy as np
 import pytest
+from scipy.special import logsumexp
+
+import calibkit
 from calibkit.recalibration import (
     ConvergenceWarning,
     NeuralNetworkScaling,
     TemperatureScaling,
 )
 from calibkit.recalibration.network import _Net
-from scipy.special import logsumexp
 
 
 def overconfident(n, k, seed, scale=4.0):

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import warnings
 
-import calibkit
 import numpy as np
 import pytest
-from calibkit import recalibration as R
 from conftest import load_shared, requires
+
+import calibkit
+from calibkit import recalibration as R
 
 NLL_METHODS = {"temperature", "vector", "matrix", "neural_network", "ece_temperature"}
 ECE_METHODS = {

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import calibkit
 import numpy as np
 import pytest
+from conftest import load_shared, requires
+from scipy.optimize import minimize
+from scipy.special import log_softmax, logsumexp
+
+import calibkit
 from calibkit.errors import InvalidLabelsError, ShapeMismatchError
 from calibkit.recalibration import (
     MatrixScaling,
@@ -17,9 +21,6 @@ from calibkit.recalibration._kernels import (
     vector_pass,
     xent_grad_inplace,
 )
-from conftest import load_shared, requires
-from scipy.optimize import minimize
-from scipy.special import log_softmax, logsumexp
 
 
 def overconfident(n, k, seed, scale=4.0, signal=1.5):

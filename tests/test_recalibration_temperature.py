@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import warnings
 
-import calibkit
 import numpy as np
 import pytest
+from conftest import load_shared
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+
+import calibkit
 from calibkit import reference
 from calibkit.recalibration import (
     ConvergenceWarning,
@@ -14,10 +19,6 @@ from calibkit.recalibration import (
     TemperatureScaling,
 )
 from calibkit.recalibration.temperature import fit_temperature_nll
-from conftest import load_shared
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from scipy.special import logsumexp
 
 
 def nll(z, y, t):

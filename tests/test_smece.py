@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _binfree_data import REAL, SYNTH, real, synthetic, toplabel
 from conftest import requires
 
 import calibkit
-from _binfree_data import REAL, SYNTH, real, synthetic, toplabel
 from calibkit.errors import InvalidParameterError, InvalidProbabilitiesError, ShapeMismatchError
 
 relplot = requires("relplot")  # a test peer: fails under CI when missing, skips elsewhere

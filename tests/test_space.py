@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 from conftest import load_shared, requires
-from spec_doc import table_32, worked_example
 from hypothesis import given
 from hypothesis import strategies as st
+from spec_doc import table_32, worked_example
 
 import calibkit
 from calibkit.errors import (

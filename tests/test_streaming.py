@@ -7,18 +7,18 @@ import doctest
 import itertools
 import pickle
 
-import calibkit
-import calibkit.binned.groups
-import calibkit.scale.streaming
 import numpy as np
 import pytest
-from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from calibkit.space import Evaluation, evaluate
-from calibkit.space import MetricSpec, metric_space
-from calibkit.scale.streaming import Accumulator, IncompatibleAccumulatorError
 from conftest import load_shared
 from hypothesis import given
 from hypothesis import strategies as st
+
+import calibkit
+import calibkit.binned.groups
+import calibkit.scale.streaming
+from calibkit.errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from calibkit.scale.streaming import Accumulator, IncompatibleAccumulatorError
+from calibkit.space import Evaluation, MetricSpec, evaluate, metric_space
 
 SPECS = list(metric_space(thresholds=(0.0, 0.01, 0.3), norms=("l1", "l2", "max")))
 EVEN = [s for s in SPECS if s.binning == "even"]

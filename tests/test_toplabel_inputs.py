@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import requires
+from conftest import SHARED_DATA, load_shared, requires
 from hypothesis import given
 from hypothesis import strategies as st
+from test_api_inputs import NumpyMethodOnly
 
 import calibkit
+from calibkit._params import MAX_TABLE_CELLS
 from calibkit.errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -28,12 +30,8 @@ from calibkit.errors import (
     ShapeMismatchError,
     TopLabelInputError,
 )
-from calibkit.space import metric_space
-from calibkit._params import MAX_TABLE_CELLS
 from calibkit.scale.streaming import Accumulator
-
-from conftest import SHARED_DATA, load_shared
-from test_api_inputs import NumpyMethodOnly
+from calibkit.space import metric_space
 
 TOP_SPACE = metric_space(norms=("l1", "l2", "max")).select(max_prob=True)
 ZOO = sorted(p.name for p in SHARED_DATA.glob("hollance__*.npz")) if SHARED_DATA.exists() else []

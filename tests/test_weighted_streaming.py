@@ -22,8 +22,8 @@ from calibkit.errors import (
     InvalidParameterError,
     ShapeMismatchError,
 )
-from calibkit.space import MetricSpec, metric_space
 from calibkit.scale.streaming import Accumulator
+from calibkit.space import MetricSpec, metric_space
 
 SPACE = metric_space()
 

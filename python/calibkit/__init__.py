@@ -8,6 +8,7 @@ Error over its whole parameter space, with the heavy lifting in Rust.
 # dir(calibkit) (tests/test_api_inputs.py checks there is none).
 from ._softmax import log_softmax, softmax
 from .binned.bins import CalibrationBins, calibration_bins, reduce_bins
+from .binned.metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
 from .errors import (
     CalibkitError,
     InputTypeError,
@@ -24,14 +25,15 @@ from .errors import (
     ShapeMismatchError,
     TopLabelInputError,
 )
-from .binned.metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
+
 from .binned.spec import MetricSpace, MetricSpec, metric_space  # isort: skip (before .space)
 from .binned.space import Evaluation, evaluate  # isort: skip
 from .scale.streaming import Accumulator, IncompatibleAccumulatorError  # isort: skip
-from .binfree.smooth import smece
-from .binfree.ks import ksce
 from .binfree.decompose import Decomposition, decompose
 from .binfree.estimators import BinningFree, binning_free
+from .binfree.ks import ksce
+from .binfree.smooth import smece
+
 from .errors import FewSamplesWarning  # isort: skip
 from .trust.calibration_test import CalibrationTestResult, calibration_test  # isort: skip
 from .trust.intervals import ConfidenceInterval, confidence_interval  # isort: skip

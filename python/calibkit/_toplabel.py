@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
-from ._validate import as_array, as_labels
 from ._params import as_num_classes
+from ._validate import as_array, as_labels
 from .errors import (
     InputTypeError,
     InvalidLabelsError,

@@ -27,11 +27,20 @@ from __future__ import annotations
 
 import numpy as np
 
-# The parameter half of the checks lives in calibkit._params; these names stay importable here.
-from ._params import (BINNINGS, MAX_BINS, NORMS, RANGE_TOL, ROW_SUM_TOL, check_gce_params,
-                      check_weights, shown)
 from . import _native
 from ._arraylike import to_numpy
+
+# The parameter half of the checks lives in calibkit._params; these names stay importable here.
+from ._params import (
+    BINNINGS,
+    MAX_BINS,
+    NORMS,
+    RANGE_TOL,
+    ROW_SUM_TOL,
+    check_gce_params,
+    check_weights,
+    shown,
+)
 from .errors import (
     InputTypeError,
     InvalidLabelsError,

@@ -353,6 +353,7 @@ def toplabel_metric_rows(top, *, num_bins: int = 15):
     ``num_classes=``); class-conditional ECE only when the predictions are known.
     """
     import calibkit
+
     from .analysis.tables import Table
 
     base: dict[str, Any] = {"confidence": top.confidence, "correct": top.correct,

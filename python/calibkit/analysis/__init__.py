@@ -43,7 +43,7 @@ from .ranking import (
     rank_order_table,
     spearman_rho,
 )
-from .report import write_report, write_prediction_report, named_metric_rows
+from .report import named_metric_rows, write_prediction_report, write_report
 from .study import ModelStudy, StudyConfig, StudyResult, evaluate_methods, run_study
 from .tables import Table
 from .temperature import (

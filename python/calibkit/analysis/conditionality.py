@@ -11,7 +11,6 @@ with ECE and class-conditional ECE.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,6 +95,7 @@ def class_conditionality(
     (2, 3)
     """
     import calibkit
+
     from ..recalibration import (
         STUDY_CC_HISTOGRAM_BINS,
         ClassConditionalHistogramBinning,

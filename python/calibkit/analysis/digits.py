@@ -9,14 +9,13 @@ Everything is deterministic for a given seed.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._params import as_study_seed, renames
 from ..errors import InvalidParameterError
-
 from .data import ModelSplits, Predictions
 
 __all__ = [

@@ -7,8 +7,8 @@ per-metric bin sensitivity, label-noise panels) are drawn here.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -203,7 +203,6 @@ def temperature_figure(labels, logits, temperatures, metrics: Sequence[str], *, 
     """
     _plt()
     from ..plots import plot_error_vs_temperature
-
     from .temperature import error_vs_temperature
 
     curves = error_vs_temperature(labels, logits, temperatures, metrics, num_bins=num_bins)

@@ -13,15 +13,14 @@ dominated by resampling noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._params import as_int, as_real, as_study_seed, renames
 from .._validate import as_labels
 from ..errors import InvalidParameterError
-
 from .tables import Table
 
 __all__ = ["LabelNoiseResult", "noisy_labels", "noise_levels", "label_noise_study"]

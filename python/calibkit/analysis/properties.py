@@ -8,8 +8,8 @@ of such a table averages half of the 32-metric space.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,6 @@ import numpy as np
 from .._params import as_list
 from ..errors import InputTypeError, InvalidParameterError
 from ._util import as_floats
-
 from .tables import Table
 
 __all__ = ["PropertyGroup", "property_groups", "group_by_property", "PROPERTIES"]

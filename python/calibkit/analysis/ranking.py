@@ -20,11 +20,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from ..errors import InvalidParameterError, ShapeMismatchError
 from ._util import as_floats
-from scipy import stats
-
 from .properties import group_by_property
 from .tables import Table
 

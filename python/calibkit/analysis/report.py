@@ -170,9 +170,9 @@ class _Doc:
 
 
 def _environment() -> list[tuple[str, Any]]:
-    from .study import package_version
-
     import scipy
+
+    from .study import package_version
 
     env = [("calibkit version", package_version()), ("python", platform.python_version()),
            ("numpy", np.__version__), ("scipy", scipy.__version__)]
@@ -238,6 +238,7 @@ def named_metric_rows(labels, probs, *, num_bins: int = 15, n_resamples: int = 0
     ['ECE', 'Class-conditional ECE', 'SCE']
     """
     import calibkit
+
     from ..binned.spec import MetricSpec
 
     rows = []

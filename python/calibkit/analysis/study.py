@@ -22,8 +22,8 @@ report.html, PNG figures, CSV tables and a JSON dump.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,6 @@ from .._params import (
     renames,
 )
 from ..errors import CalibkitError, InvalidParameterError, MethodFailedError, UnknownNameError
-
 from ._util import make_estimator, recalibration_inputs
 from .binning_free import binning_free_study_tables
 from .conditionality import ConditionalityResult, class_conditionality
@@ -49,13 +48,13 @@ from .label_noise import LabelNoiseResult, label_noise_study
 from .properties import group_by_property
 from .ranking import bin_sensitivity, metric_rank_correlations, rank_order_table
 from .tables import Table
-from .trust_table import interval_table
 from .temperature import (
     DEFAULT_TEMPERATURES,
     TemperatureResult,
     optimise_temperature_per_metric,
     temperature_table,
 )
+from .trust_table import interval_table
 
 __all__ = ["StudyConfig", "ModelStudy", "StudyResult", "run_study", "evaluate_methods", "package_version"]
 
@@ -457,8 +456,8 @@ def evaluate_methods(
     >>> v.shape
     (8, 32, 2)
     """
-    from ..recalibration import PAPER_METHODS
     from ..binned.space import evaluate, metric_space
+    from ..recalibration import PAPER_METHODS
 
     as_instance(model, ModelSplits, "model", "from default_models() or load_val_test()")
     sp = metric_space() if space is None else space
@@ -552,8 +551,8 @@ def run_study(
     >>> res.models[0].rank_order().shape  # doctest: +SKIP
     (8, 32)
     """
-    from ..recalibration import PAPER_METHODS
     from ..binned.spec import metric_space
+    from ..recalibration import PAPER_METHODS
 
     cfg = config or StudyConfig()
     t_start = time.perf_counter()

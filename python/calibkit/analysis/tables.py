@@ -12,9 +12,9 @@ import csv
 import html
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np

@@ -14,19 +14,18 @@ error" table: it shows how much ECE rewards being optimised for metrics that res
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._params import as_instance, as_int, as_list, as_num_bins
 from .._softmax import log_softmax, softmax
-from ..binned.spec import MetricSpace, MetricSpec, as_space
 from .._validate import as_array, as_labels, length_mismatch_error
-from ..errors import InvalidLabelsError, InvalidParameterError, ShapeMismatchError
 from ..binned.space import evaluate
-
+from ..binned.spec import MetricSpace, MetricSpec, as_space
+from ..errors import InvalidLabelsError, InvalidParameterError, ShapeMismatchError
 from ._util import make_estimator, recalibration_inputs
 from .data import ModelSplits
 from .properties import group_by_property
@@ -296,8 +295,9 @@ def optimise_temperature_per_metric(
     (2,)
     """
     import calibkit
-    from ..recalibration import MetricTemperatureScaling
+
     from ..binned.spec import metric_space
+    from ..recalibration import MetricTemperatureScaling
 
     as_instance(model, ModelSplits, "model", "from default_models() or load_val_test()")
     if space is None:

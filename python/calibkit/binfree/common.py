@@ -16,15 +16,12 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import _native
+from .._params import as_flag, as_real
 from .._toplabel import require_top_label, resolve
 from .._validate import validate_inputs
-
-from .._params import as_flag, as_real
-
 
 __all__ = ["groups", "check_sample_weight", "positive_float"]
 

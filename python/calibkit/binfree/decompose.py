@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native
-from .common import groups
 from .._params import as_choice
+from .common import groups
 
 __all__ = ["decompose", "Decomposition", "SCORINGS", "LOG_FLOOR"]
 

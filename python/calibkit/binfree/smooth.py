@@ -27,8 +27,8 @@ from typing import Literal, overload
 import numpy as np
 
 from .. import _native
-from .common import groups, positive_float
 from ..errors import NumericalError
+from .common import groups, positive_float
 
 __all__ = ["smece"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _toplabel
-from .table import CalibrationBins, reduce_table
 from .._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
 from .._typing import NumBins
 from .._validate import is_multilabel, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from .table import CalibrationBins, reduce_table
 
 __all__ = ["CalibrationBins", "calibration_bins", "reduce_bins"]
 

@@ -26,7 +26,6 @@ import numbers
 import numpy as np
 
 from .._params import as_flag
-from .table import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
 from .._validate import check_gce_params, check_scores, shown
 from ..errors import (
     InputTypeError,
@@ -34,6 +33,7 @@ from ..errors import (
     InvalidParameterError,
     ShapeMismatchError,
 )
+from .table import CalibrationBins, as_calibration_bins, grouped_bin_stats, reduce_table
 
 __all__ = [
     "multilabel_gce",

@@ -28,6 +28,15 @@ import numpy as np
 
 from .. import _native, _toplabel
 from .._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
+from .._typing import NumBinsList
+from .._validate import is_multilabel, validate_inputs
+from ..errors import (
+    InternalError,
+    InvalidParameterError,
+    MissingDependencyError,
+    ShapeMismatchError,
+)
+from .multilabel import multilabel_values
 from .spec import (
     DEFAULT_NUM_BINS,
     NAMED_METRICS,
@@ -38,10 +47,6 @@ from .spec import (
     _as_space,
     metric_space,
 )
-from .._typing import NumBinsList
-from .._validate import is_multilabel, validate_inputs
-from ..errors import InternalError, InvalidParameterError, MissingDependencyError, ShapeMismatchError
-from .multilabel import multilabel_values
 
 if TYPE_CHECKING:
     import pandas as pd

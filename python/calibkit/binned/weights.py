@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native
-from .table import CalibrationBins, grouped_bin_stats, reduce_table
 from .._params import check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
+from .table import CalibrationBins, grouped_bin_stats, reduce_table
 
 __all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weighted_bins",
            "weighted_evaluate"]

@@ -12,10 +12,9 @@ from .._params import (
     as_list,
     as_names,
 )
+from ..binned.space import Evaluation
 from ..binned.spec import MetricSpec
 from ..errors import InputTypeError, InvalidParameterError
-from ..binned.space import Evaluation
-
 from .figure import ACC_COLOR, GAP_COLOR, check_figsize, figure, save
 
 __all__ = ["plot_per_class_error", "plot_metric_vs_bins", "plot_error_vs_temperature"]

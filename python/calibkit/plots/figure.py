@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from .._params import (
     as_figsize,
     as_image_path,

@@ -18,8 +18,8 @@ from .._params import (
     renames,
 )
 from ..binned.spec import MetricSpec
-from ..errors import InvalidParameterError
 from ..binned.table import reduce_table
+from ..errors import InvalidParameterError
 
 if TYPE_CHECKING:
     from ..binned.table import CalibrationBins

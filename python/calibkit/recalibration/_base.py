@@ -43,8 +43,14 @@ from .._params import (
     as_real,
     renamed,
 )
-from .._validate import (as_array, as_labels, check_scores, empty_probs_error,
-                         length_mismatch_error, no_columns_error)
+from .._validate import (
+    as_array,
+    as_labels,
+    check_scores,
+    empty_probs_error,
+    length_mismatch_error,
+    no_columns_error,
+)
 from ..errors import (
     InputTypeError,
     InvalidLabelsError,

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
-from ..binned.table import grouped_bin_stats
 from .._params import as_num_bins, renames
+from ..binned.table import grouped_bin_stats
 from ..errors import InvalidParameterError
 from ._base import (
     RandomStateLike,

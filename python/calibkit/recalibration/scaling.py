@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..errors import NumericalError
 from ._base import (
     ConvergenceWarning,
     RecalibratorBase,
@@ -21,7 +22,6 @@ from ._base import (
     check_int,
     limit_blas_threads,
 )
-from ..errors import NumericalError
 from ._kernels import scaled_softmax, vector_pass, xent_grad_inplace
 from .temperature import FLOAT32_MIN_ENTRIES, SUBSAMPLE_ROWS, fit_temperature_nll
 

@@ -52,12 +52,14 @@ import re
 import numpy as np
 
 from .. import _native, _toplabel
-from ..binned.table import grouped_bin_stats, grouped_bin_stats_at
-from ..binned.groups import pair_groups, score_groups
-from .select import Selection, SelectionError, add_packed, scan_groups
-from .._params import (as_bin_counts, as_int, as_num_classes, check_gce_params, check_table,
-                      check_weight_total)
-from ..binned.spec import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
+from .._params import (
+    as_bin_counts,
+    as_int,
+    as_num_classes,
+    check_gce_params,
+    check_table,
+    check_weight_total,
+)
 from .._validate import (
     empty_probs_error,
     float_dtype,
@@ -69,6 +71,11 @@ from .._validate import (
     validate_inputs,
 )
 from ..binned.bins import calibration_bins, reduce_bins
+from ..binned.groups import pair_groups, score_groups
+from ..binned.space import Evaluation
+from ..binned.spec import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
+from ..binned.table import grouped_bin_stats, grouped_bin_stats_at
+from ..binned.weights import as_sample_weight, pair_triples
 from ..errors import (
     CalibkitError,
     InputTypeError,
@@ -76,8 +83,7 @@ from ..errors import (
     MissingDependencyError,
     ShapeMismatchError,
 )
-from ..binned.space import Evaluation
-from ..binned.weights import as_sample_weight, pair_triples
+from .select import Selection, SelectionError, add_packed, scan_groups
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 

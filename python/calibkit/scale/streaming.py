@@ -86,22 +86,28 @@ from typing import Any
 import numpy as np
 
 from .. import _native, _toplabel
+from .._params import (
+    as_bin_counts,
+    as_choice,
+    as_flag,
+    as_int,
+    as_num_bins,
+    check_table,
+    check_weight_total,
+)
 from .._typing import NumBinsList
-from ..binned.groups import pair_groups
-from ..binned.table import even_boundaries
-from .kept import KeptScores, bin_rows, equal_state
-from .sketch import SketchGroups, load_datasketches
-from .._params import as_bin_counts, as_choice, as_flag, as_int, as_num_bins, check_table, check_weight_total
+from ..binned.auto_bins import auto_num_bins, warn_if_few
 from ..binned.bins import CalibrationBins, calibration_bins, reduce_bins
+from ..binned.groups import pair_groups
+from ..binned.space import Evaluation
+from ..binned.table import even_boundaries
+from ..binned.weights import pair_triples
 from ..errors import (
     IncompatibleAccumulatorError,
     InputTypeError,
     InvalidParameterError,
     ShapeMismatchError,
 )
-from ..binned.auto_bins import auto_num_bins, warn_if_few
-from ..binned.weights import pair_triples
-from ..binned.space import Evaluation
 from .batches import (
     add_table,
     as_total,
@@ -110,6 +116,8 @@ from .batches import (
     kept_groups,
     metric_space_of,
 )
+from .kept import KeptScores, bin_rows, equal_state
+from .sketch import SketchGroups, load_datasketches
 
 __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
 

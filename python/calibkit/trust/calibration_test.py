@@ -24,11 +24,11 @@ from .. import _native
 from .._params import as_resamples, as_seed, renames
 from .._toplabel import resolve
 from .._typing import NumBins
+from .._validate import validate_inputs
 from ..binned.auto_bins import resolve_auto
 from ..binned.weights import as_sample_weight
 from .cells import pair_cells, row_cells
 from .statistic import metric_of, pairs_callable
-from .._validate import validate_inputs
 
 __all__ = ["calibration_test", "CalibrationTestResult"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native
+from .._validate import validate_inputs
 from ..binned.bins import CalibrationBins, calibration_bins
 from ..binned.spec import MetricSpec
-from .._validate import validate_inputs
 from ..binned.weights import Triples, weighted_bins
 
 __all__ = ["RowCells", "row_cells", "pair_cells", "DROPPED", "triples", "weighted_stats"]

@@ -36,11 +36,10 @@ the estimated bias, which is the direction that covers. The coverage test in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import functools
 import numbers
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -54,10 +53,10 @@ from .._params import (
     as_seed,
     renamed,
 )
-from ..errors import InvalidParameterError, NumericalError
 from .._toplabel import resolve
 from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
+from ..errors import InvalidParameterError, NumericalError
 from .cells import pair_cells, row_cells
 from .statistic import metric_of, pairs_callable
 

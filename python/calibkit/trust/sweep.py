@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._toplabel import resolve
-from ..binned.groups import pair_groups, score_groups
-from ..binned.table import sorted_bin_starts
 from .._params import as_choice, as_int
+from .._toplabel import resolve
 from .._validate import MAX_BINS, validate_inputs
 from ..binned.bins import calibration_bins
+from ..binned.groups import pair_groups, score_groups
+from ..binned.table import sorted_bin_starts
 
 __all__ = ["ece_sweep", "SweepResult"]
 
