@@ -106,7 +106,7 @@ def test_unit_sample_weights_equal_gce(runs):
             assert others[2] == g, f"{key}: gce(sample_weight=ones) {float.fromhex(others[2])!r}"
 
 
-def test_reduce_bins_reduces_to_gce(runs):
+def test_reduce_bins_gives_the_bits_of_gce(runs):
     for key, (g, _, (counts, sum_score, sum_outcome), _) in runs["1"].items():
         *_, cc, _thr, norm, b = key.split()
         g = float.fromhex(g)
@@ -114,7 +114,7 @@ def test_reduce_bins_reduces_to_gce(runs):
         v = calibkit.reduce_bins(np.reshape(counts, (-1, nb)), np.reshape(sum_score, (-1, nb)),
                                  np.reshape(sum_outcome, (-1, nb)), norm=norm,
                                  class_conditional=cc == "True")
-        assert abs(v - g) <= 1e-12, key
+        assert v == g, key  # reduce_bins' checks, then the one reduction: gce's bits
 
 
 def test_every_path_is_bitwise_identical_for_one_and_two_threads(runs):
@@ -142,3 +142,41 @@ def test_many_repeated_scores_are_summed_exactly(dtype, scores):
         assert abs(e - exact) <= 1e-12, (name, e, exact)
         assert abs(g - exact) <= 1e-12, (name, g, exact)
         assert e == g, (name, e, g)
+
+
+def test_reduce_table_refuses_tables_no_kernel_makes():
+    """The binding checks what it is handed (calibkit.reduce_bins checks more, with names)."""
+    from calibkit import _native
+    from calibkit.errors import InvalidParameterError, ShapeMismatchError
+
+    ok = np.array([[2.0, 2.0]]), np.array([[0.4, 1.6]]), np.array([[0.0, 2.0]])
+    assert round(_native.reduce_table(*ok, "l1", False), 12) == 0.2
+    bad_count = np.array([[np.nan, 2.0]])
+    with pytest.raises(InvalidParameterError, match=r"counts\[0\] is NaN"):
+        _native.reduce_table(bad_count, ok[1], ok[2], "l1", False)
+    with pytest.raises(InvalidParameterError, match="counts"):
+        _native.reduce_table(np.array([[-2.0, 2.0]]), ok[1], ok[2], "l1", False)
+    with pytest.raises(InvalidParameterError, match="sum_outcome"):
+        _native.reduce_table(ok[0], ok[1], np.array([[np.inf, 0.0]]), "l1", False)
+    two = tuple(np.vstack([a, a]) for a in ok)
+    with pytest.raises(ShapeMismatchError, match="pooled table"):
+        _native.reduce_table(*two, "l1", False)
+    assert _native.reduce_table(*two, "l1", True) == _native.reduce_table(*ok, "l1", False)
+    with pytest.raises(ShapeMismatchError, match="C-contiguous"):
+        _native.reduce_table(*(np.asfortranarray(a) for a in two), "l1", True)
+    with pytest.raises(ShapeMismatchError, match="shape"):
+        _native.reduce_table(ok[0], ok[1], np.zeros((1, 3)), "l1", False)
+    with pytest.raises(InvalidParameterError):
+        _native.reduce_table(*ok, "l3", False)
+
+
+def test_kernels_refuse_fortran_ordered_matrices():
+    """A Fortran-ordered matrix is contiguous but not in row order: refused, not misread."""
+    from calibkit import _native
+    from calibkit.errors import ShapeMismatchError
+
+    y, p = np.array([0, 1, 1]), np.array([[0.6, 0.4], [0.3, 0.7], [0.2, 0.8]])
+    with pytest.raises(ShapeMismatchError, match="C-contiguous"):
+        _native.score_rows(y, np.asfortranarray(p), True, False, 0.0)
+    with pytest.raises(ShapeMismatchError, match="C-contiguous"):
+        _native.consistency_draws(np.asfortranarray(p), 0, 0, 1)

@@ -59,10 +59,12 @@ def reduce_table(
     float64). With gap = mean outcome - mean score of a bin, a group's error over its non-empty
     bins is the count-weighted mean of ``|gap|`` (``"l1"``) or ``gap**2`` (``"l2"``), or the
     largest ``|gap|`` (``"max"``), 0 for an empty group; with ``class_conditional`` the groups'
-    errors are averaged, else summed; l2 takes one square root at the end. On the table of
-    ``bin_stats(...)`` it is bitwise the float ``gce(...)`` returns for the same arguments.
-    Raises ShapeMismatchError (shapes differ, not 2-D, empty, not C-contiguous),
-    InputTypeError (not a float64 array) or InvalidParameterError (unknown norm).
+    errors are averaged (a pooled table, not ``class_conditional``, has one group); l2 takes one
+    square root at the end. On the table of ``bin_stats(...)`` it is bitwise the float
+    ``gce(...)`` returns for the same arguments. Raises ShapeMismatchError (shapes differ, not
+    2-D, empty, not C-contiguous, a pooled table of several groups), InputTypeError (not a
+    float64 array) or InvalidParameterError (unknown norm; counts not finite and >= 0, sums not
+    finite).
     """
     ...
 
@@ -214,8 +216,11 @@ def consistency_draws(
     score: npt.NDArray[np.float64], seed: int, r0: int, count: int
 ) -> npt.NDArray[np.int64]:
     """The labels of consistency resamples ``r0..r0 + count``, shape (count, N): a class per
-    row of an (N, K) probability matrix, or 1 = correct for (N, 1) top-label confidences (the
-    draws ``resample_consistency`` makes)."""
+    row of an (N, K) C-contiguous probability matrix (the draws ``resample_consistency`` makes
+    for all-probability cells), or 1 = correct for (N, 1) top-label confidences (its draws for
+    top-label cells). A top-label metric of a matrix redraws only "correct": the same law as
+    a drawn class equal to the prediction, not the same draw. Non-finite scores are an
+    InvalidProbabilitiesError."""
 def grouped_bin_stats_at(
     groups: npt.NDArray[np.int64] | None,
     scores: npt.NDArray[np.float32] | npt.NDArray[np.float64],

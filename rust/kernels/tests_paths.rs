@@ -96,8 +96,10 @@ fn paths_agree_for_any_thread_count() {
 }
 
 /// The table `bin_stats` gives, as the Python binding returns it (counts as int64, read back
-/// as float64; no edges), reduced by [`reduce::reduce`] (what `_native.reduce_table` runs)
-/// for each norm, the max norm included.
+/// as float64; no edges), accepted by [`reduce::check_table`] and reduced by
+/// [`reduce::reduce`] (what `_native.reduce_table` runs) for each norm, the max norm
+/// included: the round trip through Python changes no bit (`gce` itself reduces the table
+/// before any conversion). `tests/test_paths.py` checks the binding end to end.
 fn check_reduce_is_gce<T: Score>(x: &Inputs<T>, what: &str) {
     for i in 0..32 {
         let (g, _) = paper_metric(i);
@@ -112,6 +114,7 @@ fn check_reduce_is_gce<T: Score>(x: &Inputs<T>, what: &str) {
                     sum_outcome: st.sum_outcome.clone(),
                     edges: Vec::new(),
                 };
+                reduce::check_table(&table, g.class_conditional).unwrap();
                 let reduced = reduce::reduce(&table, norm, g.class_conditional);
                 let value = gce(x, &GceSpec { grouping: g, norm, num_bins: b }, &Checks::ALL).unwrap();
                 assert_eq!(reduced.to_bits(), value.to_bits(), "{what} {g:?} {norm:?} B={b}: {reduced} vs {value}");

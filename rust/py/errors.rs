@@ -19,6 +19,33 @@ pyo3::import_exception!(calibkit.errors, InputTypeError);
 pyo3::import_exception!(calibkit.errors, InputChangedError);
 pyo3::import_exception!(calibkit.errors, InternalError);
 
+/// Imports `calibkit.errors` and looks up each class above once (module init): a failure is
+/// an `ImportError` of `calibkit._native` then, never a failed lookup (which PyO3 cannot
+/// report as an exception) while a kernel error is being raised.
+pub fn import_classes(py: Python<'_>) -> PyResult<()> {
+    use pyo3::type_object::PyTypeInfo;
+    let module = py.import("calibkit.errors")?;
+    for name in [
+        "InvalidProbabilitiesError",
+        "InvalidLabelsError",
+        "ShapeMismatchError",
+        "InvalidParameterError",
+        "InputTypeError",
+        "InputChangedError",
+        "InternalError",
+    ] {
+        module.getattr(name)?; // present, so the typed lookups below cannot fail
+    }
+    InvalidProbabilitiesError::type_object(py);
+    InvalidLabelsError::type_object(py);
+    ShapeMismatchError::type_object(py);
+    InvalidParameterError::type_object(py);
+    InputTypeError::type_object(py);
+    InputChangedError::type_object(py);
+    InternalError::type_object(py);
+    Ok(())
+}
+
 /// The message: the kernel's own, except that the value checks state the exact interval that is
 /// accepted (both ends inclusive, compared in float64) and print the offending value with enough
 /// digits to see that it lies outside: a row of float64 values "summing to 0.999" sums to

@@ -55,9 +55,7 @@ where
     F: FnOnce(&Inputs<T>) -> Result<R, KernelError> + Send,
 {
     let k = probs.shape()[1];
-    let p = probs.as_slice().map_err(|_| {
-        ShapeMismatchError::new_err("probs must be C-contiguous (calibkit validates and copies before this call)")
-    })?;
+    let p = c_order(probs, "probs (calibkit validates and copies before this call)")?;
     let l = labels.as_slice().map_err(|_| ShapeMismatchError::new_err("labels must be contiguous"))?;
     let x = Inputs::new(p, l, k).map_err(to_py)?;
     let res = if p.len() >= DETACH_ENTRIES { py.detach(|| f(&x)) } else { f(&x) };
@@ -123,8 +121,17 @@ fn bin_stats<'py>(
     })
 }
 
-/// One (G, nb) float64 table of `reduce_table`, checked: a NumPy array of float64 (else
-/// `InputTypeError`), two-dimensional (else `ShapeMismatchError`), C-contiguous.
+/// The elements of a 2-D array in row-major order: the array must be C-contiguous (a
+/// Fortran-ordered one is contiguous too, but its elements are not in row order).
+pub(crate) fn c_order<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    if !a.is_c_contiguous() {
+        return Err(ShapeMismatchError::new_err(format!("{name} must be C-contiguous")));
+    }
+    a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be C-contiguous")))
+}
+
+/// One (G, nb) float64 array of `reduce_table`: a NumPy array of float64 (else
+/// `InputTypeError`), two-dimensional (else `ShapeMismatchError`).
 fn table<'py>(a: &Bound<'py, PyAny>, name: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
     use numpy::{PyArrayDescrMethods, PyUntypedArray};
     let py = a.py();
@@ -140,11 +147,7 @@ fn table<'py>(a: &Bound<'py, PyAny>, name: &str) -> PyResult<PyReadonlyArray2<'p
     if !arr.dtype().is_equiv_to(&numpy::dtype::<f64>(py)) {
         return Err(InputTypeError::new_err(format!("{name} must have dtype float64, got {}", arr.dtype())));
     }
-    let t = a.extract::<PyReadonlyArray2<'py, f64>>()?;
-    if !t.is_c_contiguous() {
-        return Err(ShapeMismatchError::new_err(format!("{name} must be C-contiguous")));
-    }
-    Ok(t)
+    a.extract::<PyReadonlyArray2<'py, f64>>().map_err(Into::into)
 }
 
 /// A shape as Python writes it: `(3, 2)`.
@@ -189,15 +192,15 @@ fn reduce_table(
                 shown(shape)
             )));
         }
-        let vec = |a: &PyReadonlyArray2<'_, f64>| a.as_slice().map(<[f64]>::to_vec);
         let st = BinStats {
             groups,
             nb,
-            count: vec(&c)?,
-            sum_score: vec(&s)?,
-            sum_outcome: vec(&o)?,
+            count: c_order(&c, "counts")?.to_vec(),
+            sum_score: c_order(&s, "sum_score")?.to_vec(),
+            sum_outcome: c_order(&o, "sum_outcome")?.to_vec(),
             edges: Vec::new(),
         };
+        reduce::check_table(&st, class_conditional).map_err(to_py)?;
         Ok(reduce::reduce(&st, norm, class_conditional))
     })
 }
@@ -237,6 +240,9 @@ fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // No Rust panic reaches Python (every body runs under `errors::guard`), and none prints.
     errors::install_quiet_panic_hook();
+    // The error classes are looked up now, so that a broken `calibkit.errors` is an import
+    // error here rather than a failed lookup (an abort) when a kernel error is raised.
+    errors::import_classes(m.py())?;
     m.add_function(wrap_pyfunction!(gce, m)?)?;
     m.add_function(wrap_pyfunction!(bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;

@@ -5,7 +5,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, P
 use pyo3::prelude::*;
 
 use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
-use super::{checks, grouping, run};
+use super::{c_order, checks, grouping, run};
 use crate::kernels::gce::rows::{score_rows as rows_of, ScoreRows};
 use crate::kernels::Inputs;
 use crate::kernels::weighted::resample::{self, Cells, Scheme, Triples};
@@ -15,9 +15,7 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> P
     a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be contiguous")))
 }
 
-fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be C-contiguous")))
-}
+
 
 #[allow(clippy::too_many_arguments)]
 fn with_cells<R: Send>(
@@ -31,8 +29,8 @@ fn with_cells<R: Send>(
     f: impl FnOnce(&Cells<'_>) -> Result<R, KernelError> + Send,
 ) -> PyResult<R> {
     let width = cell.shape()[1];
-    let c = slice2(cell, "cell")?;
-    let s = slice2(score, "score")?;
+    let c = c_order(cell, "cell")?;
+    let s = c_order(score, "score")?;
     let h = slice(hit, "hit")?;
     let b = match base {
         Some(b) => Some(slice(b, "base")?),
@@ -198,7 +196,7 @@ fn consistency_draws<'py>(
 ) -> PyResult<Bound<'py, PyArray2<i64>>> {
     guard(py, || {
         let (n, width) = (score.shape()[0], score.shape()[1]);
-        let s = slice2(&score, "score")?;
+        let s = c_order(&score, "score")?;
         let v = py.detach(|| resample::consistency_draws(s, width, seed, r0, count)).map_err(to_py)?;
         v.into_pyarray(py).reshape([count, n])
     })

@@ -1,7 +1,8 @@
 //! From per-(group, bin) statistics to the metric: the norm inside each group, then the class
 //! average (docs/spec.md, "Error of a group, then of the whole").
 
-use crate::kernels::{BinStats, Norm};
+use crate::kernels::core::validate;
+use crate::kernels::{BinStats, KernelError, Norm};
 
 /// Error of group `g`: l1 sum_b w_b |gap_b|, l2 sum_b w_b gap_b^2 (weight outside the square),
 /// max max_b |gap_b| over non-empty bins; w_b = n_b / n_group; 0 for an empty group.
@@ -37,4 +38,24 @@ pub fn reduce(st: &BinStats, norm: Norm, class_conditional: bool) -> f64 {
         Norm::L2 => v.sqrt(),
         _ => v,
     }
+}
+
+/// Checks a table handed in from outside the kernels (`_native.reduce_table`): counts finite
+/// and >= 0 with a finite total (the one weight rule, [`validate::weights`]), score and outcome
+/// sums finite, and one group unless `class_conditional` (a pooled table has one group: with
+/// several, [`reduce`] would add their errors).
+pub fn check_table(st: &BinStats, class_conditional: bool) -> Result<(), KernelError> {
+    validate::weights(&st.count, "counts")?;
+    for (name, sums) in [("sum_score", &st.sum_score), ("sum_outcome", &st.sum_outcome)] {
+        if let Some(i) = sums.iter().position(|x| !x.is_finite()) {
+            return Err(KernelError::Parameter(format!("{name}[{i}] is {}: table sums must be finite", sums[i])));
+        }
+    }
+    if !class_conditional && st.groups != 1 {
+        return Err(KernelError::Shape(format!(
+            "a pooled table (class_conditional=False) has one group, got {}",
+            st.groups
+        )));
+    }
+    Ok(())
 }

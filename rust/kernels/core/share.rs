@@ -79,7 +79,7 @@ unsafe impl<P: Send, E: Send> Send for Task<P, E> {}
 ///
 /// # Safety
 /// `m` must point to a live `M` (a claimed chunk's task, invariants 1-3).
-unsafe fn call<P, E, M: Fn(Range<usize>) -> Result<P, E>>(m: *const (), r: Range<usize>) -> Result<P, E> {
+unsafe fn call<P, E, M: Fn(Range<usize>) -> Result<P, E> + Sync>(m: *const (), r: Range<usize>) -> Result<P, E> {
     // SAFETY: `m` points to a live `M` (the caller's contract), which is `Sync`, so calling it
     // through a shared reference from any thread is sound.
     unsafe { (*(m as *const M))(r) }
@@ -230,8 +230,10 @@ mod tests {
     }
 
     /// Invariant 3: whatever the outcome (values, an error, a panic), no call of `map` is still
-    /// running when `map_fold_here` returns or unwinds, and the data `map` borrows can be freed
-    /// at once (Miri checks the freed memory is never read: invariant 4). From inside pools of
+    /// running when `map_fold_here` returns, and the data `map` borrows can be freed at once
+    /// (Miri checks the freed memory is never read: invariant 4). A panic in `map` is caught
+    /// and resumed after the wait, so this test does not unwind through the guard;
+    /// `the_guard_waits_for_claimed_chunks_and_closes_the_claims` does. From inside pools of
     /// 1 to 3 threads and from a thread outside the pool; each chunk sleeps a little, so that
     /// pool threads are still mapping when the caller has run out of chunks.
     #[test]

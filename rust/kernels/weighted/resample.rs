@@ -400,7 +400,7 @@ fn consistency_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed:
                 let (s, w) = (cells.score[i], cells.base(i));
                 let a = &mut acc[c * LANES..(c + 1) * LANES];
                 for j in 0..LANES {
-                    let hit = unit(draw(keys[j], i as u64)) < s;
+                    let hit = redraw(&[s], unit(draw(keys[j], i as u64))) == 0;
                     a[j] += if hit { w } else { 0.0 };
                 }
             }
@@ -484,9 +484,13 @@ fn redraw(row: &[f64], u: f64) -> u32 {
 
 /// The labels [`consistency`] draws, for callers that recompute a metric themselves (a Python
 /// callable): resamples `r0..r0 + count` of `n = score.len() / width` rows, row-major
-/// `(count, n)`. `width == K`: each row's redrawn class in `0..K` (the row's probabilities in
-/// `score`); `width == 1`: 1 when the prediction is redrawn correct, else 0 (the confidence in
-/// `score`). Same seed, same draws as [`consistency`], for any thread count.
+/// `(count, n)`, by [`redraw`] with the same uniforms (keyed by (seed, resample, row)), so
+/// the same seed gives the same draws as [`consistency`] on the same scores, for any thread
+/// count. `width == K`: each row's redrawn class in `0..K` (the row's probabilities in `score`;
+/// a top-label metric of the matrix redraws only "correct" from the confidence, which is the
+/// same law but not the same draw); `width == 1`: 1 when the prediction is redrawn correct,
+/// else 0 (the confidence in `score`). The scores must be validated probabilities; a
+/// non-finite one is refused.
 pub fn consistency_draws(score: &[f64], width: usize, seed: u64, r0: usize, count: usize) -> Result<Vec<i64>, KernelError> {
     if width == 0 || !score.len().is_multiple_of(width) {
         return Err(KernelError::Shape(format!(
@@ -495,18 +499,19 @@ pub fn consistency_draws(score: &[f64], width: usize, seed: u64, r0: usize, coun
         )));
     }
     if let Some(i) = score.iter().position(|v| !v.is_finite()) {
-        return Err(KernelError::Parameter(format!(
-            "score {i} is {}, not finite: consistency draws need validated probabilities",
-            score[i]
-        )));
+        return Err(KernelError::NonFinite { row: i / width, col: i % width, value: score[i] });
     }
     let n = score.len() / width;
-    let mut out = vec![0i64; count * n];
+    let too_many = || KernelError::Parameter(format!("{count} resamples of {n} rows are too many labels to hold; draw fewer at a time"));
+    let len = count.checked_mul(n).ok_or_else(too_many)?;
+    let mut out: Vec<i64> = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| too_many())?;
+    out.resize(len, 0);
     if n == 0 {
         return Ok(out);
     }
     out.par_chunks_mut(n).enumerate().for_each(|(j, labels)| {
-        let key = stream_key(seed, (r0 + j) as u64);
+        let key = stream_key(seed, r0.wrapping_add(j) as u64);
         for (i, label) in labels.iter_mut().enumerate() {
             let hit = redraw(&score[i * width..(i + 1) * width], unit(draw(key, i as u64)));
             *label = if width == 1 { i64::from(hit == 0) } else { i64::from(hit) };
@@ -596,7 +601,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn consistency_draws_are_the_resamples_labels() {
+    fn consistency_draws_follow_the_redraw_rule() {
         // Top-label: the draws are Bernoulli(confidence), the same u as `consistency`.
         let conf = [0.9, 0.1, 0.5, 1.0, 0.0];
         let d = consistency_draws(&conf, 1, 11, 3, 2).unwrap();
@@ -614,12 +619,14 @@ mod tests {
         assert!(d.iter().all(|&l| (0..3).contains(&l) && l != 1));
         let share = d.iter().filter(|&&l| l == 2).count() as f64 / d.len() as f64;
         assert!((share - 0.8).abs() < 0.01, "{share}");
-        // Threads do not matter: the draws of resample r are keyed by (seed, r, row).
+        // A block of resamples gives each resample's own draws (keyed by (seed, r, row)).
         let all = consistency_draws(&probs, 3, 5, 0, 4).unwrap();
         let one = consistency_draws(&probs, 3, 5, 2, 1).unwrap();
         assert_eq!(&all[2 * 20_000..3 * 20_000], &one[..]);
         assert!(consistency_draws(&[0.5, f64::NAN], 1, 0, 0, 1).is_err());
         assert!(consistency_draws(&[0.5, 0.5, 0.2], 2, 0, 0, 1).is_err());
+        assert!(consistency_draws(&[0.5; 4], 1, 0, 0, usize::MAX).is_err());
+        assert!(consistency_draws(&[0.5; 4], 1, 0, 0, 1 << 60).is_err());
     }
 
     #[test]
