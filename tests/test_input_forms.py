@@ -208,3 +208,53 @@ def test_calibration_test_callable_is_checked():
 
     r = calibkit.calibration_test(y, p, sometimes_nan, n_resamples=20, random_state=0)
     assert np.isnan(r.resamples).sum() == 10 and r.pvalue == 1.0
+
+
+@pytest.mark.parametrize("metric", ["SCE", "ECE", "TACE", calibkit.MetricSpec("even", True, False, 0.5, "l1")])
+def test_weighted_interval_value_is_the_weighted_metric(metric):
+    """Even-binned metrics whose scores are not one per row (SCE, or a threshold that drops
+    rows) took per-row weights where per-score weights were needed."""
+    y, p = _calibrated(n=300, k=3)
+    w = np.random.default_rng(3).integers(0, 3, y.size).astype(float)
+    spec = calibkit.MetricSpec.coerce(metric)
+    ci = calibkit.confidence_interval(y, p, spec, sample_weight=w, n_resamples=10, random_state=0)
+    assert ci.value == pytest.approx(calibkit.gce(y, p, sample_weight=w, **spec.kwargs()),
+                                     abs=1e-15)
+
+
+@pytest.mark.parametrize("method", [calibkit.calibration_test, calibkit.confidence_interval])
+def test_named_estimators_on_pairs_with_predicted(method):
+    """smece and ksce are pooled top-label estimators: predicted= and num_classes= are not
+    passed to them (they raised a TypeError)."""
+    y, p = _calibrated()
+    conf, correct, pred = p.max(1), (p.argmax(1) == y), p.argmax(1)
+    for name, fn in (("smece", calibkit.smece), ("ksce", calibkit.ksce)):
+        r = method(confidence=conf, correct=correct, predicted=pred, num_classes=p.shape[1],
+                   metric=name, n_resamples=5, random_state=0)
+        got = r.statistic if method is calibkit.calibration_test else r.value
+        assert got == fn(confidence=conf, correct=correct)
+
+
+@pytest.mark.parametrize("method", [calibkit.calibration_test, calibkit.confidence_interval])
+def test_a_callable_undefined_on_the_data_is_an_error(method):
+    y, p = _calibrated(n=50)
+    with pytest.raises(calibkit.NumericalError, match="nan on the data"):
+        method(y, p, lambda a, b, sample_weight=None: float("nan"), n_resamples=5)
+    with pytest.raises(calibkit.InputTypeError, match="returned None"):
+        method(y, p, lambda a, b, sample_weight=None: None, n_resamples=5)
+
+
+def test_a_renamed_keyword_beside_its_new_name_given_by_position():
+    t = calibkit.calibration_bins([0, 1, 1], [0.2, 0.7, 0.9], num_bins=2)
+    with pytest.raises(calibkit.InvalidParameterError, match="both confidence= and confidence_level="):
+        t.accuracy_interval("wilson", 0.8, confidence=0.9)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: calibkit.gce([0, 1], [0.2, 0.8], threshold=10**400),
+    lambda: calibkit.smece([0, 1], [0.2, 0.8], bandwidth=10**400),
+    lambda: calibkit.confidence_interval([0, 1], [0.2, 0.8], confidence_level=10**400),
+])
+def test_integers_beyond_float64_are_parameter_errors(call):
+    with pytest.raises(calibkit.InvalidParameterError, match="too large for a float"):
+        call()

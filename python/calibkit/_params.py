@@ -166,14 +166,26 @@ def as_int(value, name: str, minimum: int | None = None, maximum: int | None = N
     return v
 
 
+def _float(value, name: str, expected: str, *, with_type: bool = False) -> float:
+    """``value`` as a float: a real number and not a bool, else ParameterTypeError; an integer
+    beyond float64 is an InvalidParameterError (``expected`` says what is wanted)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        of_type = f" of type {type(value).__name__}" if with_type else ""
+        raise ParameterTypeError(f"{name} must be {expected}, got {shown(value)}{of_type}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidParameterError(
+            f"{name} must be {expected}, got an integer too large for a float"
+        ) from None
+
+
 def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
             high_open: bool = False) -> float:
     """``value`` as a finite float within the given bounds (a bool is not a number here)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"{name} must be a finite number, got {shown(value)}")
-    if not math.isfinite(float(value)):
+    v = _float(value, name, "a finite number")
+    if not math.isfinite(v):
         raise InvalidParameterError(f"{name} must be a finite number, got {shown(value)}")
-    v = float(value)
     if low is not None and (v < low or (low_open and v == low)):
         raise InvalidParameterError(f"{name} must be {'>' if low_open else '>='} {low}, got {shown(v)}")
     if high is not None and (v > high or (high_open and v == high)):
@@ -184,9 +196,7 @@ def as_real(value, name: str, *, low=None, high=None, low_open: bool = False,
 
 def as_threshold(value, name: str = "threshold") -> float:
     """A score threshold: a number in [0, 1) (scores ``<= threshold`` are dropped)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"{name} must be a number in [0, 1), got {shown(value)}")
-    t = float(value)
+    t = _float(value, name, "a number in [0, 1)")
     if not 0.0 <= t < 1.0:
         raise InvalidParameterError(
             f"{name} must be in [0, 1) (scores <= {name} are dropped), got {shown(value)}"
@@ -359,12 +369,7 @@ def as_random_state(value, name: str = "random_state") -> np.random.Generator:
 def as_confidence_level(value, name: str = "confidence_level") -> float:
     """The level of an interval or band (scipy's ``confidence_level``): a number strictly
     between 0 and 1."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(
-            f"{name} must be a number strictly between 0 and 1 (e.g. 0.90), got {shown(value)} "
-            f"of type {type(value).__name__}"
-        )
-    v = float(value)
+    v = _float(value, name, "a number strictly between 0 and 1 (e.g. 0.90)", with_type=True)
     if not 0.0 < v < 1.0:
         raise InvalidParameterError(
             f"{name} must be a number strictly between 0 and 1 (e.g. 0.90), got {shown(value)}"
@@ -516,14 +521,18 @@ def renames(since: str = RENAMED_SINCE, **old_to_new: str) -> Callable[[_F], _F]
     calibkit.errors.InvalidParameterError: f: both n_bins= and num_bins= given; ... pass only num_bins=
     """
     import functools
+    import inspect
 
     def decorate(fn: _F) -> _F:
         owner = fn.__qualname__.removesuffix(".__init__")
+        signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             for old, new in old_to_new.items():
                 if old in kwargs:
+                    if args and new in signature.bind_partial(*args).arguments:
+                        kwargs[new] = None  # given by position: "both names given"
                     renamed(kwargs, old, new, since=since, where=owner, stacklevel=3)
             return fn(*args, **kwargs)
 

@@ -10,7 +10,7 @@ the metric T* each time, and reports ``p = (1 + #{T* >= T}) / (1 + R)``, which i
 Top-label metrics redraw only the outcome "prediction correct", a Bernoulli(confidence) draw per
 row; all-probability metrics draw a class by inverse CDF over the row's cumulative sum. The bins
 stay fixed per entry: exact for even bins, and for adaptive bins too, whose edges depend on the
-scores only. The draws run in Rust (``rust/kernels/resample.rs``) from a counter-based generator
+scores only. The draws run in Rust (``rust/kernels/weighted/resample.rs``) from a counter-based generator
 keyed by (seed, resample, row): the same seed gives the same p-value for any thread count.
 """
 
@@ -28,7 +28,7 @@ from .._validate import validate_inputs
 from ..binned.auto_bins import resolve_auto
 from ..binned.weights import as_sample_weight
 from .cells import pair_cells, row_cells
-from .statistic import metric_of, pairs_callable
+from .statistic import metric_of, observed, pairs_callable
 
 __all__ = ["calibration_test", "CalibrationTestResult"]
 
@@ -125,8 +125,8 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
         num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
                                 class_conditional=spec.class_conditional)
     sw = None
-    if sample_weight is not None:
-        n = pairs.n if pairs is not None else int(np.shape(labels)[0]) if np.ndim(labels) else 0
+    if sample_weight is not None:  # checked against the rows of the checked arrays
+        n = pairs.n if pairs is not None else validate_inputs(labels, probs)[0].shape[0]
         sw = as_sample_weight(sample_weight, n)
     rc = (pair_cells(pairs, spec, num_bins, sw) if pairs is not None
           else row_cells(labels, probs, spec, num_bins, sw))
@@ -163,7 +163,7 @@ def _callable_test(fn, labels, probs, pairs, sample_weight, seed: int, r: int,
         def call(drawn, w):
             return on_pairs(drawn, sample_weight=w)
 
-        observed = pairs.correct
+        data_outcomes = pairs.correct
     else:
         y, p = validate_inputs(labels, probs)
         _native.check_values(y, p)  # finite, in range, rows summing to 1, labels in [0, K)
@@ -172,9 +172,9 @@ def _callable_test(fn, labels, probs, pairs, sample_weight, seed: int, r: int,
         def call(drawn, w):
             return fn(drawn, probs, sample_weight=w)
 
-        observed = labels
+        data_outcomes = labels
     sw = None if sample_weight is None else as_sample_weight(sample_weight, n)
-    t = float(call(observed, sw))
+    t = observed(call(data_outcomes, sw), getattr(fn, "__name__", "metric"))
     star = np.empty(r)
     for r0 in range(0, r, _BLOCK):
         drawn = _native.consistency_draws(score, seed, r0, min(_BLOCK, r - r0))

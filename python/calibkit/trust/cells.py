@@ -1,14 +1,14 @@
 """The per-entry work shared by every resampling method: each kept score's cell, once.
 
 A *cell* is ``group * nb + bin`` of the table :func:`calibkit.calibration_bins` returns. The
-kernel assigns it (``_native.table_cells``, ``rust/kernels/cells.rs``) by the metric kernels'
+kernel assigns it (``_native.table_cells``, ``rust/kernels/weighted/cells.rs``) by the metric kernels'
 own rules, never restated here: even bins by the even kernels' bin function, adaptive bins by
 the number of the group's inner edges ``<= score`` (left-closed) at the table's edges, and
 ``DROPPED`` for a score at or below the threshold. So the cells reproduce the kernel's table
 exactly (tested: their counts are the table's counts, with scores on edges, at 1 and at the
 threshold).
 
-Layout handed to the Rust resamplers (``rust/kernels/resample.rs``): ``cell`` (N, W) uint32
+Layout handed to the Rust resamplers (``rust/kernels/weighted/resample.rs``): ``cell`` (N, W) uint32
 with ``DROPPED`` for scores at or below the threshold, ``score`` (N, W) float64 and ``hit`` (N,)
 uint32, the column whose outcome is 1. Top-label metrics: W = 1, the row's top probability,
 ``hit = 0`` when the prediction is correct. All-probability metrics: W = K, the full row (the
@@ -27,7 +27,7 @@ from ..binned.bins import CalibrationBins, calibration_bins
 from ..binned.spec import MetricSpec
 from ..binned.weights import Triples, weighted_bins
 
-__all__ = ["RowCells", "row_cells", "pair_cells", "DROPPED", "triples", "weighted_stats"]
+__all__ = ["RowCells", "row_cells", "pair_cells", "DROPPED", "triples"]
 
 DROPPED = np.uint32(np.iinfo(np.uint32).max)
 
@@ -125,8 +125,3 @@ def triples(rc) -> Triples:
     return Triples((cell[keep] // rc.nb).astype(np.int64), rc.score.reshape(-1)[keep],
                    outcome[keep], row[keep], rc.groups, rc.bins.num_classes, spec.binning,
                    rc.num_bins, spec.max_prob, spec.class_conditional, spec.threshold)
-
-
-def weighted_stats(rc, sample_weight) -> CalibrationBins:
-    """The table of a RowCells' metric under per-row weights."""
-    return triples(rc).bins(sample_weight)

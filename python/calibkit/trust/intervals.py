@@ -1,7 +1,7 @@
 """Bootstrap confidence intervals for any calibration metric.
 
 A bootstrap resample is a vector of per-row multiplicities (weights). They come from a
-counter-based generator keyed by (seed, resample, row) (``rust/kernels/resample.rs``), so the
+counter-based generator keyed by (seed, resample, row) (``rust/kernels/weighted/resample.rs``), so the
 same seed gives the same interval for any thread count. Default weights are Poisson(1) per row
 (the "Poisson bootstrap", Hanley & MacGibbon 2006; Chamandy et al. 2012), which needs no
 coordination between rows; ``weights="multinomial"`` gives the classical bootstrap (N rows drawn
@@ -57,8 +57,8 @@ from .._toplabel import resolve
 from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
 from ..errors import InvalidParameterError, NumericalError
-from .cells import pair_cells, row_cells
-from .statistic import metric_of, pairs_callable
+from .cells import pair_cells, row_cells, triples
+from .statistic import metric_of, observed, pairs_callable
 
 __all__ = ["confidence_interval", "ConfidenceInterval", "METHODS"]
 
@@ -290,15 +290,12 @@ def _space_resamples(spec, rc, sample_weight, weights, seed, r):
     if spec.binning == "even":
         if sw is None:
             t = rc.bins.error(spec.norm)
-        else:
-            from .cells import weighted_stats
-
-            t = weighted_stats(rc, sw).error(spec.norm)
+        else:  # a row's weight once per score it keeps (the triples' own rule)
+            tr = triples(rc)
+            t = tr.error(tr.weight_of(sw), spec.norm)
         star = _native.resample_bootstrap(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
                                           spec.norm, spec.class_conditional, weights, seed, r)
         return t, star
-    from .cells import triples
-
     tr = triples(rc)
     # The value is the metric of the data: unweighted, the table gce reduces (rc.bins), so
     # the interval's value is gce's bits; weighted, the weighted table of the same triples.
@@ -315,7 +312,8 @@ def _callable_resamples(fn, labels, probs, sample_weight, weights, seed, r):
     if n == 0:
         raise InvalidParameterError("labels is empty; pass at least one prediction")
     sw = _check_weights(sample_weight, n)
-    t = float(fn(labels, probs) if sw is None else fn(labels, probs, sample_weight=sw))
+    t = observed(fn(labels, probs) if sw is None else fn(labels, probs, sample_weight=sw),
+                 getattr(fn, "__name__", "metric"))
     star = np.empty(r)
     for r0 in range(0, r, _BLOCK):
         w = _native.bootstrap_weights(weights, seed, r0, min(_BLOCK, r - r0), n)
