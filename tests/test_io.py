@@ -144,3 +144,45 @@ def test_no_private_helper_crosses_between_io_and_analysis():
         for _level, module, names in _imports(path):
             if module.startswith("io") or ".io" in f".{module}":
                 assert not any(n.startswith("_") for n in names), (path, module, names)
+
+
+def _probs(n=8, k=10, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.ones(k), size=n), rng.integers(0, k, n)
+
+
+def test_a_labels_csv_is_read_by_its_label_column_not_by_position(tmp_path):
+    p, y = _probs()
+    np.save(tmp_path / "s.npy", p)
+    (tmp_path / "named.csv").write_text(
+        "id,label\n" + "".join(f"{i},{v}\n" for i, v in enumerate(y)))
+    got, _ = read_predictions(tmp_path / "s.npy", labels=tmp_path / "named.csv")
+    np.testing.assert_array_equal(got.labels, y)  # not the ids 0..7
+    (tmp_path / "one.csv").write_text("".join(f"{v}\n" for v in y))
+    np.testing.assert_array_equal(
+        read_predictions(tmp_path / "s.npy", labels=tmp_path / "one.csv")[0].labels, y)
+    (tmp_path / "unnamed.csv").write_text(
+        "a,b\n" + "".join(f"{i},{v}\n" for i, v in enumerate(y)))
+    with pytest.raises(PredictionFileError, match="headed by a label name"):
+        read_predictions(tmp_path / "s.npy", labels=tmp_path / "unnamed.csv")
+
+
+def test_a_full_matrix_file_with_a_confidence_array_is_a_full_matrix(tmp_path):
+    p, y = _probs(n=30, k=3)
+    np.savez(tmp_path / "m.npz", logits=np.log(p), labels=y, confidence=p.max(1))
+    got, _ = read_predictions(tmp_path / "m.npz", top_label=True)
+    np.testing.assert_array_equal(got.labels, y)
+    assert got.probs.shape == (30, 3)
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"confidence": np.array(["a", "b"]), "correct": np.array([1, 0])}, "must hold numbers"),
+    ({"confidence": np.full((3, 2), 0.6), "correct": np.ones((3, 2))}, "1-D"),
+    ({"confidence": np.zeros(0), "pred": np.zeros(0, int), "labels": np.zeros(0, int)},
+     "no predictions"),
+    ({"confidence": np.array([0.5, 0.9]), "pred": np.array([0, 1])}, "neither 'correct' nor"),
+])
+def test_bad_top_label_files_are_prediction_file_errors(tmp_path, arrays, message):
+    np.savez(tmp_path / "t.npz", **arrays)
+    with pytest.raises(PredictionFileError, match=message):
+        read_predictions(tmp_path / "t.npz", top_label=True)

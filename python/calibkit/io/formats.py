@@ -92,15 +92,27 @@ def npy_label_candidates(path: Path) -> list[Path]:
 
 
 def read_labels_file(path: Path) -> np.ndarray:
-    """The labels of a labels file: an ``.npy`` array, or the first column of a CSV file
-    (numbers as floats, anything else as text)."""
+    """The labels of a labels file: an ``.npy`` array, or a CSV column (numbers as floats,
+    anything else as text): the only column, or the one whose header is a label name
+    (:data:`LABEL_NAMES`). A CSV of several columns with no such header is refused rather than
+    read by position (an ``id,label`` file must not give its ids)."""
     if path.suffix.lower() == ".npy":
         return read_npy(path)
-    _, rows, _ = read_csv_rows(path)
-    first = [r[0] for r in rows]
-    if all(is_number(v) for v in first):
-        return np.array([float(v) for v in first])
-    return np.array(first)
+    header, rows, _ = read_csv_rows(path)
+    j = 0
+    if len(rows[0]) > 1:
+        named = [i for i, h in enumerate(header or []) if h.lower() in LABEL_NAMES]
+        if len(named) != 1:
+            raise fail(path, f"a labels file of {len(rows[0])} columns needs exactly one column "
+                             f"headed by a label name ({', '.join(LABEL_NAMES)}); got header "
+                             f"{header}" if header else
+                             f"a labels file of {len(rows[0])} columns needs a header naming the "
+                             f"label column ({', '.join(LABEL_NAMES)}), or one column")
+        j = named[0]
+    column = [r[j] for r in rows]
+    if all(is_number(v) for v in column):
+        return np.array([float(v) for v in column])
+    return np.array(column)
 
 
 # ------------------------------------------------------------------------------------ .csv

@@ -276,9 +276,10 @@ def _read_npz(path: Path, o: _Options):
             raise fail(path, f"{flag} {key}: no such array (arrays: {found})")
         return arrays[key]
 
-    if o.top_label and o.scores_key is None and o.labels_key is None and o.split == "test":
+    if (o.top_label and o.scores_key is None and o.labels_key is None and o.split == "test"
+            and not any(k in arrays for k in ("probs", "logits"))):
         top = toplabel_record(arrays, str(path), o.num_classes)
-        if top is not None and not any(k in arrays for k in ("probs", "logits")):
+        if top is not None:
             return top, top.notes
     notes: list[str] = []
     named = True  # the scores array is named as such (by its name or --scores-key)

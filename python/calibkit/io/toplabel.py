@@ -52,32 +52,56 @@ class TopLabelPredictions:
         return int(self.confidence.shape[0])
 
 
+def _one_d(values, name: str, source: str) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise fail(source, f"{name!r} must be one value per prediction (1-D), got shape {a.shape}")
+    return a
+
+
+def _as_float(values, name: str, source: str) -> np.ndarray:
+    """Numbers (or CSV text holding numbers) as float64."""
+    a = _one_d(values, name, source)
+    try:
+        return a.astype(np.float64)
+    except (TypeError, ValueError):
+        bad = next(i for i, v in enumerate(a) if not _is_float(v))
+        raise fail(source, f"{name!r} must hold numbers (row {bad} has {str(a[bad])!r})") from None
+
+
+def _is_float(v) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def _as_bool(values, name: str, source: str) -> np.ndarray:
     """0/1, booleans or the words true/false (CSV text) as booleans."""
-    a = np.asarray(values)
+    a = _one_d(values, name, source)
     if a.dtype.kind == "b":
-        return a.reshape(-1)
+        return a
     if a.dtype.kind in "iuf":
-        a = a.reshape(-1)
         if not np.all(np.isin(a, (0, 1))):
             bad = int(np.flatnonzero(~np.isin(a, (0, 1)))[0])
             raise fail(source, f"{name!r} must be 0/1 or true/false (row {bad} has {shown(a[bad])})")
         return a.astype(bool)
     out = []
-    for i, v in enumerate(a.reshape(-1)):
+    for i, v in enumerate(a):
         t = str(v).strip().lower()
         if t in _TRUE:
             out.append(True)
         elif t in _FALSE:
             out.append(False)
         else:
-            raise fail(source, f"{name!r} must be 0/1 or true/false (row {i} has {v!r})")
+            raise fail(source, f"{name!r} must be 0/1 or true/false (row {i} has {str(v)!r})")
     return np.array(out, dtype=bool)
 
 
 def _as_index(values, name: str, source: str) -> np.ndarray:
     """Class indices (numbers, or CSV text holding numbers) by calibkit's label rule."""
-    a = np.asarray(values).reshape(-1)
+    a = _one_d(values, name, source)
     if a.dtype.kind in "USO":  # CSV text
         try:
             a = a.astype(np.float64)
@@ -90,35 +114,43 @@ def _as_index(values, name: str, source: str) -> np.ndarray:
 
 
 def toplabel_record(cols: dict, source: str, num_classes: int | None) -> TopLabelPredictions | None:
-    """A top-label record from named columns/arrays, or None when the layout is not top-label."""
+    """A top-label record from named columns/arrays, or None when the layout is not top-label
+    (no ``confidence``, or a ``confidence`` beside a label column but neither ``correct`` nor a
+    predicted class: a full-matrix file with an extra column)."""
     names = {k.lower(): k for k in cols}
     if "confidence" not in names:
         return None
-    conf = np.asarray(cols[names["confidence"]], dtype=np.float64).reshape(-1)
     pred_key = names.get("pred") or names.get("predicted") or names.get("prediction")
     label_key = next((names[k] for k in ("labels", "label", "y", "target") if k in names), None)
-    notes = []
-    if "correct" in names:
-        correct = _as_bool(cols[names["correct"]], names["correct"], source)
-    elif pred_key is not None and label_key is not None:
-        y = _as_index(cols[label_key], label_key, source)
-        pred_arr = _as_index(cols[pred_key], pred_key, source)
-        if y.shape != pred_arr.shape:
-            raise fail(source, f"{label_key!r} and {pred_key!r} have different lengths")
-        correct = y == pred_arr
-        notes.append(f"correct = ({label_key} == {pred_key})")
-    else:
+    if "correct" not in names and pred_key is None:
+        if label_key is not None:
+            return None
         raise fail(source, "has 'confidence' but neither 'correct' nor labels + 'pred': a "
                            "top-label file needs confidence,correct or labels,pred,confidence")
+    conf = _as_float(cols[names["confidence"]], names["confidence"], source)
+    if conf.size == 0:
+        raise fail(source, "holds no predictions ('confidence' is empty)")
+    notes = []
     predicted = None if pred_key is None else _as_index(cols[pred_key], pred_key, source)
-    if predicted is not None and num_classes is None:
+    if "correct" in names:
+        correct = _as_bool(cols[names["correct"]], names["correct"], source)
+    elif label_key is not None:
+        y = _as_index(cols[label_key], label_key, source)
+        assert predicted is not None
+        if y.shape != predicted.shape:
+            raise fail(source, f"{label_key!r} and {pred_key!r} have different lengths")
+        correct = y == predicted
+        notes.append(f"correct = ({label_key} == {pred_key})")
+    else:
+        raise fail(source, f"has 'confidence' and {pred_key!r} but neither 'correct' nor a "
+                           f"labels column: a top-label file needs confidence,correct or "
+                           f"labels,pred,confidence")
+    if predicted is not None and num_classes is None and predicted.size:
         top = int(predicted.max())
         if label_key is not None:
             top = max(top, int(_as_index(cols[label_key], label_key, source).max()))
         num_classes = top + 1
         notes.append(f"{num_classes} classes assumed (largest class index + 1; set --num-classes)")
-    if conf.shape != correct.shape:
-        raise fail(source, f"'confidence' has {conf.shape[0]} rows but 'correct' {correct.shape[0]}")
     try:  # the top-label input rules of every metric (shapes, then the pair kernels' checks)
         pairs = _toplabel.resolve(None, None, conf, correct, predicted,
                                   None if predicted is None else num_classes)
