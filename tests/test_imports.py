@@ -169,3 +169,12 @@ def test_reference_imports_no_calibkit_module(leaf):
 def test_errors_module_imports_nothing_of_calibkit():
     """calibkit.errors is a leaf: the oracle may import it only because it pulls in no rule."""
     assert import_graph()["calibkit.errors"] == {}
+
+
+def test_the_engine_does_not_import_its_readings():
+    """binned/ (the engine) imports none of the packages that read it (docs/architecture.md)."""
+    readings = ("calibkit.trust", "calibkit.scale", "calibkit.recalibration", "calibkit.analysis",
+                "calibkit.plots", "calibkit.cli", "calibkit.io")
+    bad = {(m, t) for m, targets in import_graph().items() if m.startswith("calibkit.binned")
+           for t in targets if t.startswith(readings)}
+    assert not bad, sorted(bad)

@@ -20,7 +20,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-__all__ = ["PUBLIC_PATHS", "SUBMODULES", "PublicPaths", "install"]
+__all__ = ["PUBLIC_PATHS", "MOVED_PATHS", "SUBMODULES", "PublicPaths", "install"]
 
 #: ``calibkit.<key>`` is the module ``<value>``.
 PUBLIC_PATHS: dict[str, str] = {
@@ -34,6 +34,23 @@ PUBLIC_PATHS: dict[str, str] = {
     "dask": "calibkit.scale.dask",
 }
 
+#: Private modules of the release before the packages (``calibkit._space``, ...): not API,
+#: but objects pickled by that release name them, so they resolve to the modules that now hold
+#: those classes. Not attributes of ``calibkit``.
+MOVED_PATHS: dict[str, str] = {
+    "_space": "calibkit.binned.spec",
+    "_binstats": "calibkit.binned.table",
+    "_groups": "calibkit.binned.groups",
+    "_kept": "calibkit.scale.kept",
+    "_sketch": "calibkit.scale.sketch",
+    "_select": "calibkit.scale.select",
+    "_binfree": "calibkit.binfree.common",
+    "smooth": "calibkit.binfree.smooth",
+    "ks": "calibkit.binfree.ks",
+}
+
+_TARGETS = {**PUBLIC_PATHS, **MOVED_PATHS}
+
 #: Submodules and packages reachable as attributes of ``calibkit`` after ``import calibkit``.
 SUBMODULES: frozenset[str] = frozenset(PUBLIC_PATHS) | {
     "analysis", "binfree", "binned", "cli", "compat", "errors", "io", "plots", "recalibration",
@@ -42,16 +59,17 @@ SUBMODULES: frozenset[str] = frozenset(PUBLIC_PATHS) | {
 
 
 class PublicPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finder and loader of the public paths: the module is the one in :data:`PUBLIC_PATHS`."""
+    """Finder and loader of the public paths (and the moved private ones): the module is the one
+    in :data:`PUBLIC_PATHS` (or :data:`MOVED_PATHS`)."""
 
     def find_spec(self, fullname, path=None, target=None):
         package, _, name = fullname.rpartition(".")
-        if package == "calibkit" and name in PUBLIC_PATHS:
+        if package == "calibkit" and name in _TARGETS:
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        module = importlib.import_module(PUBLIC_PATHS[spec.name.rpartition(".")[2]])
+        module = importlib.import_module(_TARGETS[spec.name.rpartition(".")[2]])
         spec.loader_state = module.__spec__
         return module
 
