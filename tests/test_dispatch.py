@@ -1,6 +1,6 @@
 """Every SIMD level gives bitwise the same metric values and the same errors.
 
-``CALIBKIT_SIMD`` (read once per process, see ``rust/kernels/simd.rs``) caps the instruction set
+``CALIBKIT_SIMD`` (read once per process, see ``rust/kernels/core/simd.rs``) caps the instruction set
 the Rust kernels dispatch on: ``portable``, ``avx2`` or ``avx512``. Each level runs in its own
 subprocess (and the portable one also on one thread); ECE, class-conditional ECE, SCE, ACE, TACE,
 RMSCE, the top-label pair input and ``evaluate`` must agree bitwise (float.hex), on short and

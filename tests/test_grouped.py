@@ -1,4 +1,4 @@
-"""The weighted binning primitive (calibkit.binned.table.grouped_bin_stats, rust/kernels/grouped.rs).
+"""The weighted binning primitive (calibkit.binned.table.grouped_bin_stats, rust/kernels/weighted/grouped.rs).
 
 Checked against independent computations: reference.py's binning, the existing kernels'
 bin_stats, and the weight-expanded sample (np.repeat) for integer weights.

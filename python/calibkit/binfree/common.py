@@ -1,5 +1,6 @@
-"""Inputs shared by the binning-free estimators (:mod:`calibkit.smooth`, :mod:`calibkit.ks`,
-:mod:`calibkit.decompose`): the (score, outcome, weight) groups they work on.
+"""Inputs shared by the binning-free estimators (:mod:`calibkit.binfree.smooth`,
+:mod:`calibkit.binfree.ks`, :mod:`calibkit.binfree.decompose`): the (score, outcome, weight)
+groups they work on.
 
 * ``labels, probs`` go through :func:`calibkit._validate.validate_inputs` and the Rust value
   checks of ``gce`` (finite, within [0, 1] up to 1e-4, rows summing to 1 within 1e-3, labels in

@@ -111,7 +111,7 @@ class Evaluation:
         self.num_classes = num_classes
         self.multilabel = multilabel
         self.top_label_only = bool(top_label_only)
-        #: The binning-free estimators (:class:`calibkit.binning_free.BinningFree`) when
+        #: The binning-free estimators (:class:`calibkit.BinningFree`) when
         #: ``evaluate(..., binning_free=True)`` computed them, else None.
         self.binning_free: BinningFree | None = None
 

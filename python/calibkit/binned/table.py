@@ -1,7 +1,7 @@
 """Private binding of the weighted binning primitive, and the table it fills.
 
 :func:`grouped_bin_stats` turns already-grouped ``(group, score, outcome, weight)`` rows into
-per-(group, bin) sufficient statistics with the Rust kernel ``rust/kernels/grouped.rs``. Every
+per-(group, bin) sufficient statistics with the Rust kernel ``rust/kernels/weighted/grouped.rs``. Every
 module that has its scores grouped already (multilabel, streaming's exact mode,
 ``calibkit.dask`` after selection, the binning recalibrators) bins them here, so that no module
 but :mod:`calibkit.reference` restates a binning rule. The rules (see ``docs/weighted-bins.md``):
@@ -455,7 +455,7 @@ def as_calibration_bins(stats, *, num_classes: int, binning: str, class_conditio
 def adaptive_positions(n: int, num_bins: int) -> np.ndarray:
     """SPEC's 0-based ranks of the ``num_bins - 1`` adaptive upper edges in ``n`` sorted scores.
 
-    The rule lives in the kernel (``rust/kernels/edges.rs``); this is for callers that select
+    The rule lives in the kernel (``rust/kernels/core/edges.rs``); this is for callers that select
     order statistics themselves (``calibkit.dask``).
 
     Examples

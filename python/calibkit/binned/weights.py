@@ -1,9 +1,9 @@
 """Sample weights: per-row weights on any metric of the space, through the weighted primitive.
 
 A metric's score groups are formed once from ``(labels, probs)`` as triples (group, score,
-outcome) with the row each came from, by one validating Rust pass (``rust/kernels/rows.rs``);
+outcome) with the row each came from, by one validating Rust pass (``rust/kernels/gce/rows.rs``);
 the weighted primitive
-(:func:`calibkit.binned.table.grouped_bin_stats`, ``rust/kernels/grouped.rs``) bins them with each
+(:func:`calibkit.binned.table.grouped_bin_stats`, ``rust/kernels/weighted/grouped.rs``) bins them with each
 triple weighted by its row's weight, and :func:`calibkit.binned.table.reduce_table` reduces the
 table. Integer weights give exactly the statistics of repeating each row ``weight`` times (the
 primitive's weighted equal-mass positions make this hold for adaptive bins too); a weight of 0

@@ -85,7 +85,7 @@ def bin_edges(scores: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
 
 def _assign(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Bin index of each score: the number of inner edges ``<= x`` (left-closed bins), by the
-    kernel's rule (``_native.table_cells`` at the given edges, ``rust/kernels/cells.rs``)."""
+    kernel's rule (``_native.table_cells`` at the given edges, ``rust/kernels/weighted/cells.rs``)."""
     x = np.asarray(x, dtype=np.float64)
     e = np.ascontiguousarray(edges, dtype=np.float64).reshape(1, -1)
     cells = _native.table_cells(np.ascontiguousarray(x.reshape(-1)), None, 1, e.shape[1] - 1, e)
