@@ -86,6 +86,9 @@ def test_binary_1d_and_column_inputs():
         assert f(y, q) == f(y, q[:, None]) == f(y, two)
 
 
+# boolean labels with a 1-D probs below 0.5 may be (correct, confidence) pairs: calibkit warns
+# (issue 31) and still reads them as binary labels, which is what this test checks
+@pytest.mark.filterwarnings("ignore::calibkit.BinaryReadingWarning")
 def test_boolean_labels_for_binary():
     q = np.array([0.2, 0.9, 0.6])
     assert calibkit.ece(np.array([False, True, True]), q) == calibkit.ece([0, 1, 1], q)

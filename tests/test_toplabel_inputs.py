@@ -66,7 +66,9 @@ def matrix_of(confidence, predicted, correct, num_classes, dtype=np.float64):
 def _bin_table(scores, outcomes, groups, num_groups, binning, num_bins, threshold):
     s = np.asarray(scores, dtype=np.float64)
     o = np.asarray(outcomes, dtype=np.float64)
-    keep = s > threshold
+    # the pair form's rule: > threshold, and every pair at threshold 0 (an exact 0.0 is kept;
+    # before issue 31 it was dropped as in the matrix form, where no top label is 0)
+    keep = s > threshold if threshold > 0 else np.ones(s.size, dtype=bool)
     s, o, groups = s[keep], o[keep], np.asarray(groups)[keep]
     nb = num_bins + 1 if binning == "even" else num_bins
     count = np.zeros((num_groups, nb))

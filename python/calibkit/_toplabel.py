@@ -11,9 +11,13 @@ top-label path derives from row i of a probability matrix ``P`` (N, K) with labe
 
 For any such matrix, every top-label (``max_prob=True``) metric of the pairs equals the matrix
 form: ``gce(confidence=c, correct=ok, predicted=pred, num_classes=K, **kw) == gce(y, P, **kw)``.
-Nothing else about the rows matters. The rules of docs/spec.md apply to the confidences unchanged: a
-confidence is kept only if ``confidence > threshold`` (strict); under even binning a confidence
-of exactly 1.0 falls in the extra bin of its own (index B); a binary 1-D ``probs`` p is the
+Nothing else about the rows matters. The rules of docs/spec.md apply to the confidences with one
+difference: a confidence is kept if ``confidence > threshold`` (strict), and at ``threshold=0``
+(the default) **every** confidence is kept, exact 0.0 included (:func:`kept_rows`). A matrix's
+top-label confidence is at least 1/K > 0, so this never changes the equality above; it keeps the
+0.0 of a score that is not a row maximum (an LLM that says 0%, a random forest's P(y = 1)).
+Under even binning 0.0 falls in bin 0 and a confidence of exactly 1.0 in the extra bin of its
+own (index B); a binary 1-D ``probs`` p is the
 matrix ``[1 - p, p]``, so its pairs are ``confidence = max(1 - p, p)`` and ``predicted = 1`` only
 where ``p > 1 - p``. Pooled metrics (ECE, MCE, RMSCE) need only ``confidence`` and ``correct``;
 class-conditional ones (CCE) also ``predicted`` and ``num_classes`` (the average is over all
@@ -26,6 +30,7 @@ and refuse pairs with :class:`calibkit.errors.TopLabelInputError`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -40,7 +45,8 @@ from .errors import (
     TopLabelInputError,
 )
 
-__all__ = ["Pairs", "resolve", "is_top_label", "toplabel_space", "require_top_label", "ALL_PROBS_HINT"]
+__all__ = ["Pairs", "resolve", "is_top_label", "toplabel_space", "require_top_label", "ALL_PROBS_HINT",
+           "kept_rows", "rows"]
 
 #: What to pass instead when a metric needs every class's probability.
 ALL_PROBS_HINT = (
@@ -79,6 +85,76 @@ class Pairs:
     def native_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
         """The leading arguments of the ``calibkit._native.pairs_*`` functions."""
         return (self.confidence, self.correct, self.predicted, self.k)
+
+    @cached_property
+    def has_zero(self) -> bool:
+        """Whether a confidence is at or below 0 (one ``min`` pass, done once; only
+        :func:`evaluate` needs it, the other paths read it off the kernel's counts). NaN gives
+        False (the kernel then refuses it)."""
+        return self.confidence.shape[0] > 0 and bool(self.confidence.min() <= 0)
+
+
+def kept_rows(confidence: np.ndarray, threshold: float) -> np.ndarray:
+    """Indices (int64) of the kept confidences: ``confidence > threshold``, and every one at
+    ``threshold == 0`` (exact 0.0 included; see the module docstring). The pair form's one
+    keep rule, used by every pair path (here, :mod:`calibkit.binned.weights`, resampling)."""
+    if threshold == 0.0:
+        return np.arange(confidence.shape[0], dtype=np.int64)
+    return np.flatnonzero(confidence > np.float64(threshold)).astype(np.int64)
+
+
+def rows(pairs: Pairs, class_conditional: bool, threshold: float):
+    """``(group, score, outcome, row)`` of the kept pairs, values checked by the pair kernel's
+    checks: group 0 (or the predicted class), score the confidence (float64, exact widening),
+    outcome ``correct`` (float64), row the index of each kept pair."""
+    conf = np.ascontiguousarray(pairs.confidence, dtype=np.float64)
+    _native.check_pairs(conf, pairs.correct, pairs.predicted, pairs.k)
+    row = kept_rows(conf, threshold)
+    if class_conditional:
+        assert pairs.predicted is not None  # require_top_label: class-conditional pairs have it
+        group = np.ascontiguousarray(pairs.predicted[row], dtype=np.int64)
+    else:
+        group = np.zeros(row.size, dtype=np.int64)
+    return group, conf[row], pairs.correct[row].astype(np.float64), row
+
+
+def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: float,
+                num_bins: int) -> tuple:
+    """The pair table, in the pair kernels' layout, under the pair form's keep rule.
+
+    The kernel keeps ``confidence > threshold``. At threshold 0 the rule keeps every pair, so
+    when the kernel's counts fall short of N (a confidence of 0, or below it within the
+    tolerance; no extra pass otherwise): even bins add those pairs to bin 0 of their group,
+    where the even bin rule puts them (for exact zeros the bits a kernel keeping them would
+    give: adding 0.0 changes no sum); adaptive bins (edges depend on every kept score) bin the
+    kept rows by the one weighted primitive (unit weights)."""
+    c, s, o, e = _native.pairs_bin_stats(*pairs.native_args(), binning, bool(class_conditional),
+                                         threshold, num_bins)
+    if threshold != 0.0 or int(c.sum()) == pairs.n:
+        return c, s, o, e
+    if binning == "even":
+        low = np.flatnonzero(pairs.confidence <= 0)
+        ok = pairs.correct[low].astype(np.float64)
+        score = pairs.confidence[low].astype(np.float64)
+        if class_conditional:
+            assert pairs.predicted is not None  # require_top_label
+            g, k = pairs.predicted[low], c.shape[0]
+            c[:, 0] += np.bincount(g, minlength=k).astype(c.dtype)
+            o[:, 0] += np.bincount(g, weights=ok, minlength=k)
+            s[:, 0] += np.bincount(g, weights=score, minlength=k)
+        else:
+            c[0, 0] += low.size
+            o[0, 0] += ok.sum()
+            s[0, 0] += score.sum()
+        return c, s, o, e
+    from .binned.table import grouped_bin_stats
+
+    group, score, outcome, _ = rows(pairs, class_conditional, threshold)
+    c, s, o, e = grouped_bin_stats(group, score, outcome, None,
+                                   num_groups=pairs.k if class_conditional else 1,
+                                   binning=binning, num_bins=num_bins)
+    e[:, 0] = threshold
+    return c.astype(np.int64), s, o, e
 
 
 def _as_confidence(confidence) -> np.ndarray:
@@ -207,6 +283,11 @@ def gce(pairs: Pairs, binning: str, max_prob: bool, class_conditional: bool, thr
         norm: str, num_bins: int) -> float:
     """:func:`calibkit.gce` of validated-parameter pairs (one pass of the Rust pair kernel)."""
     require_top_label(pairs, max_prob, class_conditional, "gce")
+    if threshold == 0.0:  # the table (its counts tell whether the kernel dropped a pair)
+        from .binned.table import reduce_table
+
+        c, s, o, _ = _pair_table(pairs, binning, class_conditional, threshold, num_bins)
+        return reduce_table(c, s, o, norm, bool(class_conditional))
     return _native.pairs_gce(*pairs.native_args(), binning, bool(class_conditional), threshold,
                              norm, num_bins)
 
@@ -215,12 +296,20 @@ def bin_stats(pairs: Pairs, binning: str, max_prob: bool, class_conditional: boo
               threshold: float, num_bins: int) -> tuple:
     """``(counts, sum_score, sum_outcome, edges)`` as ``calibkit._native.bin_stats`` gives them."""
     require_top_label(pairs, max_prob, class_conditional, "calibration_bins")
-    return _native.pairs_bin_stats(*pairs.native_args(), binning, bool(class_conditional),
-                                   threshold, num_bins)
+    return _pair_table(pairs, binning, class_conditional, threshold, num_bins)
 
 
 def evaluate(pairs: Pairs, specs: list, num_bins: list) -> np.ndarray:
     """Values of the (top-label) ``specs`` at each bin count, shape (len(specs), len(num_bins))."""
+    if any(float(t) == 0.0 for (_, _, _, t, _) in specs) and pairs.has_zero:
+        from .binned.table import reduce_table
+
+        out = np.empty((len(specs), len(num_bins)))
+        for i, (binning, _, cc, t, norm) in enumerate(specs):
+            for j, b in enumerate(num_bins):
+                c, s, o, _ = bin_stats(pairs, binning, True, cc, float(t), int(b))
+                out[i, j] = reduce_table(c, s, o, norm, bool(cc))
+        return out
     return np.asarray(_native.pairs_evaluate(*pairs.native_args(), specs, num_bins),
                       dtype=np.float64)
 

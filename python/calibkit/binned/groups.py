@@ -93,8 +93,11 @@ def pair_groups(pairs, class_conditional: bool,
                 threshold: float) -> list[tuple[np.ndarray, np.ndarray]]:
     """The kept ``(scores, outcomes)`` of each group of validated top-label pairs
     (:class:`calibkit._toplabel.Pairs`), as :func:`score_groups` forms them from a matrix:
-    scores in the dtype of ``confidence``, outcomes bool, groups in predicted-class order."""
-    keep = kept(pairs.confidence, threshold)
+    scores in the dtype of ``confidence``, outcomes bool, groups in predicted-class order; kept
+    by the pair form's rule (:func:`calibkit._toplabel.kept_rows`: every pair at threshold 0)."""
+    from .._toplabel import kept_rows
+
+    keep = kept_rows(pairs.confidence, threshold)
     group = None
     if class_conditional:
         assert pairs.predicted is not None  # require_top_label: class-conditional pairs have it

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _toplabel
 from .._params import check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
@@ -108,15 +108,10 @@ def pair_triples(pairs, *, binning: str, class_conditional: bool, threshold: flo
                  num_bins: int) -> Triples:
     """The triples of top-label pairs (:class:`calibkit._toplabel.Pairs`), values validated
     by the pair kernel's checks: one group (or one per predicted class), score the confidence,
-    outcome ``correct``, kept when ``confidence > threshold`` (compared in float64)."""
-    conf = np.ascontiguousarray(pairs.confidence, dtype=np.float64)  # exact widening
-    _native.check_pairs(conf, pairs.correct, pairs.predicted, pairs.k)
-    row = np.flatnonzero(conf > np.float64(threshold)).astype(np.int64)
-    if class_conditional:
-        group = np.ascontiguousarray(pairs.predicted[row], dtype=np.int64)
-    else:
-        group = np.zeros(row.size, dtype=np.int64)
-    return Triples(group, conf[row], pairs.correct[row].astype(np.float64), row,
+    outcome ``correct``, kept by the pair form's rule (:func:`calibkit._toplabel.kept_rows`:
+    ``confidence > threshold``, every confidence at threshold 0)."""
+    group, score, outcome, row = _toplabel.rows(pairs, bool(class_conditional), float(threshold))
+    return Triples(group, score, outcome, row,
                    pairs.k if class_conditional else 1, pairs.k, binning, num_bins, True,
                    bool(class_conditional), float(threshold))
 

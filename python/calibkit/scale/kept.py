@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._toplabel import kept_rows
 from ..binned.table import grouped_bin_stats
 from .sketch import SketchGroups
 
@@ -66,13 +67,15 @@ class KeptScores:
 
     def rows(self, threshold: float):
         """``(groups, scores, outcomes, weights)`` of every kept score ``> threshold`` (compared
-        in float64), group after group; scores keep their dtype, outcomes and weights are
-        float64; weights is None when no weighted batch was seen."""
+        in float64; at threshold 0 every kept score, as the state keeps only scores its own
+        threshold keeps, and top-label pairs keep an exact 0.0 there:
+        :func:`calibkit._toplabel.kept_rows`), group after group; scores keep their dtype,
+        outcomes and weights are float64; weights is None when no weighted batch was seen."""
         gs, ss, os_, ws = [], [], [], []
         for g, sides in enumerate(self.pieces):
             for outcome, side in enumerate(sides):
                 for i, arr in enumerate(side):
-                    keep = arr > np.float64(threshold)
+                    keep = kept_rows(arr, threshold)
                     kept = arr[keep]
                     gs.append(np.full(kept.size, g, dtype=np.int64))
                     ss.append(kept)

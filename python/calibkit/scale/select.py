@@ -2,9 +2,11 @@
 
 Used by :mod:`calibkit.dask`. The data live in row chunks that are read once per pass; only small
 summaries travel. For every score group we need the order statistics at SPEC's adaptive positions
-(for every requested bin count). Kept scores are positive floats (``score > threshold >= 0``), so
-their IEEE bit patterns, read as integers ("keys"), sort exactly like the values; all bucketing
-happens on keys, so it is exact and identical on every worker.
+(for every requested bin count). Kept scores are floats of at least -RANGE_TOL (top-label pairs
+keep a confidence of 0, or just below it within the tolerance, at threshold 0); their IEEE bit
+patterns, read as integers with the magnitude bits of negative values flipped ("keys", -0.0 taken
+as +0.0), sort exactly like the values; all bucketing happens on keys, so it is exact and
+identical on every worker.
 
 Pass 1 counts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
 uniform grid on [0, 1], ``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
@@ -46,19 +48,31 @@ FETCH_MAX = 1 << 18
 FETCH_BUDGET = 1 << 22
 
 
+def _signed(bits: np.ndarray, mask: int) -> np.ndarray:
+    """Bit patterns (as signed ints) -> order-preserving keys: negative values get their
+    magnitude bits flipped (an involution, so it also maps keys back); -0.0 (key -1) is +0.0."""
+    if not (bits < 0).any():  # positive scores (every matrix form): the bits themselves
+        return bits
+    out = np.where(bits < 0, bits ^ bits.dtype.type(mask), bits)
+    out[out == -1] = 0
+    return out
+
+
 def to_keys(scores: np.ndarray) -> np.ndarray:
-    """Order-preserving int64 keys of positive float32/float64 scores (their bit patterns)."""
+    """Order-preserving int64 keys of float32/float64 scores (their bit patterns, see
+    :func:`_signed`)."""
     if scores.dtype == np.float32:
-        return scores.view(np.int32).astype(np.int64)
-    return np.ascontiguousarray(scores, dtype=np.float64).view(np.int64)
+        return _signed(scores.view(np.int32), 0x7FFFFFFF).astype(np.int64)
+    return _signed(np.ascontiguousarray(scores, dtype=np.float64).view(np.int64),
+                   0x7FFFFFFFFFFFFFFF)
 
 
 def from_keys(keys, dtype) -> np.ndarray:
     """Float64 values of keys made by :func:`to_keys` for ``dtype`` (exact widening)."""
     k = np.asarray(keys, dtype=np.int64)
     if np.dtype(dtype) == np.float32:
-        return k.astype(np.int32).view(np.float32).astype(np.float64)
-    return k.view(np.float64)
+        return _signed(k.astype(np.int32), 0x7FFFFFFF).view(np.float32).astype(np.float64)
+    return _signed(k, 0x7FFFFFFFFFFFFFFF).view(np.float64)
 
 
 def grid_size(num_groups: int) -> int:
@@ -67,7 +81,8 @@ def grid_size(num_groups: int) -> int:
 
 
 def initial_bounds(dtype, uniform: int) -> np.ndarray:
-    """Sorted unique keys of the first-pass grid; it covers every key in ``[0, key(2.0))``.
+    """Sorted unique keys of the first-pass grid; it covers every key in
+    ``[key(-1.0), key(2.0))``.
 
     The grid: powers of two for tiny values, ``uniform`` equal steps on [0, 1], ``1 - 2**-j``
     next to 1, and a bucket of its own for exactly 1.0.
@@ -86,7 +101,7 @@ def _initial_bounds(dtype_str: str, uniform: int) -> np.ndarray:
         near_one = 1.0 - 2.0 ** -np.arange(1, 54)
     one = dtype.type(1.0)
     vals = np.concatenate([
-        [0.0], tiny, np.linspace(0.0, 1.0, uniform + 1), near_one,
+        [-1.0, 0.0], tiny, np.linspace(0.0, 1.0, uniform + 1), near_one,
         [1.0, float(np.nextafter(one, dtype.type(2.0))), 2.0],
     ]).astype(dtype)
     out = np.unique(to_keys(vals))

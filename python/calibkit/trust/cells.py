@@ -53,7 +53,7 @@ class RowCells:
 
 
 def _cells(scores: np.ndarray, groups, b: CalibrationBins, spec: MetricSpec,
-           num_bins: int, by_column: bool = False) -> np.ndarray:
+           num_bins: int, by_column: bool = False, keep_all: bool = False) -> np.ndarray:
     """The kernel's cell of each score (1-D) of table ``b``, ``DROPPED`` at or below the
     threshold; ``groups`` (1-D, or None for one group) are the scores' groups, or with
     ``by_column`` the scores are a flattened (N, K) matrix whose columns are the groups."""
@@ -62,7 +62,7 @@ def _cells(scores: np.ndarray, groups, b: CalibrationBins, spec: MetricSpec,
     g = None if groups is None else np.ascontiguousarray(groups, dtype=np.int64)
     return _native.table_cells(np.ascontiguousarray(scores, dtype=np.float64), g,
                                int(b.counts.shape[0]), int(num_bins), edges,
-                               float(spec.threshold), by_column)
+                               None if keep_all else float(spec.threshold), by_column)
 
 
 def pair_cells(pairs, spec: MetricSpec, num_bins: int, sample_weight=None) -> RowCells:
@@ -83,7 +83,8 @@ def pair_cells(pairs, spec: MetricSpec, num_bins: int, sample_weight=None) -> Ro
                             spec.class_conditional, True, spec.threshold)
     top = np.ascontiguousarray(pairs.confidence, dtype=np.float64)
     group = pairs.predicted if spec.class_conditional else None
-    cell = _cells(top, group, b, spec, num_bins)[:, None]
+    # the pair form's keep rule (calibkit._toplabel.kept_rows): threshold 0 keeps every pair
+    cell = _cells(top, group, b, spec, num_bins, keep_all=spec.threshold == 0.0)[:, None]
     hit = np.where(pairs.correct.astype(bool), 0, DROPPED).astype(np.uint32)
     return RowCells(cell, top[:, None].copy(), hit, b, spec, num_bins)
 
