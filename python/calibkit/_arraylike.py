@@ -3,15 +3,23 @@
 One rule, used by every input check (:mod:`calibkit._validate`):
 
 * a NumPy array is used as is;
-* an object on a device other than the CPU (its ``__dlpack_device__()`` is not the CPU, or its
-  ``.device.type`` / ``.device.platform`` is not ``"cpu"``) is refused with
-  :class:`~calibkit.errors.InputTypeError` saying to move it to the CPU first (calibkit never
-  copies from a GPU behind your back);
-* an object with ``__array__`` (PyTorch, JAX and most array libraries on the CPU) goes through
+* a PyTorch tensor is detached first (calibkit's results are plain numbers, with no gradient to
+  keep); a CPU tensor shares its memory with the array (any strides), a tensor on another
+  device (CUDA, MPS, ...) is copied to the host once (``tensor.cpu()``); bfloat16, which NumPy
+  lacks, becomes float64 there, as every dtype other than float32/float64 does (docs/spec.md);
+* any other object on a device other than the CPU (its ``__dlpack_device__()`` is not the CPU,
+  or its ``.device.type`` / ``.device.platform`` is not ``"cpu"``) is copied to the host
+  through DLPack (``numpy.from_dlpack(obj, device="cpu")``, which asks the producer for a host
+  copy: CuPy, JAX); one that cannot be copied so is refused with
+  :class:`~calibkit.errors.InputTypeError` saying how to move it to the CPU first;
+* an object with ``__array__`` (JAX and most array libraries on the CPU) goes through
   :func:`numpy.asarray`, which shares the tensor's memory when its layout allows;
 * else one with ``__dlpack__`` goes through :func:`numpy.from_dlpack` (no copy);
 * else one with a ``.numpy()`` method (e.g. TensorFlow eager tensors) is converted by it;
 * anything else (lists, scalars) goes through :func:`numpy.asarray`.
+
+A whole matrix on a GPU costs a copy over the bus (about 170 ms for a (50k, 1000) float32 one);
+to keep the work on the device, use :mod:`calibkit.torch` (only small tables cross).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import numpy as np
 
 from .errors import InputTypeError
 
-__all__ = ["to_numpy"]
+__all__ = ["to_numpy", "dtype_kind"]
 
 #: DLPack device type of host memory (``kDLCPU``).
 _DLPACK_CPU = 1
@@ -50,6 +58,48 @@ def _device_name(obj) -> str | None:
     return None
 
 
+def _is_torch(obj) -> bool:
+    """Whether ``obj`` is a PyTorch tensor (without importing torch)."""
+    mod = type(obj).__module__
+    return (mod == "torch" or mod.startswith("torch.")) and hasattr(obj, "detach")
+
+
+def _torch_numpy(t) -> np.ndarray:
+    """A PyTorch tensor as NumPy: detached, on the host, bfloat16 as float64."""
+    t = t.detach()
+    if str(t.dtype) == "torch.bfloat16":
+        t = t.cpu().double()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    return t.resolve_conj().resolve_neg().numpy()
+
+
+def dtype_kind(obj) -> str | None:
+    """The NumPy dtype kind (``"f"``, ``"i"``, ``"u"``, ``"b"``, ``"c"``) of an array or tensor,
+    read from its dtype without converting it (None when it has no readable dtype): PyTorch
+    dtypes have no ``.kind``, and converting a GPU tensor to learn its kind would copy it.
+
+    Examples
+    --------
+    >>> dtype_kind(np.zeros(2, dtype=np.float32)), dtype_kind([1, 2])
+    ('f', None)
+    """
+    dtype = getattr(obj, "dtype", None)
+    kind = getattr(dtype, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    if _is_torch(obj) and dtype is not None:
+        if dtype.is_complex:
+            return "c"
+        if dtype.is_floating_point:
+            return "f"
+        if str(dtype) == "torch.bool":
+            return "b"
+        return "u" if str(dtype) in ("torch.uint8", "torch.uint16", "torch.uint32",
+                                     "torch.uint64") else "i"
+    return None
+
+
 def to_numpy(obj, name: str) -> np.ndarray:
     """``obj`` as a NumPy array, without a copy where its layout allows (see the module doc).
 
@@ -62,12 +112,21 @@ def to_numpy(obj, name: str) -> np.ndarray:
     """
     if isinstance(obj, np.ndarray):
         return obj
+    if _is_torch(obj):
+        try:
+            return _torch_numpy(obj)
+        except (RuntimeError, TypeError) as exc:  # e.g. a meta tensor holds no data
+            raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}") from exc
     dev = _device_name(obj)
     if dev is not None:
+        try:
+            return np.from_dlpack(obj, device="cpu", copy=True)
+        except Exception:
+            pass
         raise InputTypeError(
-            f"{name} is a tensor on the {dev} device; calibkit computes on the CPU: move it there "
-            f"first, e.g. {name}.cpu() (PyTorch), jax.device_get({name}) (JAX) or "
-            f"{name}.get() (CuPy)"
+            f"{name} is a tensor on the {dev} device that calibkit could not copy to the host; "
+            f"move it there first, e.g. {name}.cpu() (PyTorch), jax.device_get({name}) (JAX) "
+            f"or {name}.get() (CuPy)"
         )
     try:
         if hasattr(obj, "__array__"):
@@ -79,6 +138,6 @@ def to_numpy(obj, name: str) -> np.ndarray:
             return np.asarray(numpy_method())
         return np.asarray(obj)
     except RuntimeError as exc:
-        # PyTorch: "Can't call numpy() on Tensor that requires grad".
+        # e.g. "Can't call numpy() on Tensor that requires grad" from a tensor-like object
         hint = f"; call {name}.detach() first" if "grad" in str(exc) else ""
         raise InputTypeError(f"{name} could not be converted to a NumPy array: {exc}{hint}") from exc

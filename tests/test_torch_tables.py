@@ -1,0 +1,131 @@
+"""calibkit.torch.tables: the tables torch ops build on a device equal the engine's tables.
+
+Counts (and unweighted outcome sums, which are integers) bitwise; score sums and weighted sums
+to 1e-12 (the device sums in another order). Run on CPU tensors: the very code a GPU runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import load_shared, requires
+
+torch = requires("torch")
+
+
+import calibkit  # noqa: E402
+from calibkit.torch.tables import Scores, adaptive_table, even_table  # noqa: E402
+
+GROUPINGS = [(True, False), (True, True), (False, False), (False, True)]
+THRESHOLDS = (0.0, 0.01, 0.3)
+BINS = (1, 3, 10, 15)
+
+
+def _ties(n=600, seed=0):
+    """Scores on the even edges and repeated values (ties at adaptive edges), exact 0 and 1."""
+    rng = np.random.default_rng(seed)
+    rows = np.array([[0.3, 0.7, 0.0], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5],
+                     [0.1, 0.1, 0.8], [0.0, 0.6, 0.4], [0.4, 0.3, 0.3], [0.25, 0.25, 0.5]])
+    p = rows[rng.integers(0, len(rows), n)]
+    return rng.integers(0, 3, n), p
+
+
+def _data(name):
+    if name == "ties":
+        return _ties()
+    d = load_shared(name)
+    return d["labels"][:1500], d["probs"][:1500]
+
+
+DATA = ["ties", "netcal__densenet-bc-100-cifar-100.npz", "label_errors__20news.npz",
+        "label_errors__imdb.npz"]
+
+
+def _engine(y, p, binning, mp, cc, t, b, w=None):
+    tab = calibkit.calibration_bins(y, p, binning=binning, max_prob=mp, class_conditional=cc,
+                                    threshold=t, num_bins=b, sample_weight=w)
+    return np.asarray(tab.counts, dtype=np.float64), tab.sum_score, tab.sum_outcome
+
+
+def _check(got, want, exact_outcomes=True):
+    c, s, o = (np.asarray(x.cpu().numpy() if hasattr(x, "cpu") else x) for x in got)
+    wc, ws, wo = want
+    assert c.shape == wc.shape
+    if exact_outcomes:
+        np.testing.assert_array_equal(c, wc)
+        np.testing.assert_array_equal(o, wo)
+    else:
+        np.testing.assert_allclose(c, wc, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(o, wo, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s, ws, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("data", DATA)
+def test_even_tables_equal_the_engine(data, dtype):
+    y, p = _data(data)
+    p = p.astype(dtype)
+    sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))
+    for mp, cc in GROUPINGS:
+        for t in THRESHOLDS:
+            for b in BINS:
+                got = even_table(sc, max_prob=mp, class_conditional=cc, threshold=t, num_bins=b)
+                _check(got, _engine(y, p, "even", mp, cc, t, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("data", DATA)
+def test_adaptive_tables_equal_the_engine(data, dtype):
+    y, p = _data(data)
+    p = p.astype(dtype)
+    sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))
+    for mp, cc in GROUPINGS:
+        got = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=THRESHOLDS,
+                             num_bins=BINS)
+        for t in THRESHOLDS:
+            for b in BINS:
+                _check(got[(t, b)], _engine(y, p, "adaptive", mp, cc, t, b))
+
+
+@pytest.mark.parametrize("binning", ["even", "adaptive"])
+def test_weighted_tables_equal_the_engine(binning):
+    y, p = _data("netcal__densenet-bc-100-cifar-100.npz")
+    w = np.random.default_rng(4).uniform(0, 3, y.shape[0])
+    w[::7] = 0.0  # weight 0 drops a row
+    sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y), torch.from_numpy(w))
+    for mp, cc in GROUPINGS:
+        for t in (0.0, 0.01):
+            for b in (3, 15):
+                want = _engine(y, p, binning, mp, cc, t, b, w)
+                if binning == "even":
+                    got = even_table(sc, max_prob=mp, class_conditional=cc, threshold=t,
+                                     num_bins=b)
+                else:
+                    got = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=[t],
+                                         num_bins=[b])[(t, b)]
+                _check(got, want, exact_outcomes=False)
+
+
+@pytest.mark.parametrize("binning", ["even", "adaptive"])
+def test_top_label_pairs_keep_every_confidence_at_threshold_zero(binning):
+    # The pair form keeps an exact 0.0 confidence at threshold 0 (calibkit._toplabel).
+    rng = np.random.default_rng(2)
+    conf = rng.choice([0.0, 0.2, 0.5, 0.5, 1.0, 0.73], size=300)
+    ok = rng.integers(0, 2, 300).astype(bool)
+    pred = rng.integers(0, 4, 300)
+    sc = Scores.of_pairs(torch.from_numpy(conf), torch.from_numpy(ok), torch.from_numpy(pred), 4)
+    for cc in (False, True):
+        for t in (0.0, 0.2):
+            for b in (2, 5):
+                tab = calibkit.calibration_bins(
+                    confidence=conf, correct=ok, predicted=pred if cc else None,
+                    num_classes=4 if cc else None, binning=binning, class_conditional=cc,
+                    threshold=t, num_bins=b)
+                want = (np.asarray(tab.counts, dtype=np.float64), tab.sum_score, tab.sum_outcome)
+                if binning == "even":
+                    got = even_table(sc, max_prob=True, class_conditional=cc, threshold=t,
+                                     num_bins=b)
+                else:
+                    got = adaptive_table(sc, max_prob=True, class_conditional=cc,
+                                         thresholds=[t], num_bins=[b])[(t, b)]
+                _check(got, want)
