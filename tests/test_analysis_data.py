@@ -48,7 +48,9 @@ def test_npz_stated_kind_with_other_array_name(tmp_path):
     f = tmp_path / "d.npz"
     np.savez(f, scores=LOGITS, labels=LABELS)
     assert load_predictions(f, kind="logits").kind == "logits"
-    with pytest.raises(PredictionFileError, match="no usable arrays.*arrays found: labels, scores"):
+    # positional reading (numpy.savez's arrays) takes 'scores', then refuses to guess its kind
+    with pytest.raises(PredictionFileError, match=r"no array is named logits or probs \(arrays "
+                                                  r"found: labels, scores\).*pass --logits"):
         load_predictions(f)
 
 

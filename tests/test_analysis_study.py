@@ -231,7 +231,11 @@ def test_report_files_carry_intervals_and_pvalues(study):
             calibkit.ece(m.labels, m.probs[name], num_bins=m.report_bins), abs=1e-12)
         assert (jm["low"][i], jm["high"][i], jm["pvalue"][i]) == pytest.approx(
             (ci.low, ci.high, test.pvalue), abs=1e-12)
+        # the estimate printed with the interval lies inside it (issue 26, item 6)
+        assert jm["bias_corrected"][i] == pytest.approx(ci.estimate, abs=1e-12)
+        assert jm["low"][i] <= jm["bias_corrected"][i] <= jm["high"][i]
         assert jm["low"][i] <= jm["high"][i] and 0 < jm["pvalue"][i] <= 1
     with open(out / "tables" / f"{t.name}.csv", newline="") as fh:
         rows = list(csv.reader(fh))
-    assert len(rows) == 10 and rows[0][1:] == ["value", "90% low", "90% high", "p (calibrated)"]
+    assert len(rows) == 10 and rows[0][1:] == ["value", "bias-corrected", "90% low", "90% high",
+                                             "p (calibrated)"]

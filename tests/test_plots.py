@@ -233,7 +233,9 @@ def test_error_vs_temperature_plot_and_errors(tmp_path):
     assert ax.get_xlabel() == "temperature T" and ax.get_ylabel() == "calibration error"
     assert nx.get_ylabel() == "negative log-likelihood"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend[:4] == ["ECE", "SCE", "ACE", "TACE"] and legend[4].startswith("NLL")
+    # each curve's label says where its minimum is (issue 26, item 7)
+    assert [t.split(":")[0] for t in legend[:4]] == ["ECE", "SCE", "ACE", "TACE"]
+    assert all("min at T = " in t for t in legend[:4]) and legend[4].startswith("NLL")
     fig = plots.plot_error_vs_temperature(curves, show_nll=False)
     assert len(fig.axes) == 1
     for bad in ([], [1.0, 0.0], [1.0, -2.0], [np.nan]):

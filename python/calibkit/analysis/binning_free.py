@@ -17,8 +17,9 @@ __all__ = ["binning_free_table", "method_values", "binning_free_study_tables", "
 BINNING_FREE_COLUMNS = ("smECE", "KS", "CORP MCB", "Brier")
 
 
-def binning_free_table(labels, probs) -> Table:
-    """Top-label smooth ECE (with its bandwidth), KS error and CORP Brier and log decompositions.
+def binning_free_table(labels=None, probs=None, *, confidence=None, correct=None) -> Table:
+    """Top-label smooth ECE (with its bandwidth), KS error and CORP Brier and log decompositions,
+    of labels and probabilities or of top-label input (``confidence=``, ``correct=``).
 
     Examples
     --------
@@ -29,8 +30,9 @@ def binning_free_table(labels, probs) -> Table:
     """
     import calibkit
 
-    r = calibkit.binning_free(labels, probs)
-    log = calibkit.decompose(labels, probs, scoring="log")
+    top = {"confidence": confidence, "correct": correct}
+    r = calibkit.binning_free(labels, probs, **top)
+    log = calibkit.decompose(labels, probs, scoring="log", **top)
     rows = [
         ("smooth ECE", r.smece, "Blasiok & Nakkiran 2023 (= relplot smECE)"),
         ("smooth ECE bandwidth", r.smece_bandwidth, "automatic (relplot's fixed-point search)"),

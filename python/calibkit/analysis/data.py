@@ -8,8 +8,10 @@ command reads through it too): :func:`load_predictions`, :class:`Predictions` an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..io import (
     PredictionFileError,
@@ -56,6 +58,11 @@ def load_val_test(
     val_labels: str | Path | None = None,
     test_labels: str | Path | None = None,
     name: str | None = None,
+    label_column: str | int | None = None,
+    score_columns: str | Sequence[str | int] | None = None,
+    scores_key: str | None = None,
+    labels_key: str | None = None,
+    renormalize: bool = False,
 ) -> ModelSplits:
     """Read a validation and a test split, from two files or one ``.npz`` holding both.
 
@@ -69,6 +76,10 @@ def load_val_test(
         Labels files for ``.npy`` scores.
     name : str, optional
         Model name (default: the test file's stem).
+    label_column, score_columns, scores_key, labels_key, renormalize : optional
+        How to read each file, as for :func:`calibkit.io.read_predictions` (the ``calibkit
+        study`` flags of the same names); they apply to both files (not to the ``val_*``
+        arrays of a ``.npz`` holding both splits).
 
     Returns
     -------
@@ -89,18 +100,20 @@ def load_val_test(
         raise PredictionFileError("no test predictions given: pass --test FILE")
     tpath = Path(test)
     same = val is not None and Path(val).resolve() == tpath.resolve() if tpath.exists() else False
-    test_pred = load_predictions(tpath, kind=kind, labels=test_labels)
+    how: dict[str, Any] = {"label_column": label_column, "score_columns": score_columns,
+           "scores_key": scores_key, "labels_key": labels_key, "renormalize": renormalize}
+    test_pred = load_predictions(tpath, kind=kind, labels=test_labels, **how)
     if val is None or same:
         if not has_val_split(tpath):
             raise PredictionFileError(
                 f"{tpath}: no validation split: pass --val FILE, or store val_logits (or "
                 "val_probs) and val_labels in the same .npz"
             )
-        val_pred = load_predictions(tpath, kind=kind, split="val")
+        val_pred = load_predictions(tpath, kind=kind, split="val", renormalize=renormalize)
     else:
         vpath = Path(val)
         vsplit = "val" if has_val_split(vpath) else "test"
-        val_pred = load_predictions(vpath, kind=kind, labels=val_labels, split=vsplit)
+        val_pred = load_predictions(vpath, kind=kind, labels=val_labels, split=vsplit, **how)
     if val_pred.num_classes != test_pred.num_classes:
         raise PredictionFileError(
             f"the validation split has {val_pred.num_classes} classes ({val_pred.source}) but the "

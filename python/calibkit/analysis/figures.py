@@ -21,6 +21,8 @@ __all__ = [
     "temperature_figure",
     "reliability_figure",
     "save",
+    "FORMATS",
+    "PNG_DPI",
 ]
 
 
@@ -37,8 +39,15 @@ def _plt():
     return plt
 
 
-def save(fig, path: str | Path, dpi: int = 110) -> Path:
-    """Save ``fig`` to ``path`` (PNG unless the suffix says otherwise), close it, return the path."""
+#: Figure formats of the reports (``--figure-format``).
+FORMATS = ("png", "pdf", "svg")
+#: Resolution of PNG figures: print quality (a 5-inch figure is 1500 pixels wide).
+PNG_DPI = 300
+
+
+def save(fig, path: str | Path, dpi: int = PNG_DPI) -> Path:
+    """Save ``fig`` to ``path`` in the format its suffix names (PNG at ``dpi``, 300 by default;
+    PDF and SVG as vector figures), close it, return the path."""
     plt = _plt()
     path = Path(path)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
@@ -136,21 +145,27 @@ def bin_sensitivity_figure(
     """
     plt = _plt()
     n = max(1, len(series))
-    fig, axes = plt.subplots(n, 1, figsize=(9, 2.6 * n), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(n, 1, figsize=(9, 1.4 + 2.6 * n), squeeze=False, sharex=True)
+    finite = [np.asarray(v, dtype=float) for v in series.values()]
+    finite = [v[np.isfinite(v)] for v in finite]
+    low = min((float(v.min()) for v in finite if v.size), default=0.0)
+    # the negative half only when some metric's orderings disagree across bin counts
+    ylim = (-1.05, 1.05) if low < 0 else (0.0, 1.05)
     colours = {"even": "tab:orange", "adaptive": "tab:blue"}
     x = np.arange(len(labels))
     for ax, (name, vals) in zip(axes[:, 0], series.items()):
         v = np.asarray(vals, dtype=float)
         ax.bar(x, np.nan_to_num(v, nan=0.0), color=[colours.get(b, "0.5") for b in binning])
         ax.axhline(0.0, color="k", lw=0.6)
-        ax.set_ylim(-1.05, 1.05)
+        ax.set_ylim(*ylim)
         ax.set_ylabel("mean rho")
-        ax.set_title(name, fontsize=9)
+        ax.set_title(name, fontsize=9, loc="left")
     axes[-1, 0].set_xticks(x)
     axes[-1, 0].set_xticklabels(labels, fontsize=7)
     axes[-1, 0].set_xlabel("metric (paper index)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    axes[0, 0].legend(handles, [f"{k} binning" for k in colours], fontsize=8, loc="lower right")
+    axes[0, 0].legend(handles, [f"{k} binning" for k in colours], fontsize=8, ncol=2,
+                      loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -209,9 +224,12 @@ def temperature_figure(labels, logits, temperatures, metrics: Sequence[str], *, 
     return plot_error_vs_temperature(curves, title=title or None), curves
 
 
-def reliability_figure(labels, probs, *, num_bins: int = 15, title: str = ""):
-    """Reliability diagram of top-label confidence, via :func:`calibkit.plots.reliability_diagram`."""
+def reliability_figure(labels=None, probs=None, *, num_bins: int = 15, title: str = "",
+                       confidence=None, correct=None):
+    """Reliability diagram of top-label confidence, via :func:`calibkit.plots.reliability_diagram`
+    (labels and probabilities, or top-label ``confidence=`` and ``correct=``)."""
     _plt()
     from ..plots import reliability_diagram
 
-    return reliability_diagram(labels, probs, num_bins=num_bins, title=title or None)
+    return reliability_diagram(labels, probs, num_bins=num_bins, title=title or None,
+                               confidence=confidence, correct=correct)

@@ -38,6 +38,7 @@ from .._params import (
     as_threshold,
     renames,
 )
+from .._progress import Progress
 from ..errors import CalibkitError, InvalidParameterError, MethodFailedError, UnknownNameError
 from ._util import make_estimator, recalibration_inputs
 from .binning_free import binning_free_study_tables
@@ -486,35 +487,30 @@ def evaluate_methods(
         probs[name] = p
         names.append(name)
         values.append(evaluate(test.labels, p, space=sp, num_bins=bins).values)
+        warn_if_worse(name, model.name, values[-1], uncal)
         if progress is not None:
             progress()
     return names, np.stack(values), np.asarray(uncal), probs, secs
 
 
-class _Progress:
-    """A tqdm bar (or a no-op) with a description per step."""
+def warn_if_worse(method: str, model: str, values: np.ndarray, uncalibrated: np.ndarray) -> bool:
+    """Warn (``UserWarning``) when the recalibration ``method`` left ``model``'s test
+    predictions worse calibrated than its input: a higher error than the uncalibrated one on
+    more than half of the (metric, bin count) values. Returns whether it warned.
 
-    def __init__(self, total: int, enabled: bool):
-        self.bar = None
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
+    A recalibrator should not make calibration worse; when it does, the study's tables still
+    report it, and this says so where it happens (e.g. a likelihood fit pulled by predictions
+    that are far off the validation data)."""
+    import warnings
 
-                self.bar = tqdm(total=total, unit="step", leave=False, dynamic_ncols=True)
-            except ImportError:  # pragma: no cover - tqdm is in the study extra
-                self.bar = None
-
-    def describe(self, text: str) -> None:
-        if self.bar is not None:
-            self.bar.set_description(text)
-
-    def update(self) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    worse = int(np.count_nonzero(values > uncalibrated))
+    if worse * 2 <= values.size:
+        return False
+    warnings.warn(
+        f"recalibration method {method!r} made {model} worse calibrated than its input: a "
+        f"higher error on {worse} of {values.size} (metric, bin count) values of the test "
+        "split", UserWarning, stacklevel=3)
+    return True
 
 
 def run_study(
@@ -522,7 +518,7 @@ def run_study(
     config: StudyConfig | None = None,
     *,
     digits: DigitsSplit | None = None,
-    progress: bool = False,
+    progress: bool | None = False,
 ) -> StudyResult:
     """Run the paper's analysis and return every number (see the module docstring).
 
@@ -537,8 +533,9 @@ def run_study(
     digits : DigitsSplit, optional
         The digits split for the label-noise experiment (default: built from ``config.random_state``
         when the experiment runs).
-    progress : bool, default False
-        Show a tqdm progress bar on stderr.
+    progress : bool or None, default False
+        A progress bar of the study's steps on stderr, by calibkit's one rule
+        (:mod:`calibkit._progress`): None = when stderr is a terminal, True = always.
 
     Returns
     -------
@@ -579,7 +576,7 @@ def run_study(
     space = metric_space()
     n_methods = len(PAPER_METHODS)
     total = len(model_list) * (n_methods + len(space) + 2) + (cfg.noise_levels if run_noise else 0)
-    bar = _Progress(total, progress)
+    bar = Progress(total, "study", progress, unit="steps", delay=0.0)
     studies = []
     try:
         for ms in model_list:

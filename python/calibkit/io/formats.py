@@ -10,7 +10,9 @@ use.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,6 +28,7 @@ __all__ = [
     "read_npy",
     "npy_label_candidates",
     "read_labels_file",
+    "CsvText",
     "read_csv_rows",
     "is_number",
     "column_index",
@@ -98,7 +101,7 @@ def read_labels_file(path: Path) -> np.ndarray:
     read by position (an ``id,label`` file must not give its ids)."""
     if path.suffix.lower() == ".npy":
         return read_npy(path)
-    header, rows, _ = read_csv_rows(path)
+    header, rows, _, _ = read_csv_rows(path)
     j = 0
     if len(rows[0]) > 1:
         named = [i for i, h in enumerate(header or []) if h.lower() in LABEL_NAMES]
@@ -124,10 +127,51 @@ def is_number(text: str) -> bool:
         return False
 
 
-def read_csv_rows(path: Path) -> tuple[list[str] | None, list[list[str]], str]:
-    """(header or None, data rows as strings, delimiter). The delimiter is the comma when the
-    first line has one, else the most frequent of ``;``, tab and ``|``; the first row is a
-    header unless every field of it is a number."""
+class CsvText(NamedTuple):
+    """What :func:`read_csv_rows` read: the header (or None), the data rows as strings, the
+    delimiter, and whether decimal commas were read as decimal points."""
+
+    header: list[str] | None
+    rows: list[list[str]]
+    delim: str
+    decimal_comma: bool
+
+
+#: A number written with a decimal comma (spreadsheets in many locales: ``0,25``, ``-1,5e-3``).
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
+
+
+def _decimal_commas(rows: list[list[str]]) -> bool:
+    """Read decimal commas (``0,25``) as decimal points, in place; whether any was. Only for a
+    file separated by something else than commas, and only fields that are numbers once read."""
+    found = False
+    for r in rows:
+        for i, c in enumerate(r):
+            if "," in c and _DECIMAL_COMMA.match(c):
+                r[i] = c.replace(",", ".")
+                found = True
+    return found
+
+
+def _delimiter(first: str) -> str:
+    """The delimiter of a CSV file from its first line: the semicolon when it has one (the
+    spreadsheet export of locales that write decimal commas), else the comma, else the most
+    frequent of tab and ``|``; the comma for a single column."""
+    counts = {d: first.count(d) for d in DELIMITERS}
+    if counts[";"]:
+        return ";"
+    if counts[","]:
+        return ","
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] else ","
+
+
+def read_csv_rows(path: Path) -> CsvText:
+    """(header or None, data rows as strings, delimiter, decimal commas read). The delimiter is
+    the semicolon when the first line has one, else the comma when it has one, else the most
+    frequent of tab and ``|``; with a delimiter other than the comma, decimal commas (``0,25``)
+    are read as decimal points. The first row is a header unless every field of it is a
+    number."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -135,12 +179,9 @@ def read_csv_rows(path: Path) -> tuple[list[str] | None, list[list[str]], str]:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise fail(path, "the CSV file is empty")
-    first = lines[0]
-    counts = {d: first.count(d) for d in DELIMITERS}
-    delim = "," if counts[","] else max(counts, key=lambda d: counts[d])
-    if counts[delim] == 0:
-        delim = ","  # one column
+    delim = _delimiter(lines[0])
     rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delim)]
+    comma = delim != "," and _decimal_commas(rows)
     header = None
     if not all(is_number(c) for c in rows[0]):
         header, rows = rows[0], rows[1:]
@@ -153,7 +194,7 @@ def read_csv_rows(path: Path) -> tuple[list[str] | None, list[list[str]], str]:
                              f"(expected {DELIMITERS[delim]}-separated values)")
     if header is not None and len(header) != width:
         raise fail(path, f"the header has {len(header)} columns but the rows have {width}")
-    return header, rows, delim
+    return CsvText(header, rows, delim, comma)
 
 
 def column_index(spec, header: list[str] | None, width: int, path: Path, flag: str,

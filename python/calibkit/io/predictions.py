@@ -16,12 +16,16 @@ command's flags):
     column holds them) or a sibling file (``val_logits.npy`` -> ``val_labels.npy``, ``x.npy``
     -> ``x_labels.npy``, or ``labels.npy``).
 ``.csv``
-    One row per example; comma-separated (``;``, tab and ``|`` are recognised too, and said);
-    header optional. The label column is ``label_column`` (name or 0-based position), else a
-    column named ``label``/``labels``/``y``/``target``/``true_label``/``class``, else the
-    first. The score columns are ``score_columns`` (names or positions, comma-separated), else
-    every other column. Class names in the label column are mapped to the score columns of
-    the same names (the mapping is a note) or refused with the fix.
+    One row per example; comma-separated (``;`` with decimal commas, as spreadsheets write in
+    many locales, tab and ``|`` are recognised too, and said); header optional. The label
+    column is ``label_column`` (name or 0-based position), else a column named
+    ``label``/``labels``/``y``/``target``/``true_label``/``class``, else the first. The score
+    columns are ``score_columns`` (names or positions, comma-separated or a list), else every
+    other column but index and id columns (``id``, ``index``, pandas' unnamed index, ...:
+    :data:`INDEX_NAMES`), which are left out with a note; an unnamed column of consecutive
+    integers is refused, naming ``--score-columns``. Class names in the label column are
+    mapped to the score columns of the same names (the mapping is a note) or refused with the
+    fix.
 Top-label files (``.npz`` or ``.csv``, with ``top_label=True``)
     ``confidence`` plus ``correct``, or ``labels`` + ``pred`` + ``confidence`` (the model-zoo
     layout): :class:`~calibkit.io.toplabel.TopLabelPredictions`.
@@ -32,6 +36,12 @@ of the array (``.npz`` key, ``.npy`` file name, CSV score-column names) containi
 ``prob``; else the values (valid probabilities are read as probabilities; anything else is
 refused with a request for ``--logits``).
 
+Probabilities rounded when written (rows summing to 1.01) are refused with the fix,
+``renormalize=True`` (``--renormalize``), which divides each row by its sum (a note says how
+far the sums were). Options that do not apply to what a file holds (``labels`` for a CSV or
+``.npz``, ``num_classes`` for a full matrix, ``renormalize`` or ``kind`` for a top-label
+file) are refused, never ignored.
+
 The values follow calibkit's input rules (:mod:`calibkit._validate`: labels by
 ``as_labels``, scores by ``check_scores``, the metric kernels' own checks). Every problem
 (missing file, no usable arrays, wrong shapes, NaN or inf, labels that are not class indices
@@ -41,13 +51,14 @@ array and the fix.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._params import as_path
+from .._params import as_flag, as_path
 from .._softmax import softmax
 from .._validate import as_labels, check_scores
 from ..errors import CalibkitError, InvalidParameterError, InvalidProbabilitiesError
@@ -216,6 +227,11 @@ def check_predictions(labels: Any, scores: Any, kind: str | None, source: str) -
         raise
     except InvalidProbabilitiesError as exc:
         prefix = "invalid probabilities: " if kind == "probs" else ""
+        hint = rounding_hint(s) if kind == "probs" else ""
+        if hint:  # the kernel's advice (normalise, or --logits) is the hint's, said once
+            msg = str(exc)
+            cut = msg.find("; pass normalised")
+            raise fail(source, f"{prefix}{msg[:cut] if cut > 0 else msg}; {hint}") from exc
         raise fail(source, f"{prefix}{exc}") from exc
     except CalibkitError as exc:
         raise fail(source, str(exc)) from exc
@@ -235,9 +251,68 @@ def decide_kind(kind: str | None, names, scores: np.ndarray, source: str,
     s = np.asarray(scores)
     if s.dtype.kind in "iuf" and s.size and _looks_like_probs(s):
         return "probs", "the values (valid probabilities)"
+    rounded = rounding_hint(s)
+    if rounded:
+        raise fail(source, f"{context}the scores are not probabilities: {rounded}")
     raise fail(source, f"{context}the scores are not probabilities (values outside [0, 1] or rows "
                        "not summing to 1) and nothing says what they are: pass --logits if they "
                        "are logits (or --probs to have them checked as probabilities)")
+
+
+def rounding_hint(scores) -> str:
+    """When ``scores`` look like rounded probabilities (every value in [0, 1], every row sum
+    positive, some row sum off 1): what they look like and the fix, ``--renormalize``; else
+    ``""``."""
+    s = np.asarray(scores)
+    if s.dtype.kind not in "iuf" or s.ndim != 2 or s.shape[1] < 2 or s.shape[0] == 0:
+        return ""
+    s = s.astype(np.float64, copy=False)
+    if not np.isfinite(s).all() or s.min() < 0.0 or s.max() > 1.0:
+        return ""
+    sums = s.sum(axis=1)
+    if sums.min() <= 0.0:
+        return ""
+    return (f"every value is in [0, 1] but the rows sum to between {sums.min():.6g} and "
+            f"{sums.max():.6g}; if they are rounded probabilities, pass --renormalize "
+            "(renormalize=True) to divide each row by its sum, or pass --logits if they are logits")
+
+
+def renormalized(scores, kind: str | None, source: str, notes: list) -> np.ndarray:
+    """Rounded probabilities divided by their row sums (``--renormalize``), with a note of
+    how far the sums were from 1; refused for logits or for values that are not
+    probabilities."""
+    if kind == "logits":
+        raise fail(source, "--renormalize is for rounded probabilities, not logits: drop one of "
+                           "--renormalize and --logits")
+    s = np.asarray(scores)
+    if s.dtype.kind not in "iuf" or s.ndim != 2 or s.shape[1] < 2:
+        raise fail(source, "--renormalize needs an (N, K) matrix of probabilities with K >= 2 "
+                           f"(got shape {s.shape})")
+    s = s.astype(np.float64)
+    if not np.isfinite(s).all() or s.min() < 0.0 or s.max() > 1.0:
+        raise fail(source, "--renormalize is for rounded probabilities (values in [0, 1]); these "
+                           "have values outside [0, 1] or NaN/inf: pass --logits if they are logits")
+    sums = s.sum(axis=1, keepdims=True)
+    if sums.min() <= 0.0:
+        row = int(np.argmin(sums[:, 0]))
+        raise fail(source, f"--renormalize: row {row} sums to 0; there is no distribution to "
+                           "rescale it to")
+    notes.append(f"--renormalize: each row divided by its sum (sums were between "
+                 f"{sums.min():.6g} and {sums.max():.6g})")
+    return s / sums
+
+
+def _scores(o: _Options, labels, scores, names, source: str, notes: list,
+            context: str = "") -> Predictions:
+    """The kind of the scores (``--renormalize`` first, which states them probabilities), then
+    the checks: what every format does once it has found its scores and labels."""
+    kind = o.kind
+    if o.renormalize:
+        scores, kind = renormalized(scores, o.kind, source, notes), "probs"
+    kind, how = decide_kind(kind, names, scores, source, context)
+    if o.renormalize:
+        how = "--renormalize"
+    return _check(labels, scores, kind, source, how)
 
 
 def _check(labels, scores, kind: str, source: str, how: str) -> Predictions:
@@ -258,11 +333,12 @@ class _Options:
     labels: str | Path | None = None
     split: str = "test"
     label_column: str | int | None = None
-    score_columns: str | None = None
+    score_columns: str | Sequence[str | int] | None = None
     scores_key: str | None = None
     labels_key: str | None = None
     num_classes: int | None = None
     top_label: bool = False
+    renormalize: bool = False
 
 
 # ---------------------------------------------------------------------------- .npz
@@ -323,10 +399,11 @@ def _read_npz(path: Path, o: _Options):
                          "which array holds the labels? pass --labels-key NAME (the (N,) class "
                          "indices)")
     scores = arrays[skey]
-    context = "" if named else (f"no usable arrays named logits or probs (arrays found: {found}); "
-                                f"{skey!r} was taken for the scores, but ")
-    kind, how = decide_kind(o.kind, [skey], scores, f"{path}[{skey}]", context)
-    return _check(arrays[lkey], scores, kind, f"{path}[{skey}]", how), notes
+    context = "" if named else (
+        f"no array is named logits or probs (arrays found: {found}); {skey!r} "
+        f"{tuple(scores.shape)} was taken for the scores and {lkey!r} for the labels (as "
+        "numpy.savez(f, scores, labels) names them), but ")
+    return _scores(o, arrays[lkey], scores, [skey], f"{path}[{skey}]", notes, context), notes
 
 
 # ---------------------------------------------------------------------------- .npy
@@ -343,14 +420,72 @@ def _read_npy(path: Path, o: _Options):
         if not lpath.exists():
             raise fail(lpath, "labels file not found (--labels)")
     y = read_labels_file(lpath)
-    kind, how = decide_kind(o.kind, [path.stem], scores, str(path))
-    return _check(y, scores, kind, f"{path} (labels {lpath.name})", how), []
+    notes: list[str] = []
+    return _scores(o, y, scores, [path.stem], f"{path} (labels {lpath.name})", notes), notes
 
 
 # ---------------------------------------------------------------------------- .csv
+#: Header names of index and id columns (case-insensitive; also pandas' unnamed index, whose
+#: header is empty or ``Unnamed: 0``).
+INDEX_NAMES = ("", "id", "ids", "index", "idx", "row", "row_id", "sample", "sample_id",
+               "example", "example_id", "image", "image_id", "uid", "key")
+
+
+def is_index_name(name: str) -> bool:
+    """Whether a CSV header names an index or id column (:data:`INDEX_NAMES`)."""
+    n = str(name).strip().lower()
+    return n in INDEX_NAMES or n.startswith("unnamed:")
+
+
+def _column_list(spec) -> list[str]:
+    """A column list: names or positions separated by commas (or given as a sequence)."""
+    if isinstance(spec, (list, tuple)):
+        return [str(c) for c in spec]
+    return [c for c in str(spec).split(",") if c.strip()]
+
+
+def _counts_rows(column: list[str]) -> bool:
+    """Whether a column holds consecutive integers (0, 1, 2, ... or any start): an index or
+    an id, never probabilities, and never labels of N >= 3 rows in order."""
+    if len(column) < 3:
+        return False
+    try:
+        v = np.array([float(c) for c in column])
+    except ValueError:
+        return False
+    return bool(np.all(v == np.round(v)) and np.all(np.diff(v) == 1.0))
+
+
+def _refuse_index_values(rows, header, j, score_cols, path, label_given) -> None:
+    """An unnamed index or id column (consecutive integers) is refused rather than read as a
+    class score or as the labels, naming the flags that choose the columns."""
+    width = len(rows[0])
+
+    def name(c):
+        return repr(header[c]) if header else f"column {c}"
+
+    def fix(*skip):
+        cols = [str(i) for i in range(width) if i not in skip]
+        shown = ",".join(cols) if len(cols) <= 6 else ",".join(cols[:3]) + ",...," + cols[-1]
+        return f"choose the score columns with --score-columns (e.g. --score-columns {shown})"
+
+    for c in score_cols:
+        if _counts_rows([r[c] for r in rows]):
+            raise fail(path, f"{name(c)} holds consecutive integers ({rows[0][c]}, {rows[1][c]}, "
+                             f"{rows[2][c]}, ...): an index or id column, not class scores; "
+                             + fix(j, c))
+    labels = [r[j] for r in rows]
+    if (not label_given and _counts_rows(labels)
+            and float(labels[-1]) >= max(len(score_cols), 2)):
+        raise fail(path, f"{name(j)}, read as the labels, holds consecutive integers "
+                         f"({rows[0][j]}, {rows[1][j]}, {rows[2][j]}, ...): an index or id column; "
+                         "name the label column with --label-column and " + fix(j)[7:])
+
+
 def _read_csv(path: Path, o: _Options):
-    header, rows, delim = read_csv_rows(path)
-    notes = [] if delim == "," else [f"read as {DELIMITERS[delim]}-separated values"]
+    header, rows, delim, comma = read_csv_rows(path)
+    notes = [] if delim == "," else [f"read as {DELIMITERS[delim]}-separated values"
+                                     + (" with decimal commas" if comma else "")]
     width = len(rows[0])
     if o.top_label and header is not None and o.score_columns is None and o.label_column is None:
         cols = {h: [r[j] for r in rows] for j, h in enumerate(header)}
@@ -368,11 +503,22 @@ def _read_csv(path: Path, o: _Options):
         j = 0
     if o.score_columns is not None:
         score_cols = [column_index(s, header, width, path, "--score-columns", "score")
-                      for s in str(o.score_columns).split(",") if s.strip()]
+                      for s in _column_list(o.score_columns)]
         if j in score_cols:
             raise fail(path, "--score-columns includes the label column")
     else:
-        score_cols = [i for i in range(width) if i != j]
+        index = ([] if header is None else
+                 [i for i in range(width) if i != j and is_index_name(header[i])])
+        score_cols = [i for i in range(width) if i != j and i not in index]
+        if index and header is not None:
+            shown = ", ".join(repr(header[i]) if header[i] else f"column {i} (no name)"
+                              for i in index)
+            notes.append(f"{shown} read as an index or id column and left out of the scores "
+                         "(--score-columns chooses them)")
+        _refuse_index_values(rows, header, j, score_cols, path, o.label_column is not None)
+        if not score_cols:
+            raise fail(path, "no score columns left besides the label and index columns; "
+                             "choose them with --score-columns")
     for i, r in enumerate(rows):
         for c in score_cols:
             if not is_number(r[c]):
@@ -390,8 +536,7 @@ def _read_csv(path: Path, o: _Options):
     else:
         y = class_name_indices(raw_labels, header, score_cols, j, path, notes)
     names = [header[c] for c in score_cols] if header else []
-    kind, how = decide_kind(o.kind, names, scores, str(path))
-    return _check(y, scores, kind, str(path), how), notes
+    return _scores(o, y, scores, names, str(path), notes), notes
 
 
 # ---------------------------------------------------------------------------- entry points
@@ -402,11 +547,12 @@ def read_predictions(
     labels: str | Path | None = None,
     split: str = "test",
     label_column: str | int | None = None,
-    score_columns: str | None = None,
+    score_columns: str | Sequence[str | int] | None = None,
     scores_key: str | None = None,
     labels_key: str | None = None,
     num_classes: int | None = None,
     top_label: bool = False,
+    renormalize: bool = False,
 ) -> tuple[Predictions | TopLabelPredictions, list[str]]:
     """Read one split of a model's predictions (see the module doc for each format).
 
@@ -425,7 +571,9 @@ def read_predictions(
         For ``.npz``: ``"val"`` reads the ``val_*`` arrays.
     label_column, score_columns : optional
         For CSV: the label column and the score columns (names or 0-based positions; several
-        score columns comma-separated).
+        score columns comma-separated, or a list). Without ``score_columns``, columns named as
+        an index or id (``id``, ``index``, pandas' unnamed index, ...) are left out with a note,
+        and an unnamed column of consecutive integers is refused.
     scores_key, labels_key : str, optional
         For ``.npz``: the arrays holding the scores and the labels.
     num_classes : int, optional
@@ -433,6 +581,9 @@ def read_predictions(
     top_label : bool, default False
         Also read top-label files (``confidence`` + ``correct``, or labels + ``pred`` +
         ``confidence``) as :class:`~calibkit.io.toplabel.TopLabelPredictions`.
+    renormalize : bool, default False
+        Divide each row of probabilities by its sum (``--renormalize``: probabilities rounded
+        when written, e.g. rows summing to 1.01); a note says how far the sums were from 1.
 
     Returns
     -------
@@ -451,7 +602,7 @@ def read_predictions(
     if kind not in (None, "logits", "probs"):
         raise InvalidParameterError(f"kind must be 'logits', 'probs' or None (got {kind!r})")
     o = _Options(kind, labels, split, label_column, score_columns, scores_key, labels_key,
-                 num_classes, bool(top_label))
+                 num_classes, as_flag(top_label, "top_label"), as_flag(renormalize, "renormalize"))
     p = Path(as_path(path))
     if not p.exists():
         raise fail(p, "file not found")
@@ -462,16 +613,39 @@ def read_predictions(
         raise fail(p, "--scores-key / --labels-key are for .npz files")
     if suffix not in CSV_SUFFIXES and (score_columns or label_column is not None):
         raise fail(p, "--score-columns / --label-column are for CSV files")
+    if suffix != ".npy" and labels is not None:
+        where = "a label column" if suffix in CSV_SUFFIXES else "its labels array"
+        raise fail(p, f"--labels FILE is for .npy scores; this file holds {where} (choose it "
+                      + ("with --label-column)" if suffix in CSV_SUFFIXES else
+                         "with --labels-key)"))
     if suffix == ".npz":
-        return _read_npz(p, o)
-    if split == "val":
+        out = _read_npz(p, o)
+    elif split == "val":
         raise fail(p, "--split val reads the val_* arrays of an .npz file (a separate "
                       "validation split can only be read from .npz)")
-    if suffix == ".npy":
-        return _read_npy(p, o)
-    if suffix in CSV_SUFFIXES:
-        return _read_csv(p, o)
-    raise fail(p, f"unknown file type {p.suffix!r}: use .npz, .npy or .csv")
+    elif suffix == ".npy":
+        out = _read_npy(p, o)
+    elif suffix in CSV_SUFFIXES:
+        out = _read_csv(p, o)
+    else:
+        raise fail(p, f"unknown file type {p.suffix!r}: use .npz, .npy or .csv")
+    _refuse_unused(out[0], o, p)
+    return out
+
+
+def _refuse_unused(pred, o: _Options, path: Path) -> None:
+    """Options that do not apply to the form the file turned out to hold are refused, not
+    ignored."""
+    if isinstance(pred, Predictions) and o.num_classes is not None:
+        raise fail(path, f"--num-classes {o.num_classes} is for top-label files (labels, pred, "
+                         f"confidence); this file holds the full score matrix, whose "
+                         f"{pred.num_classes} columns are the classes: drop --num-classes")
+    if isinstance(pred, TopLabelPredictions) and o.renormalize:
+        raise fail(path, "--renormalize rescales rows of class probabilities; this is a "
+                         "top-label file (one confidence per prediction): drop --renormalize")
+    if isinstance(pred, TopLabelPredictions) and o.kind is not None:
+        raise fail(path, f"--{o.kind} says what a score matrix holds; this is a top-label file "
+                         "(one confidence per prediction): drop it")
 
 
 def load_predictions(
@@ -481,9 +655,10 @@ def load_predictions(
     labels: str | Path | None = None,
     split: str = "test",
     label_column: str | int | None = None,
-    score_columns: str | None = None,
+    score_columns: str | Sequence[str | int] | None = None,
     scores_key: str | None = None,
     labels_key: str | None = None,
+    renormalize: bool = False,
 ) -> Predictions:
     """Read one split of a model's predictions from ``.npz``, ``.npy`` or ``.csv``: the
     (labels, scores) of :func:`read_predictions`, without its notes.
@@ -500,7 +675,7 @@ def load_predictions(
         For ``.npz``: read ``val_*`` arrays for ``"val"``.
     label_column : str or int, optional
         For CSV: the label column's name or 0-based position.
-    score_columns, scores_key, labels_key : str, optional
+    score_columns, scores_key, labels_key, renormalize : optional
         As for :func:`read_predictions`.
 
     Returns
@@ -522,7 +697,8 @@ def load_predictions(
     """
     pred, _ = read_predictions(path, kind=kind, labels=labels, split=split,
                                label_column=label_column, score_columns=score_columns,
-                               scores_key=scores_key, labels_key=labels_key)
+                               scores_key=scores_key, labels_key=labels_key,
+                               renormalize=renormalize)
     assert isinstance(pred, Predictions)  # top_label=False
     return pred
 

@@ -145,6 +145,17 @@ def toplabel_record(cols: dict, source: str, num_classes: int | None) -> TopLabe
         raise fail(source, f"has 'confidence' and {pred_key!r} but neither 'correct' nor a "
                            f"labels column: a top-label file needs confidence,correct or "
                            f"labels,pred,confidence")
+    if predicted is not None and num_classes is not None and predicted.size:
+        for key, idx in ((pred_key, predicted), (label_key, None)):
+            if key is None:
+                continue
+            v = idx if idx is not None else _as_index(cols[key], key, source)
+            row = int(np.argmax(v))
+            if int(v[row]) >= num_classes:
+                raise fail(source, f"--num-classes {num_classes}: {key!r} holds class "
+                                   f"{int(v[row])} (row {row}); the number of classes must exceed "
+                                   "every class index (leave --num-classes out to take the "
+                                   "largest index + 1)")
     if predicted is not None and num_classes is None and predicted.size:
         top = int(predicted.max())
         if label_key is not None:

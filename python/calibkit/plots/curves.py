@@ -15,7 +15,7 @@ from .._params import (
 from ..binned.space import Evaluation
 from ..binned.spec import MetricSpec
 from ..errors import InputTypeError, InvalidParameterError
-from .figure import ACC_COLOR, GAP_COLOR, check_figsize, figure, save
+from .figure import ACC_COLOR, GAP_COLOR, check_figsize, figure, fit_title, save
 
 __all__ = ["plot_per_class_error", "plot_metric_vs_bins", "plot_error_vs_temperature"]
 
@@ -186,9 +186,15 @@ def plot_metric_vs_bins(evaluation: Evaluation, metrics=None, *, logy: bool = Fa
 # The curves are computed by calibkit.analysis.temperature.error_vs_temperature; plots only draw.
 
 
+#: Marker shapes of the curves' minima, in curve order.
+_MARKERS = "osD^vP"
+
+
 def plot_error_vs_temperature(curves, *, show_nll: bool = True,
                               title: str | None = None, figsize=(6.0, 4.0), path=None):
-    """Plot temperature curves; each curve's minimum is marked.
+    """Plot temperature curves; each curve's minimum is marked (hollow markers of distinct
+    shapes, its temperature in the legend), and a minimum at the edge of the grid is said in a
+    note (the best temperature may lie outside the grid).
 
     Parameters
     ----------
@@ -224,11 +230,25 @@ def plot_error_vs_temperature(curves, *, show_nll: bool = True,
     fig, ax = figure(check_figsize(figsize))
     t = curves.temperatures
     order = np.argsort(t)
+    ts = t[order]
+    edge = []
     for i, name in enumerate(curves.metrics):
         v = curves.values[i][order]
-        (line,) = ax.plot(t[order], v, lw=1.6, label=name)
         m = int(np.argmin(v))
-        ax.plot(t[order][m], v[m], "o", ms=5, color=line.get_color(), mec="black", mew=0.6)
+        at_edge = ts.size > 2 and m in (0, ts.size - 1)
+        if at_edge:
+            edge.append(name)
+        label = f"{name}: min at T = {ts[m]:.3g}{' (grid edge)' if at_edge else ''}"
+        (line,) = ax.plot(ts, v, lw=1.6, label=label)
+        # hollow markers of distinct shapes and sizes: minima at the same T stay readable
+        ax.plot(ts[m], v[m], _MARKERS[i % len(_MARKERS)], ms=9 - 1.0 * (i % 5), mfc="none",
+                mew=1.5, color=line.get_color(), zorder=3)
+    note = None
+    if edge:  # said under the plot with the legend, where it hides no curve
+        note = textwrap.fill(
+            f"Minimum at the edge of the temperature grid [{ts[0]:.3g}, {ts[-1]:.3g}] for "
+            f"{', '.join(edge)}: the best temperature may lie outside the grid.",
+            width=max(40, int(fig.get_figwidth() * 14)))
     ax.set_xlabel("temperature T")
     ax.set_ylabel("calibration error")
     if t.min() > 0 and t.max() / t.min() > 8:
@@ -251,9 +271,12 @@ def plot_error_vs_temperature(curves, *, show_nll: bool = True,
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
     # below the plot, so that no curve is hidden behind it
-    ax.legend(handles, labels, fontsize=8, frameon=False, loc="upper center",
-              bbox_to_anchor=(0.5, -0.16), ncol=min(4, len(labels)))
-    ax.set_title(title or f"Calibration error vs temperature ({curves.num_bins} bins)",
-                 fontsize=11)
+    leg = ax.legend(handles, labels, fontsize=8, frameon=False, loc="upper center",
+                    bbox_to_anchor=(0.5, -0.16), ncol=min(2, len(labels)), title=note,
+                    title_fontsize=8)
+    if note is not None:
+        leg.get_title().set_color("#a00000")
+    ax.set_title(fit_title(title or f"Calibration error vs temperature ({curves.num_bins} bins)",
+                           fig), fontsize=11)
     save(fig, path)
     return fig

@@ -42,5 +42,14 @@ def save(fig, path, dpi: int = 200):
     fig.savefig(as_image_path(path, SAVE_FORMATS), dpi=dpi)
 
 
+def fit_title(title: str, fig, fontsize: float = 11.0) -> str:
+    """``title`` wrapped to the figure's width (about 140 / fontsize characters per inch), so
+    that a long one (a file's absolute path) stays on the canvas."""
+    import textwrap
+
+    width = max(24, int(fig.get_figwidth() * 140 / fontsize))
+    return textwrap.fill(str(title), width=width, break_on_hyphens=False)
+
+
 def check_figsize(figsize):
     return as_figsize(figsize)

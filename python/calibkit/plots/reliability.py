@@ -24,7 +24,16 @@ from ..errors import InvalidParameterError
 if TYPE_CHECKING:
     from ..binned.table import CalibrationBins
 
-from .figure import ACC_COLOR, GAP_COLOR, HIST_COLOR, UNDER_COLOR, check_figsize, figure, save
+from .figure import (
+    ACC_COLOR,
+    GAP_COLOR,
+    HIST_COLOR,
+    UNDER_COLOR,
+    check_figsize,
+    figure,
+    fit_title,
+    save,
+)
 
 __all__ = ["reliability_diagram", "corp_reliability_diagram"]
 
@@ -242,7 +251,7 @@ def reliability_diagram(
     if title is None:
         scope = "top-label" if max_prob else "all probabilities"
         title = f"Reliability diagram ({scope}" + (f", class {class_index})" if cc else ")")
-    ax.set_title(title, fontsize=11, pad=8 + 12 * len(sub_lines))
+    ax.set_title(fit_title(title, fig), fontsize=11, pad=8 + 12 * len(sub_lines))
     ax.text(0.5, 1.012, sub, transform=ax.transAxes, ha="center", va="bottom", fontsize=8,
             color="#333333")
 
@@ -398,7 +407,8 @@ def corp_reliability_diagram(
     ax.legend(loc="upper left", fontsize=8, frameon=False)
     sub = (f"Brier {dec.score:.4f} = MCB {dec.miscalibration:.4f} - DSC {dec.discrimination:.4f}"
            f" + UNC {dec.uncertainty:.4f}   N = {x.size}")
-    ax.set_title(title if title is not None else "CORP reliability diagram (top-label)", fontsize=11, pad=16)
+    ax.set_title(fit_title(title if title is not None else "CORP reliability diagram (top-label)",
+                           fig), fontsize=11, pad=16)
     ax.text(0.5, 1.012, sub, transform=ax.transAxes, ha="center", va="bottom", fontsize=7.5,
             color="#333333")
     heights, _, _ = hx.hist(x, bins=50, range=(0, 1), weights=w, color=HIST_COLOR, edgecolor="white",
