@@ -191,20 +191,32 @@ def test_sweep_without_tables_chooses_as_the_tables_do(seed):
 
 def test_sweep_of_separable_scores_skips_to_the_end(monkeypatch):
     """Right exactly when confident: every binning is monotone, so the sweep runs to N bins.
-    It used to build a table per bin count (minutes at 100k rows); it now sees from the finest
-    bins that no binning can break monotonicity, and visits no bin count at all."""
+    It used to build a table per bin count (minutes at 100k rows); it now builds two tables (one
+    bin, and the chosen count), checks the first bin counts boundary by boundary, and sees from
+    the runs of equal scores that no binning beyond them can break monotonicity."""
     import calibkit.trust.sweep as sweep
 
-    def no_count_visited(*_):
-        raise AssertionError("the sweep visited a bin count")
+    tables, checked = [], []
+    real_table, real_failing = sweep.calibration_bins, sweep._Sweep.failing
 
-    monkeypatch.setattr(sweep, "sorted_bin_starts", no_count_visited)
+    def counting_table(*args, **kwargs):
+        tables.append(kwargs["num_bins"])
+        return real_table(*args, **kwargs)
+
+    def recording_failing(self, bs, *rest):
+        checked.append(int(np.max(bs)))
+        return real_failing(self, bs, *rest)
+
+    monkeypatch.setattr(sweep, "calibration_bins", counting_table)
+    monkeypatch.setattr(sweep._Sweep, "failing", recording_failing)
     c = np.linspace(0.5, 1.0, 100_000)
     p = np.c_[c, 1 - c]
     y = np.where(c > 0.75, 0, 1)
     r = calibkit.ece_sweep(y, p)
     assert r.num_bins == 100_000
     assert r.value == pytest.approx(calibkit.gce(y, p, binning="adaptive", num_bins=100_000), abs=1e-15)
+    assert tables == [1, 100_000]
+    assert max(checked) <= sweep._FIRST  # nothing beyond the first bin counts was visited
     with pytest.raises(calibkit.errors.ParameterTypeError, match="max_bins must be an integer, got 2.5"):
         calibkit.ece_sweep(y, p, max_bins=2.5)
 

@@ -110,6 +110,8 @@ def _valid_call(qualname: str, fn):
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # a number as confidence= (old level)
 @pytest.mark.parametrize("qualname,fn", WALKED, ids=[q for q, _ in WALKED])
 def test_every_public_function_raises_only_calibkit_errors(qualname, fn):
+    if not inspect.signature(fn).parameters:  # calibkit.memory_budget(): no input to refuse
+        pytest.skip(f"{qualname} takes no arguments")
     raised = 0
     takes_arrays = "labels" in inspect.signature(fn).parameters
     # compat's gce takes its settings positionally, as upstream's does

@@ -6,6 +6,7 @@ Error over its whole parameter space, with the heavy lifting in Rust.
 
 # No `from __future__ import annotations` here: it would leave a stray name `annotations` in
 # dir(calibkit) (tests/test_api_inputs.py checks there is none).
+from ._budget import memory_budget, set_memory_budget
 from ._softmax import log_softmax, softmax
 from .binned.bins import CalibrationBins, calibration_bins, reduce_bins
 from .binned.metrics import ace, cce, ece, gce, mce, rmsce, sce, tace
@@ -17,6 +18,7 @@ from .errors import (
     InvalidParameterError,
     InvalidProbabilitiesError,
     InvalidScoresError,
+    MemoryBudgetError,
     MissingDependencyError,
     NotFittedError,
     NumericalError,
@@ -34,7 +36,7 @@ from .binfree.estimators import BinningFree, binning_free
 from .binfree.ks import ksce
 from .binfree.smooth import smece
 
-from .errors import FewSamplesWarning  # isort: skip
+from .errors import BinaryReadingWarning, FewSamplesWarning  # isort: skip
 from .trust.calibration_test import CalibrationTestResult, calibration_test  # isort: skip
 from .trust.intervals import ConfidenceInterval, confidence_interval  # isort: skip
 from .trust.signed import signed_ece  # isort: skip
@@ -101,8 +103,12 @@ __all__ = [
     "TopLabelInputError",
     "NotFittedError",
     "MissingDependencyError",
+    "MemoryBudgetError",
+    "memory_budget",
+    "set_memory_budget",
     "SelectionError",
     "FewSamplesWarning",
+    "BinaryReadingWarning",
     "confidence_interval",
     "ConfidenceInterval",
     "calibration_test",

@@ -323,7 +323,8 @@ MAX_RESAMPLES = 1_000_000
 
 def as_seed(value, name: str = "random_state") -> int:
     """The 64-bit seed of a resampling method (intervals, calibration test): ``value`` itself
-    (an integer >= 0, taken modulo 2**64), or fresh OS entropy when None.
+    (an integer in ``[0, 2**64)``; a larger one would wrap onto another seed's resamples), or
+    fresh OS entropy when None.
 
     The same seed gives the same resamples for any thread count: the draws are keyed by
     (seed, resample, row) in a counter-based generator (``rust/kernels/weighted/resample.rs``).
@@ -336,9 +337,10 @@ def as_seed(value, name: str = "random_state") -> int:
         raise ParameterTypeError(
             f"{name} must be None or an integer >= 0, got {shown(value)} of type {type(value).__name__}"
         )
-    if value < 0:
-        raise InvalidParameterError(f"{name} must be None or an integer >= 0, got {shown(value)}")
-    return int(value) & (2**64 - 1)
+    if not 0 <= value < 2**64:
+        raise InvalidParameterError(
+            f"{name} must be None or an integer in [0, 2**64) (a 64-bit seed), got {shown(value)}")
+    return int(value)
 
 
 def as_resamples(value, name: str = "n_resamples") -> int:

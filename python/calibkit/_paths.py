@@ -53,8 +53,8 @@ _TARGETS = {**PUBLIC_PATHS, **MOVED_PATHS}
 
 #: Submodules and packages reachable as attributes of ``calibkit`` after ``import calibkit``.
 SUBMODULES: frozenset[str] = frozenset(PUBLIC_PATHS) | {
-    "analysis", "binfree", "binned", "cli", "compat", "errors", "io", "plots", "recalibration",
-    "reference", "scale", "trust",
+    "analysis", "binary", "binfree", "binned", "cli", "compat", "errors", "io", "plots",
+    "recalibration", "reference", "scale", "torch", "trust",
 }
 
 

@@ -37,6 +37,14 @@ def _as_logits(logits, axis) -> tuple[np.ndarray, int]:
     return z, ax
 
 
+def _shifted(z: np.ndarray, axis: int) -> np.ndarray:
+    """``z`` minus its maximum along ``axis`` (finite logits: every entry <= 0). A difference
+    beyond the float range (logits +-1e308) is -inf, the correctly rounded result: its
+    probability underflows to 0 (and its log to -inf) anyway, so the overflow is no error."""
+    with np.errstate(over="ignore"):
+        return z - np.max(z, axis=axis, keepdims=True)
+
+
 def log_softmax(logits, axis: int = -1) -> np.ndarray:
     """Log of the softmax of ``logits`` along ``axis``, computed stably.
 
@@ -58,8 +66,7 @@ def log_softmax(logits, axis: int = -1) -> np.ndarray:
     array([[0.25, 0.75]])
     """
     z, axis = _as_logits(logits, axis)
-    m = np.max(z, axis=axis, keepdims=True)
-    shifted = z - m
+    shifted = _shifted(z, axis)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
@@ -86,5 +93,5 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
     array([[0.5, 0.5]])
     """
     z, axis = _as_logits(logits, axis)
-    e = np.exp(z - np.max(z, axis=axis, keepdims=True))
+    e = np.exp(_shifted(z, axis))
     return e / np.sum(e, axis=axis, keepdims=True)

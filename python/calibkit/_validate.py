@@ -20,7 +20,7 @@ Accepted input, and what is copied:
   int64 (a copy of N values unless already int64 and contiguous). Booleans are accepted as 0/1
   for binary problems.
 * PyTorch / JAX / other tensors: see :mod:`calibkit._arraylike` (CPU tensors without a copy
-  where the layout allows; a GPU tensor is refused with a request to move it to the CPU).
+  where the layout allows; a GPU tensor is copied to the host once).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native
-from ._arraylike import to_numpy
+from ._arraylike import dtype_kind, to_numpy
 
 # The parameter half of the checks lives in calibkit._params; these names stay importable here.
 from ._params import (
@@ -205,7 +205,9 @@ def _check_int64(y: np.ndarray, name: str) -> None:
     if y.dtype.kind == "u":
         bad = y > np.uint64(_INT64_LIMIT - 1)
     elif y.dtype.kind == "f":
-        bad = np.abs(y) >= float(_INT64_LIMIT)
+        # a strong float64 scalar: compared in float64 (a Python float would be cast to
+        # float16 labels' dtype and overflow, with a RuntimeWarning)
+        bad = np.abs(y) >= np.float64(_INT64_LIMIT)
     else:
         bad = np.array([not -_INT64_LIMIT <= int(v) < _INT64_LIMIT for v in y.tolist()])
     if bad.any():
@@ -274,6 +276,25 @@ def check_scores(scores, kind: str = "probs", *, name: str = "probs", row_sums: 
         )
 
 
+def surely_valid(lo: float, hi: float, max_row_deviation: float | None = None,
+                 num_classes: int = 1) -> bool:
+    """Whether scores whose extremes are ``lo`` and ``hi`` (and whose rows of ``num_classes``
+    values sum to 1 within ``max_row_deviation``) surely pass the kernels' value rules.
+
+    For callers that compute the extremes elsewhere (``calibkit.torch`` on the device): a True
+    answer means the engine's own pass would accept the rows; False means "run the engine's
+    check for its error" (it may still pass). NaN fails every comparison. The row-sum bound keeps
+    the kernel's ``row_sum_surely_ok`` margin for float64 sums of ``num_classes`` values.
+    """
+    if not (lo >= -RANGE_TOL and hi <= 1.0 + RANGE_TOL):
+        return False
+    if max_row_deviation is None:
+        return True
+    eps = float(np.finfo(np.float64).eps)
+    margin = 2.0 * num_classes * eps * (1.0 + ROW_SUM_TOL + 2.0 * num_classes * RANGE_TOL)
+    return bool(max_row_deviation <= ROW_SUM_TOL - margin)
+
+
 def _string_labels_message(y: np.ndarray, name: str) -> str:
     """The message for labels given as class names (strings or objects)."""
     flat = y.reshape(-1)
@@ -298,9 +319,8 @@ def _shape(a) -> tuple[int, ...] | None:
 
 
 def _kind(a) -> str:
-    dtype = getattr(a, "dtype", None)
-    kind = getattr(dtype, "kind", None)
-    if isinstance(kind, str):
+    kind = dtype_kind(a)  # tensors' kinds without a conversion (a GPU tensor is not copied)
+    if kind is not None:
         return kind
     try:
         return to_numpy(a, "input").dtype.kind
@@ -329,6 +349,35 @@ def _check_not_swapped(labels, probs) -> None:
         "(class indices). Labels come first, as in scikit-learn: call f(labels, probs), e.g. "
         "calibkit.ece(labels, probs)"
     )
+
+
+def warn_binary_reading(labels, probs) -> None:
+    """Warn (:class:`~calibkit.errors.BinaryReadingWarning`) when ``f(correct, confidence)``
+    looks likely: boolean ``labels`` (a ``pred == y`` array; class indices are integers) and a
+    1-D ``probs`` with a value below 0.5, where reading it as P(y=1) (top label of
+    ``[1 - p, p]``) and as a confidence differ. Costs a dtype test, and a ``min`` only then."""
+    a, b = _shape(labels), _shape(probs)
+    if a is None or b is None or len(a) != 1 or len(b) != 1 or _kind(labels) != "b":
+        return
+    if _kind(probs) != "f" or not float(np.min(to_numpy(probs, "probs"), initial=1.0)) < 0.5:
+        return
+    import os
+    import sys
+    import types
+    import warnings
+
+    from .errors import BinaryReadingWarning
+
+    here, level = os.path.dirname(__file__), 1
+    frame: types.FrameType | None = sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1  # point at the caller's line, not calibkit's
+    warnings.warn(
+        "labels is boolean and probs is 1-D: calibkit reads them as binary labels (True = "
+        "class 1) and P(y = 1), and scores the top label of [1 - p, p] (the paper's reading). "
+        "If they are (correct, confidence) pairs, call f(confidence=..., correct=...); for the "
+        "calibration of P(y = 1) itself use calibkit.binary (e.g. calibkit.binary.ece(y_true, "
+        "y_prob)); see docs/binary.md", BinaryReadingWarning, stacklevel=level)
 
 
 def is_multilabel(labels, probs) -> bool:
@@ -366,6 +415,7 @@ def validate_inputs(labels, probs):
     ):
         return labels, probs
     _check_not_swapped(labels, probs)
+    warn_binary_reading(labels, probs)
     p = as_probs(probs)
     y = as_labels(labels)
     if y.shape[0] != p.shape[0]:

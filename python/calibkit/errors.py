@@ -36,10 +36,12 @@ __all__ = [
     "InternalError",
     "NotFittedError",
     "MissingDependencyError",
+    "MemoryBudgetError",
     "SelectionError",
     "UnknownNameError",
     "MethodFailedError",
     "FewSamplesWarning",
+    "BinaryReadingWarning",
 ]
 
 
@@ -133,6 +135,14 @@ class NotFittedError(CalibkitError, ValueError, AttributeError):
     """
 
 
+class MemoryBudgetError(InvalidParameterError, MemoryError):
+    """An argument (bin counts, a bandwidth, a resample count, a sketch size) asks for more
+    memory than calibkit's budget (``calibkit.memory_budget()``, 1 GiB unless
+    ``calibkit.set_memory_budget`` or ``CALIBKIT_MEMORY_BUDGET`` says otherwise). Raised before
+    anything is allocated; the message names the argument and the size. A ``ValueError`` and a
+    ``MemoryError`` too."""
+
+
 class MissingDependencyError(CalibkitError, ImportError):
     """An optional dependency (pandas, matplotlib, dask, datasketches) is not installed; the
     message says which extra to install. An ``ImportError`` too."""
@@ -160,4 +170,13 @@ class FewSamplesWarning(UserWarning):
 
     Raised (as a warning) by ``num_bins="auto"`` when the kept predictions per non-empty bin
     average fewer than 30; see ``docs/trust.md``.
+    """
+
+
+class BinaryReadingWarning(UserWarning):
+    """A call whose arguments look like top-label pairs ``(correct, confidence)`` given in
+    ``(labels, probs)``'s places: boolean labels and a 1-D ``probs`` with values below 0.5,
+    where the two readings differ. A 1-D ``probs`` is the binary P(y=1), scored as the top label
+    of ``[1 - p, p]``; pass ``confidence=, correct=`` for pairs, or use :mod:`calibkit.binary`
+    for the calibration of P(y=1) itself. See ``docs/binary.md``.
     """

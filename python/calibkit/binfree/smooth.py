@@ -27,6 +27,7 @@ from typing import Literal, overload
 import numpy as np
 
 from .. import _native
+from .._budget import check_grid
 from ..errors import NumericalError
 from .common import groups, positive_float
 
@@ -182,6 +183,7 @@ def smece(
     """
     if bandwidth is not None:
         bandwidth = positive_float(bandwidth, "bandwidth")
+        check_grid(max(2000.0, 20.0 / bandwidth) / 2 + 1)  # _grid_size, before any rounding
     gs, w = groups(labels, probs, max_prob=max_prob, confidence=confidence, correct=correct,
                    sample_weight=sample_weight, what="smece")
     values, sigmas = [], []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _toplabel
+from .._budget import check_tables
 from .._params import NORMS, RANGE_TOL, as_choice, as_flag, check_gce_params
 from .._typing import NumBins
 from .._validate import is_multilabel, validate_inputs
@@ -90,6 +91,7 @@ def _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, thre
                 num_bins) -> CalibrationBins:
     """The table of :func:`calibration_bins` without weights (checked keywords)."""
     if pairs is not None:
+        check_tables(pairs.k if class_conditional else 1, (num_bins,))
         counts, ss, so, edges = _toplabel.bin_stats(pairs, binning, max_prob, class_conditional,
                                                     threshold, num_bins)
         return CalibrationBins(counts, ss, so, edges, pairs.k, binning, bool(class_conditional),
@@ -101,6 +103,7 @@ def _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, thre
                                class_conditional=class_conditional, threshold=threshold,
                                num_bins=num_bins)
     y, p = validate_inputs(labels, probs)
+    check_tables(p.shape[1] if class_conditional else 1, (num_bins,))
     counts, ss, so, edges = _native.bin_stats(
         y, p, binning, max_prob, class_conditional, threshold, num_bins
     )
@@ -108,13 +111,14 @@ def _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, thre
                            max_prob, threshold)
 
 
-def _as_table(x, name: str) -> np.ndarray:
-    """A table of bin statistics as float64, refusing NaN, infinities and negative entries."""
+def _as_table(x, name: str, negative: bool = False) -> np.ndarray:
+    """A table of bin statistics as float64, refusing NaN, infinities and (unless ``negative``:
+    score sums, checked against the counts by :func:`reduce_bins`) negative entries."""
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputTypeError(f"{name} must hold real numbers: {exc}") from None
-    bad = ~np.isfinite(a) | (a < 0)
+    bad = ~np.isfinite(a) | ((a < 0) & (not negative))
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise InvalidParameterError(
@@ -157,14 +161,22 @@ def reduce_bins(counts, sum_score, sum_outcome, *, norm: str = "l1",
     """
     norm = as_choice(norm, "norm", NORMS)
     class_conditional = as_flag(class_conditional, "class_conditional")
-    c, ss, so = (_as_table(x, name) for x, name in ((counts, "counts"), (sum_score, "sum_score"),
-                                                     (sum_outcome, "sum_outcome")))
+    c, ss, so = (_as_table(x, name, name == "sum_score")
+                 for x, name in ((counts, "counts"), (sum_score, "sum_score"),
+                                 (sum_outcome, "sum_outcome")))
     if c.ndim != 2 or c.shape != ss.shape or c.shape != so.shape:
         raise ShapeMismatchError(
             f"counts, sum_score and sum_outcome must share one 2-D shape (G, nb); got "
             f"{c.shape}, {ss.shape}, {so.shape}"
         )
     slack = 1e-9 * np.maximum(c, 1.0)  # float sums of scores up to 1 + RANGE_TOL
+    under = ss < -(c * RANGE_TOL + slack)  # top-label pairs keep scores down to -RANGE_TOL
+    if under.any():
+        g, b = (int(i) for i in np.argwhere(under)[0])
+        raise InvalidParameterError(
+            f"sum_score[{g}, {b}] is {float(ss[g, b])!r}: a bin's sum of scores (each in [0, 1] "
+            f"up to {RANGE_TOL:g}) cannot be below -{RANGE_TOL:g} x its count "
+            f"{float(c[g, b])!r}")
     for name, s in (("sum_score", ss), ("sum_outcome", so)):
         over = s > c * (1.0 + RANGE_TOL) + slack
         if over.any():

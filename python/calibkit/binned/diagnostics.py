@@ -205,7 +205,7 @@ def ece_pathology_example(*, n_wrong: int = 450, p_wrong: float = 0.52, n_right:
       predicted with confidence 0.58 and every one of them is right.
 
     With 10 even bins both confidences share the bin [0.5, 0.6): its mean confidence is
-    0.45 * 0.52 + 0.55 * 0.58 = 0.553 and its accuracy 0.55, so ECE = |0.55 - 0.553| = 0.003;
+    0.45 * 0.52 + 0.55 * 0.58 = 0.553 and its accuracy 0.55, so ECE = ``|0.55 - 0.553|`` = 0.003;
     the over-confident and under-confident halves cancel. Class-wise metrics separate the two
     predicted classes and see the miscalibration: class-conditional ECE = (0.52 + 0.42) / 2 =
     0.47 and SCE = 0.465 (10 bins). The cancellation needs a bin holding both 0.52 and 0.58

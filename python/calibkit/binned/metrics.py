@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _toplabel
+from .._budget import check_tables
 from .._params import as_flag, check_gce_params
 from .._typing import NumBins
 from .._validate import is_multilabel, validate_inputs
@@ -46,7 +47,12 @@ def gce(
     probs : array_like of shape (N, K), (N, 1) or (N,), optional
         Predicted probabilities, float32 or float64, rows summing to 1 within 1e-3 and values
         within [0, 1] up to 1e-4. 1-D or (N, 1) input is the binary P(y=1) and becomes
-        ``[1 - p, p]``. K always comes from ``probs``.
+        ``[1 - p, p]``, so max-prob metrics score the top label ``max(p, 1 - p)`` against "the
+        predicted class is right" (the paper's reading), not P(y=1) itself: for that use
+        :mod:`calibkit.binary` (``calibkit.binary.ece(y_true, y_prob)``), and for
+        (confidence, correct) pairs ``confidence=``, ``correct=`` (boolean ``labels`` with a
+        1-D ``probs`` below 0.5 warn, :class:`calibkit.BinaryReadingWarning`). K always comes
+        from ``probs``.
     confidence : array_like of shape (N,), optional
         Top-label input, in place of ``labels`` and ``probs`` (mixing the two forms is an
         error): each prediction's top-label probability, float32 or float64, finite and within
@@ -54,7 +60,8 @@ def gce(
         :class:`calibkit.errors.TopLabelInputError`). The result equals the matrix form, to
         1e-12, for any matrix whose row maxima are ``confidence``, whose first argmaxes are
         ``predicted`` and whose labels make ``correct`` (see ``docs/toplabel-inputs.md``):
-        ``confidence > threshold`` is kept, 1.0 gets the extra even bin.
+        ``confidence > threshold`` is kept, and at threshold 0 every confidence, exact 0.0
+        included (in even bin 0); 1.0 gets the extra even bin.
     correct : array_like of shape (N,), optional
         With ``confidence``: whether each prediction was right, boolean or 0/1.
     predicted : array_like of shape (N,), optional
@@ -78,7 +85,8 @@ def gce(
         0). False: one pooled group.
     threshold : float in [0, 1), default 0.0
         A score is kept only if ``score > threshold`` (strict; applied after the max-prob
-        selection), so with 0.0 exact zeros are dropped.
+        selection), so with 0.0 exact zeros are dropped; top-label pairs (``confidence=``)
+        keep every confidence at threshold 0, exact 0.0 included.
     norm : {"l1", "l2", "max"}, default "l1"
         Per group: l1 ``sum_b w_b |acc_b - conf_b|``; l2 ``sum_b w_b (acc_b - conf_b)^2`` with
         the weight outside the square (the paper's and Hendrycks' RMS form) and one square root
@@ -151,6 +159,7 @@ def gce(
         return t.error(norm, debias=debias)
     binning, norm, threshold, num_bins = check_gce_params(binning, norm, threshold, num_bins)
     if pairs is not None:
+        check_tables(pairs.k if class_conditional else 1, (num_bins,))
         return _toplabel.gce(pairs, binning, max_prob, class_conditional, threshold, norm, num_bins)
     # multilabel: an (N, K) 0/1 label matrix, K > 1 (the fast path skips the check for 1-D arrays)
     if (type(labels) is not np.ndarray or labels.ndim != 1) and is_multilabel(labels, probs):
@@ -167,6 +176,7 @@ def gce(
             num_bins=num_bins,
         )
     y, p = validate_inputs(labels, probs)
+    check_tables(p.shape[1] if class_conditional else 1, (num_bins,))
     return _native.gce(
         y, p, binning, max_prob, class_conditional, threshold, norm, num_bins
     )
@@ -281,7 +291,7 @@ def rmsce(labels=None, probs=None, *, num_bins: NumBins = 15,
 
 def mce(labels=None, probs=None, *, num_bins: NumBins = 15,
         confidence=None, correct=None, predicted=None, num_classes=None, sample_weight=None) -> float:
-    """Maximum Calibration Error: the largest |accuracy - confidence| over non-empty bins.
+    """Maximum Calibration Error: the largest ``|accuracy - confidence|`` over non-empty bins.
 
     :func:`gce` with even binning, ``max_prob=True``, pooled, threshold 0, ``norm="max"``.
     """

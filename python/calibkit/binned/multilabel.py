@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 
 from .._params import as_flag
-from .._validate import check_gce_params, check_scores, shown
+from .._validate import as_array, check_gce_params, check_scores, shown
 from ..errors import (
     InputTypeError,
     InvalidLabelsError,
@@ -74,8 +74,8 @@ def validate_multilabel(label_matrix, probs) -> tuple[np.ndarray, np.ndarray]:
     InvalidProbabilitiesError
         NaN / infinite probabilities or values outside [0, 1].
     """
-    y = np.asarray(label_matrix)
-    p = np.asarray(probs)
+    y = as_array(label_matrix, "label_matrix", "an (N, K) 0/1 label matrix")
+    p = as_array(probs, "probs", "an (N, K) array of probabilities")
     for name, a in (("label_matrix", y), ("probs", p)):
         if a.dtype == object or not (
             np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.bool_)

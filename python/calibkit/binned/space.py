@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _native, _toplabel
+from .._budget import check_tables
 from .._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
 from .._typing import NumBinsList
 from .._validate import is_multilabel, validate_inputs
@@ -79,6 +80,10 @@ class Evaluation:
     top_label_only : bool
         True when computed from top-label input (``confidence=``, ``correct=``): the space
         then holds only max-prob metrics (the others need every class's probability).
+    binary_1d : bool
+        True when ``probs`` was 1-D (or (N, 1)): the binary P(y=1), read as the matrix
+        ``[1 - p, p]`` whose top label the max-prob metrics score; the repr says so
+        (:mod:`calibkit.binary` scores P(y=1) itself).
 
     Examples
     --------
@@ -94,7 +99,8 @@ class Evaluation:
     """
 
     def __init__(self, values, space: MetricSpace, num_bins, *, n_samples=None,
-                 num_classes=None, multilabel: bool = False, top_label_only: bool = False) -> None:
+                 num_classes=None, multilabel: bool = False, top_label_only: bool = False,
+                 binary_1d: bool = False) -> None:
         space = _as_space(space)
         num_bins = _as_num_bins(num_bins)
         v = np.array(values, dtype=np.float64, copy=True)
@@ -111,6 +117,7 @@ class Evaluation:
         self.num_classes = num_classes
         self.multilabel = multilabel
         self.top_label_only = bool(top_label_only)
+        self.binary_1d = bool(binary_1d)
         #: The binning-free estimators (:class:`calibkit.BinningFree`) when
         #: ``evaluate(..., binning_free=True)`` computed them, else None.
         self.binning_free: BinningFree | None = None
@@ -207,6 +214,9 @@ class Evaluation:
         head = f"Evaluation({len(self.space)} metrics x {len(self.num_bins)} bin counts{shape})"
         if self.top_label_only:
             head += "\n  (top-label input: max-prob metrics only; the others need the full matrix)"
+        if getattr(self, "binary_1d", False):  # (absent from pickles of earlier versions)
+            head += ("\n  (1-D probs p read as [1 - p, p]: max-prob metrics score the top label "
+                     "max(p, 1 - p); calibkit.binary scores P(y = 1) itself)")
         width = max(max(len(n) for n in self.names), len("metric"))
         cols = [f"B={b}" for b in self.num_bins]
         cw = max(10, *(len(c) for c in cols))
@@ -328,6 +338,7 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
         for b in bins:
             check_gce_params(spec.binning, spec.norm, spec.threshold, b)
     lab, pr = validate_inputs(labels, probs)
+    check_space_tables(space, bins, pr.shape[1])
     if sample_weight is not None:
         from .weights import weighted_evaluate
 
@@ -342,8 +353,16 @@ def _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, nu
             f"{(len(space), len(bins))}; please report this bug"
         )
     return Evaluation(
-        values, space, bins, n_samples=pr.shape[0], num_classes=pr.shape[1], multilabel=False
+        values, space, bins, n_samples=pr.shape[0], num_classes=pr.shape[1], multilabel=False,
+        binary_1d=pr.shape[1] == 2 and (np.ndim(probs) == 1 or np.shape(probs)[-1:] == (1,)),
     )
+
+
+def check_space_tables(space, bins, k: int) -> None:
+    """The memory budget of :func:`evaluate`'s tables: every bin count's table of a grouping
+    is held at once, with K groups for a class-conditional metric
+    (:func:`calibkit._budget.check_tables`)."""
+    check_tables(k if any(s.class_conditional for s in space) else 1, bins)
 
 
 def _evaluate_pairs(pairs, space, num_bins, sample_weight=None) -> Evaluation:
@@ -357,6 +376,7 @@ def _evaluate_pairs(pairs, space, num_bins, sample_weight=None) -> Evaluation:
     for spec in space:
         for b in bins:
             check_gce_params(spec.binning, spec.norm, spec.threshold, b)
+    check_space_tables(space, bins, pairs.k)
     if sample_weight is None:
         values = _toplabel.evaluate(pairs, space.to_tuples(), list(bins))
     else:  # one weighted table per (grouping, bin count), every norm reduced from it

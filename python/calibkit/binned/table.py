@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _native
+from .._budget import check_tables
 from .._params import NORMS, as_choice, renames
 from .._validate import as_array, check_gce_params, check_weights
 from ..errors import (
@@ -346,6 +347,7 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
     """
     binning, _, _, num_bins = check_gce_params(binning, "l1", 0.0, num_bins)
     g, s, o, w, num_groups = _rows(groups, scores, outcomes, weights, num_groups)
+    check_tables(num_groups, (num_bins,))
     return _native.grouped_bin_stats(g, s, o, w, num_groups, binning, num_bins)
 
 

@@ -46,7 +46,7 @@ Examples
 
 from __future__ import annotations
 
-from ._base import ConvergenceWarning, NotFittedError
+from ._base import ConvergenceWarning, NotFittedError, ZeroProbabilityWarning
 from .binning import (
     BootstrapHistogramBinning,
     ClassConditionalHistogramBinning,
@@ -62,6 +62,7 @@ __all__ = [
     "BootstrapHistogramBinning",
     "ClassConditionalHistogramBinning",
     "ConvergenceWarning",
+    "ZeroProbabilityWarning",
     "HistogramBinning",
     "IsotonicRegression",
     "MatrixScaling",

@@ -15,7 +15,12 @@ guessed. Each method works in one space and converts:
 
 * scaling methods (temperature, vector, matrix, Platt, neural network) act on scores ``Z``:
   logits are used as given; probabilities become ``log(max(p, 1.2e-38))`` (exact up to a
-  constant per row, which softmax ignores; exact zeros become about -87);
+  constant per row, which softmax ignores; exact zeros become about -87). A fit row whose true
+  class has probability 0 (at most the floor) has log-likelihood -inf under every temperature,
+  vector or matrix scaling: the likelihood cannot see it, and flooring it would let it pull the
+  fit (20news: test ECE 0.20 -> 0.30). Likelihood fits therefore leave such rows out, with a
+  :class:`ZeroProbabilityWarning` saying how many (:func:`unseen_rows`), and refuse a fit in
+  which every row is one;
 * histogram binning and isotonic regression act on probabilities: logits are turned into
   probabilities with :func:`calibkit.softmax`.
 
@@ -55,6 +60,7 @@ from ..errors import (
     InputTypeError,
     InvalidLabelsError,
     InvalidParameterError,
+    InvalidProbabilitiesError,
     NotFittedError,
     ShapeMismatchError,
 )
@@ -62,6 +68,8 @@ from ._kernels import scaled_softmax
 
 __all__ = [
     "PROB_FLOOR",
+    "ZeroProbabilityWarning",
+    "unseen_rows",
     "RANGE_TOL",
     "ROW_SUM_TOL",
     "ConvergenceWarning",
@@ -112,6 +120,37 @@ def not_fitted_error(message: str) -> NotFittedError:
             "__module__": NotFittedError.__module__, "__doc__": NotFittedError.__doc__,
             "__reduce__": lambda self: (not_fitted_error, self.args)}))
     return _SKLEARN_NOT_FITTED[0](message)
+
+
+class ZeroProbabilityWarning(UserWarning):
+    """Fit rows whose true class has probability 0 were left out of a likelihood fit (see
+    :func:`unseen_rows`)."""
+
+
+def unseen_rows(Z: np.ndarray, labels: np.ndarray, who: str) -> np.ndarray:
+    """Rows of floored log-probabilities ``Z`` (N, K) whose true class ``labels`` had
+    probability 0 (at most :data:`PROB_FLOOR`): their log-likelihood is -inf under every
+    scaling of the logits, so they carry no information about the fit, while the floor would
+    give them a finite and dominating loss. Warns (:class:`ZeroProbabilityWarning`) when there
+    are some; refuses (:class:`~calibkit.errors.InvalidProbabilitiesError`) when every row is
+    one. Returns the boolean mask of those rows."""
+    import warnings
+
+    floor = np.log(PROB_FLOOR)
+    unseen = Z[np.arange(Z.shape[0]), labels] <= floor
+    count = int(np.count_nonzero(unseen))
+    if count == Z.shape[0]:
+        raise InvalidProbabilitiesError(
+            f"{who}: every fit row gives its true class probability 0, so the log-likelihood "
+            "is -inf for every fit; pass logits (input='logits') or probabilities that give the "
+            "true classes a positive probability")
+    if count:
+        warnings.warn(
+            f"{who}: {count} of {Z.shape[0]} fit rows give their true class probability 0 (at "
+            f"most {PROB_FLOOR:.3g}); their log-likelihood is -inf under every fit, so they are "
+            "left out of it. Pass input='logits' with the model's logits to use them",
+            ZeroProbabilityWarning, stacklevel=4)
+    return unseen
 
 
 class ConvergenceWarning(UserWarning):
@@ -364,6 +403,8 @@ class RecalibratorBase(_EstimatorBase):
     """
 
     _space = "probs"
+    #: Fitted by likelihood on scores: fit rows the log cannot see are left out (unseen_rows).
+    _likelihood_fit = True
     _needs_all_classes = True
     _binary_only = False
     #: "logits" or "probs": what ``X`` holds (set by each subclass's ``__init__``).
@@ -388,6 +429,10 @@ class RecalibratorBase(_EstimatorBase):
                 "TemperatureScaling, VectorScaling or MatrixScaling for multiclass problems"
             )
         labels = prepare_labels(y, n, k)
+        if self._space == "scores" and kind == "probs" and self._likelihood_fit:
+            keep = ~unseen_rows(A, labels, type(self).__name__)
+            if not keep.all():
+                A, labels = np.ascontiguousarray(A[keep]), labels[keep]
         if self._needs_all_classes:
             check_all_classes(labels, k, type(self).__name__)
         return A, labels

@@ -460,6 +460,9 @@ class MetricTemperatureScaling(_TemperatureBase):
     (True, 2)
     """
 
+    # fitted by a calibration error, which sees every row (zeros included) as binned
+    _likelihood_fit = False
+
     def __init__(
         self,
         *,

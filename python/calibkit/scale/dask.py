@@ -52,6 +52,7 @@ import re
 import numpy as np
 
 from .. import _native, _toplabel
+from .._budget import check_tables, held_groups
 from .._params import (
     as_bin_counts,
     as_int,
@@ -427,6 +428,7 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
     for s in space:
         for b in num_bins:
             check_table(k if s.class_conditional else 1, b)
+    check_tables(held_groups(space, k), num_bins, per_table=False)
     if sample_weight is not None:
         pblocks = _prepare_weights(pblocks, lblocks, n, sample_weight)
         tables = _weighted_values(lblocks, pblocks, n, k, space, num_bins, scheduler,

@@ -81,11 +81,14 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from .. import _native, _toplabel
+from .._budget import check_bytes, check_tables, held_groups
 from .._params import (
     as_bin_counts,
     as_choice,
@@ -125,6 +128,30 @@ __all__ = ["DEFAULT_SKETCH_K", "Accumulator", "IncompatibleAccumulatorError"]
 DEFAULT_SKETCH_K = 1024
 
 _ADAPTIVE_MODES = ("exact", "sketch")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run ``method`` holding the accumulator's lock (and, for ``merge`` and ``==``, the other
+    accumulator's too, taken in a fixed order so that ``a.merge(b)`` and ``b.merge(a)`` in two
+    threads cannot deadlock)."""
+    import functools
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        other = args[0] if args and isinstance(args[0], Accumulator) else None
+        locks = sorted({id(x): x._lock for x in (self, other) if x is not None}.items())
+        for _, lock in locks:
+            lock.acquire()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            for _, lock in reversed(locks):
+                lock.release()
+
+    return cast(_F, run)
 
 
 class Accumulator:
@@ -167,6 +194,15 @@ class Accumulator:
     dtype : numpy.dtype or None
         Float dtype of ``probs``, fixed by the first batch.
 
+    Notes
+    -----
+    An accumulator is safe to share between threads: every method holds its lock (a
+    re-entrant ``threading.RLock``; :meth:`merge` and ``==`` hold both accumulators' locks), so
+    each :meth:`update` and :meth:`merge` is atomic (a concurrent :meth:`compute` sees the state
+    before or after it, never half of it), and a failed one leaves the state unchanged. The
+    updates of several threads then run one at a time; for parallel speed give each thread its
+    own accumulator and :meth:`merge` them at the end.
+
     Examples
     --------
     >>> import numpy as np, calibkit, pickle
@@ -195,6 +231,7 @@ class Accumulator:
 
     def __init__(self, metric=None, *, num_bins: NumBinsList = 15, adaptive: str = "exact",
                  sketch_k: int = DEFAULT_SKETCH_K, **gce_params) -> None:
+        self._lock = threading.RLock()
         space, single_metric = metric_space_of(metric, gce_params)
         auto = isinstance(num_bins, str) and num_bins == "auto"
         bins, single_bins = ("auto", True) if auto else as_bin_counts(num_bins)
@@ -272,6 +309,7 @@ class Accumulator:
                 f"{name}.astype(np.{self.dtype.name})"
             )
 
+    @_locked
     def update(self, labels=None, probs=None, sample_weight=None, *, confidence=None,
                correct=None, predicted=None, num_classes=None) -> Accumulator:
         """Add one batch of predictions.
@@ -321,10 +359,8 @@ class Accumulator:
         y, p, k, dtype = check_batch(labels, probs)
         n = 0 if y is None else y.shape[0]
         w = self._weights(sample_weight, n)
-        if self.num_classes is None and not self._auto:  # the tables' size is known once K is
-            for s in self.space:
-                for b in self.num_bins:
-                    check_table(k if s.class_conditional else 1, b)
+        if self.num_classes is None:  # the tables' size is known once K is
+            self._check_size(k)
         self._check_like_earlier(k, dtype, "probs", f"probs has K={k} classes")
         if y is None:
             if self.num_classes is None:
@@ -359,6 +395,20 @@ class Accumulator:
         self.n_samples += n if w is None else as_total(w.sum())
         return self
 
+    def _check_size(self, k: int) -> None:
+        """The table and sketch sizes of K = ``k`` classes against the limits and the memory
+        budget (:mod:`calibkit._budget`), before anything is allocated."""
+        if not self._auto:
+            for s in self.space:
+                for b in self.num_bins:
+                    check_table(k if s.class_conditional else 1, b)
+            check_tables(held_groups(self.space, k), self.num_bins, per_table=False)
+        if self.adaptive == "sketch" and self._adaptive_keys:
+            groups = sum(k if cc else 1 for _, cc, _ in self._adaptive_keys)
+            check_bytes(groups * 2.0 * 3 * self.sketch_k * 8, "sketch_k",
+                        f"the sketches ({groups} group(s) x 2 outcomes x about 3 x sketch_k="
+                        f"{self.sketch_k} scores x 8 bytes)", "use a smaller sketch_k")
+
     def _weights(self, sample_weight, n: int):
         """Checked float64 weights of a batch of ``n`` rows (None stays None)."""
         return batch_weights(sample_weight, n, carried=self.n_samples,
@@ -371,6 +421,8 @@ class Accumulator:
                                         f"Accumulator metric {s.name}")
         k = pairs.num_classes or self.num_classes or 1
         dtype = pairs.confidence.dtype
+        if self.num_classes is None:
+            self._check_size(k)
         self._check_like_earlier(k, dtype, "confidence", f"num_classes={k}")
         if pairs.n == 0:
             if self.num_classes is None:
@@ -434,6 +486,7 @@ class Accumulator:
                         s, o = np.repeat(s, reps), np.repeat(o, reps)
                     state.update(g, s, o)
 
+    @_locked
     def merge(self, other: Accumulator) -> Accumulator:
         """Add the state of ``other`` (built on other data) into this accumulator.
 
@@ -498,12 +551,20 @@ class Accumulator:
         self._rows += other._rows
         return self
 
+    @_locked
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
     def __setstate__(self, state) -> None:
         self.__dict__.update(state)
+        self._lock = threading.RLock()
         # accumulators pickled before weights and "auto" bins: unweighted, rows = n_samples
         self.__dict__.setdefault("_auto", False)
         self.__dict__.setdefault("_rows", int(self.n_samples))
 
+    @_locked
     def copy(self) -> Accumulator:
         """An independent deep copy."""
         import pickle
@@ -565,6 +626,7 @@ class Accumulator:
             return self.num_bins
         return (self._auto_bins(self.space[0] if len(self.space) == 1 else None),)
 
+    @_locked
     def bins(self, metric=None, num_bins=None) -> CalibrationBins:
         """The per-group, per-bin table of one metric (what a reliability diagram is drawn from).
 
@@ -632,6 +694,7 @@ class Accumulator:
                 "non-empty batch first"
             )
 
+    @_locked
     def compute(self) -> float | Evaluation:
         """The metric value(s) of everything seen so far.
 
@@ -665,11 +728,13 @@ class Accumulator:
 
     # -- introspection -----------------------------------------------------------------------------
     @property
+    @_locked
     def nbytes(self) -> int:
         """Bytes of state held: even-binning tables, kept scores (exact) or sketches (sketch)."""
         total = sum(a.nbytes for tabs in self._even.values() for a in tabs)
         return total + sum(st.nbytes for st in self._adaptive_state.values())
 
+    @_locked
     def rank_error(self, pmf: bool = False) -> float | None:
         """DataSketches' normalized rank error of the sketches (None in exact mode).
 
@@ -683,22 +748,25 @@ class Accumulator:
                                                                         as_flag(pmf, "pmf")))
 
     @property
+    @_locked
     def is_exact(self) -> bool:
         """True when :meth:`compute` returns exact values (always in exact mode; in sketch mode
         until a sketch compacts)."""
         return not any(isinstance(st, SketchGroups) and st.is_estimation_mode()
                        for st in self._adaptive_state.values())
 
+    @_locked
     def __eq__(self, other) -> bool:
         if not isinstance(other, Accumulator):
             return NotImplemented
         return self._config() == other._config() and equal_state(
-            {k: v for k, v in vars(self).items() if k != "space"},
-            {k: v for k, v in vars(other).items() if k != "space"},
+            {k: v for k, v in vars(self).items() if k not in ("space", "_lock")},
+            {k: v for k, v in vars(other).items() if k not in ("space", "_lock")},
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
+    @_locked
     def __repr__(self) -> str:
         what = self.space.names[0] if len(self.space) == 1 else f"{len(self.space)} metrics"
         k = "?" if self.num_classes is None else self.num_classes

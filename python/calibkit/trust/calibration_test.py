@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _native
+from .._budget import TEST_CELL_BYTES, check_resamples
 from .._params import as_resamples, as_seed, renames
+from .._progress import Progress
 from .._toplabel import resolve
 from .._typing import NumBins
 from .._validate import validate_inputs
@@ -64,7 +66,7 @@ class CalibrationTestResult:
 def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins = 15,
                      n_resamples: int = 1000, random_state=None, sample_weight=None,
                      confidence=None, correct=None, predicted=None,
-                     num_classes=None) -> CalibrationTestResult:
+                     num_classes=None, progress=None) -> CalibrationTestResult:
     """Test the null hypothesis "the model is calibrated" by consistency resampling.
 
     Parameters
@@ -94,6 +96,9 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
     confidence, correct, predicted, num_classes : array_like of shape (N,) and int, optional
         Top-label input in place of ``labels`` and ``probs`` (as in :func:`calibkit.gce`;
         max-prob metrics only): each row's outcome is redrawn as Bernoulli(confidence).
+    progress : bool or None, default None
+        A progress bar on stderr (:mod:`calibkit._progress`): None = when stderr is a terminal
+        and the resampling runs over a second, True = always, False = never.
 
     Returns
     -------
@@ -118,8 +123,9 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
     s = as_seed(random_state)
     pairs = resolve(labels, probs, confidence, correct, predicted, num_classes)
     if fn is not None:
-        return _callable_test(fn, labels, probs, pairs, sample_weight, s, r,
-                              (confidence, correct, predicted, num_classes))
+        with Progress(r, "calibration test", progress, unit="resamples") as bar:
+            return _callable_test(fn, labels, probs, pairs, sample_weight, s, r,
+                                  (confidence, correct, predicted, num_classes), bar)
     assert spec is not None  # metric_of gives a spec or a callable
     if isinstance(num_bins, str):
         num_bins = resolve_auto(num_bins, labels, probs, pairs, max_prob=spec.max_prob,
@@ -131,8 +137,11 @@ def calibration_test(labels=None, probs=None, metric="ECE", *, num_bins: NumBins
     rc = (pair_cells(pairs, spec, num_bins, sw) if pairs is not None
           else row_cells(labels, probs, spec, num_bins, sw))
     t = rc.bins.error(spec.norm)
-    star = _native.resample_consistency(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
-                                        spec.norm, spec.class_conditional, s, r)
+    check_resamples(rc.groups * rc.nb, r, TEST_CELL_BYTES)
+    with Progress(r, f"{spec.name} calibration test", progress, unit="resamples") as bar:
+        star = _native.resample_consistency(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
+                                            spec.norm, spec.class_conditional, s, r)
+        bar.update(r)
     return CalibrationTestResult(float(t), _pvalue(t, star), r, spec.name, num_bins, star)
 
 
@@ -148,7 +157,7 @@ _BLOCK = 64
 
 
 def _callable_test(fn, labels, probs, pairs, sample_weight, seed: int, r: int,
-                   top) -> CalibrationTestResult:
+                   top, bar) -> CalibrationTestResult:
     """The test with a callable statistic: the labels (or ``correct``) of each consistency
     resample are drawn by the kernel that draws them for the metrics of the space
     (``_native.consistency_draws``), and ``fn`` recomputes the statistic on them."""
@@ -180,5 +189,6 @@ def _callable_test(fn, labels, probs, pairs, sample_weight, seed: int, r: int,
         drawn = _native.consistency_draws(score, seed, r0, min(_BLOCK, r - r0))
         for j in range(drawn.shape[0]):
             star[r0 + j] = float(call(drawn[j], sw))
+        bar.update(drawn.shape[0])
     return CalibrationTestResult(t, _pvalue(t, star), r, getattr(fn, "__name__", "metric"),
                                  0, star)

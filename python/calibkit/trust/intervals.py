@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .. import _native
+from .._budget import BOOTSTRAP_CELL_BYTES, check_resamples
 from .._params import (
     as_choice,
     as_confidence_level,
@@ -53,6 +54,7 @@ from .._params import (
     as_seed,
     renamed,
 )
+from .._progress import Progress
 from .._toplabel import resolve
 from .._typing import NumBins
 from ..binned.auto_bins import resolve_auto
@@ -88,6 +90,12 @@ class ConfidenceInterval:
     metric : str
     resamples : ndarray of shape (R,) or None
         The metric on each resample when ``return_resamples=True``.
+    estimate : float
+        The point the interval goes with, always within ``[low, high]``: for ``"basic"`` the
+        bias-corrected estimate ``2 value - median(resamples)`` (clipped to [0, 1]); for
+        ``"percentile"`` the median of the resamples. ``value`` is the plug-in estimate (what
+        :func:`calibkit.gce` returns), which a basic interval of an upward-biased metric may
+        lie above: print ``estimate`` with the interval and ``value`` beside it.
     """
 
     value: float
@@ -99,6 +107,14 @@ class ConfidenceInterval:
     n_resamples: int
     metric: str
     resamples: np.ndarray | None = field(default=None, repr=False)
+    estimate: float = float("nan")
+
+    def __repr__(self) -> str:
+        what = ("bias-corrected" if self.method == "basic" else "median of resamples")
+        return (f"ConfidenceInterval({self.metric} {what} {self.estimate:.6g}, "
+                f"{self.confidence_level:.0%} {self.method} bootstrap interval "
+                f"[{self.low:.6g}, {self.high:.6g}] ({self.n_resamples} resamples), "
+                f"plug-in value {self.value:.6g}, std {self.std:.3g})")
 
     def __iter__(self):
         """``low, high = ci``."""
@@ -180,7 +196,7 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
                         method: str = "basic", random_state=None, sample_weight=None,
                         weights: str = "poisson", return_resamples: bool = False,
                         confidence=None, correct=None, predicted=None,
-                        num_classes=None) -> ConfidenceInterval:
+                        num_classes=None, progress=None) -> ConfidenceInterval:
     """Bootstrap confidence interval of a calibration metric.
 
     Parameters
@@ -220,6 +236,10 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
         max-prob metrics; a callable is then called as
         ``metric(confidence=..., correct=..., sample_weight=...)``. Before calibkit 0.2 the
         confidences were ``top_confidence=`` (still accepted, with a DeprecationWarning).
+    progress : bool or None, default None
+        A progress bar on stderr (:mod:`calibkit._progress`): None = when stderr is a terminal
+        and the resampling runs over a second, True = always, False = never.
+
     Returns
     -------
     ConfidenceInterval
@@ -233,6 +253,8 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
     >>> ci = calibkit.confidence_interval(y, p, num_bins=10, n_resamples=500, random_state=0)
     >>> bool(ci.low < 0.05 < ci.high), ci.method
     (True, 'basic')
+    >>> bool(ci.low <= ci.estimate <= ci.high)   # the bias-corrected estimate; ci.value: plug-in
+    True
     """
     method = as_choice(method, "method", METHODS)
     weights = as_choice(weights, "weights", WEIGHTS)
@@ -251,7 +273,9 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
 
             fn.__name__ = on_pairs.__name__
             labels = np.zeros(pairs.n)
-        t, star, name = _callable_resamples(fn, labels, probs, sample_weight, weights, s, r)
+        with Progress(r, "bootstrap", progress, unit="resamples") as bar:
+            t, star, name = _callable_resamples(fn, labels, probs, sample_weight, weights, s, r,
+                                                bar)
     else:
         assert spec is not None  # metric_of gives a spec or a callable
         if isinstance(num_bins, str):
@@ -259,7 +283,9 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
                                     class_conditional=spec.class_conditional)
         rc = (pair_cells(pairs, spec, num_bins) if pairs is not None
               else row_cells(labels, probs, spec, num_bins))
-        t, star = _space_resamples(spec, rc, sample_weight, weights, s, r)
+        with Progress(r, f"{spec.name} bootstrap", progress, unit="resamples") as bar:
+            t, star = _space_resamples(spec, rc, sample_weight, weights, s, r)
+            bar.update(r)
         name = spec.name
         _require_finite(star, name, sample_weight)
     low, high = _interval(t, star, conf, method)
@@ -268,7 +294,19 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
     fin = star[np.isfinite(star)]
     std = float(np.std(fin, ddof=1)) if fin.size > 1 else (0.0 if fin.size else float("nan"))
     return ConfidenceInterval(float(t), low, high, std, conf, method, r, name,
-                              star if return_resamples else None)
+                              star if return_resamples else None,
+                              _estimate(float(t), star, method))
+
+
+def _estimate(t: float, star: np.ndarray, method: str) -> float:
+    """The point an interval goes with (:attr:`ConfidenceInterval.estimate`): the basic
+    method reflects the median resample around ``t`` as it reflects the quantiles, so the
+    estimate lies within the interval; the percentile method's is the median itself."""
+    ok = star[np.isfinite(star)]
+    if ok.size == 0:
+        return float("nan")
+    med = float(np.median(ok))
+    return med if method == "percentile" else float(min(max(2.0 * t - med, 0.0), 1.0))
 
 
 def _require_finite(star: np.ndarray, name: str, sample_weight) -> None:
@@ -285,6 +323,7 @@ def _require_finite(star: np.ndarray, name: str, sample_weight) -> None:
 
 
 def _space_resamples(spec, rc, sample_weight, weights, seed, r):
+    check_resamples(rc.groups * rc.nb, r, BOOTSTRAP_CELL_BYTES)
     n = rc.hit.shape[0]
     sw = _check_weights(sample_weight, n)
     if spec.binning == "even":
@@ -307,7 +346,7 @@ def _space_resamples(spec, rc, sample_weight, weights, seed, r):
     return t, star
 
 
-def _callable_resamples(fn, labels, probs, sample_weight, weights, seed, r):
+def _callable_resamples(fn, labels, probs, sample_weight, weights, seed, r, bar=None):
     n = int(np.shape(labels)[0]) if np.ndim(labels) else 0
     if n == 0:
         raise InvalidParameterError("labels is empty; pass at least one prediction")
@@ -318,8 +357,16 @@ def _callable_resamples(fn, labels, probs, sample_weight, weights, seed, r):
     for r0 in range(0, r, _BLOCK):
         w = _native.bootstrap_weights(weights, seed, r0, min(_BLOCK, r - r0), n)
         for j in range(w.shape[0]):
-            wj = w[j] if sw is None else w[j] * sw
+            with np.errstate(over="ignore"):  # an overflow is refused just below, by name
+                wj = w[j] if sw is None else w[j] * sw
+                if sw is not None and not np.isfinite(np.sum(wj)):
+                    raise NumericalError(
+                        f"bootstrap resample {r0 + j} of {getattr(fn, '__name__', 'metric')} "
+                        f"multiplies sample_weight (summing to {float(np.sum(sw)):.4g}) by its "
+                        "rows' multiplicities, which overflowed float64; scale the weights down")
             # A resample that drew no row (likely only for a handful of rows) is undefined, not
             # an error of the caller's weights: left out, like any non-finite resample.
             star[r0 + j] = float(fn(labels, probs, sample_weight=wj)) if wj.any() else np.nan
+        if bar is not None:
+            bar.update(w.shape[0])
     return t, star, getattr(fn, "__name__", "metric")
