@@ -49,6 +49,8 @@ pub struct Sorted {
     tie_start: Vec<u32>,
     num_groups: usize,
     n_rows: usize,
+    /// Every outcome is 0 or 1 (then whole weights give exact outcome sums).
+    binary: bool,
 }
 
 impl Sorted {
@@ -95,7 +97,8 @@ impl Sorted {
                 tie_start[p] = if tied { tie_start[p - 1] } else { p as u32 };
             }
         }
-        Ok(Sorted { start, row, score, outcome, tie_start, num_groups, n_rows })
+        let binary = outcomes.iter().all(|&z| z == 0.0 || z == 1.0);
+        Ok(Sorted { start, row, score, outcome, tie_start, num_groups, n_rows, binary })
     }
 
     /// The table of one resample with per-row weights `w` (length `n_rows`), `gw` scratch.
@@ -162,7 +165,7 @@ impl Sorted {
         first: usize,
         n: usize,
     ) -> Vec<f64> {
-        let whole = whole_weights(scheme, base, self.n_rows);
+        let whole = self.binary && whole_weights(scheme, base, self.n_rows);
         let blocks: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK))
             .into_par_iter()
             .map(|k| {
@@ -261,37 +264,35 @@ fn bin_sums(w: &[f64], score: &[f64], outcome: &[f64]) -> (f64, f64, f64) {
     (c + cc, s + sc, o + oc)
 }
 
-/// [`bin_sums`] for whole weights: counts exact in any order (four partial sums), outcome sums
-/// too when the outcomes are 0/1 (else compensated), score sums compensated in two interleaved
-/// halves.
+/// [`bin_sums`] for whole weights and 0/1 outcomes: counts and outcome sums are exact in any
+/// order (four partial sums each); score sums are four compensated partial sums (TwoSum, no
+/// branch, so the four lanes vectorise), added with compensation at the end.
 fn bin_sums_whole(w: &[f64], score: &[f64], outcome: &[f64]) -> (f64, f64, f64) {
-    let (mut c, mut o) = ([0.0f64; 4], [0.0f64; 4]);
-    let (mut s, mut sc) = ([0.0f64; 2], [0.0f64; 2]);
-    let mut binary = true;
+    let (mut c, mut o, mut s, mut e) = ([0.0f64; 4], [0.0f64; 4], [0.0f64; 4], [0.0f64; 4]);
     let n4 = w.len() / 4 * 4;
     for q in (0..n4).step_by(4) {
+        let (w4, s4, o4) = (&w[q..q + 4], &score[q..q + 4], &outcome[q..q + 4]);
         for l in 0..4 {
-            let (x, z) = (w[q + l], outcome[q + l]);
+            let x = w4[l];
             c[l] += x;
-            o[l] += x * z;
-            binary &= z == 0.0 || z == 1.0;
-            add_compensated(&mut s[l & 1], &mut sc[l & 1], x * score[q + l]);
+            o[l] += x * o4[l];
+            let v = x * s4[l];
+            let t = s[l] + v;
+            let bv = t - s[l];
+            e[l] += (s[l] - (t - bv)) + (v - bv);
+            s[l] = t;
         }
     }
     for q in n4..w.len() {
-        let (x, z) = (w[q], outcome[q]);
+        let x = w[q];
         c[0] += x;
-        o[0] += x * z;
-        binary &= z == 0.0 || z == 1.0;
-        add_compensated(&mut s[0], &mut sc[0], x * score[q]);
+        o[0] += x * outcome[q];
+        add_compensated(&mut s[0], &mut e[0], x * score[q]);
     }
-    if !binary {
-        let (_, _, comp) = bin_sums(w, score, outcome);
-        o = [comp, 0.0, 0.0, 0.0];
+    let (mut t, mut tc) = (0.0, 0.0);
+    for x in s.into_iter().chain(e) {
+        add_compensated(&mut t, &mut tc, x);
     }
-    let (mut t, mut tc) = (s[0], sc[0]);
-    add_compensated(&mut t, &mut tc, s[1]);
-    add_compensated(&mut t, &mut tc, sc[1]);
     ((c[0] + c[1]) + (c[2] + c[3]), t + tc, (o[0] + o[1]) + (o[2] + o[3]))
 }
 
