@@ -5,6 +5,8 @@ Targets (issue 11), measured in one process on the same data:
     calls' time (the ratio printed is resample time / one ece call);
   * 1000 resamples of ECE at (50k, 1000) float64 in at most 3 s (the whole
     ``calibkit.confidence_interval`` call: validation, per-row cells, resampling).
+  * 1000 bootstrap resamples of ACE or TACE at (10k, 100) cost at most 300 single ``gce``
+    calls of the same metric (issue 29; one sort per group, each resample a pass over weights).
 Also printed: the calibration test (1000 label redraws) at the same sizes, and the CPU model.
 
 Usage::
@@ -61,6 +63,17 @@ def main(argv=None) -> int:
           f"{t_ci / t_ece:.0f} ece calls (target <= 2000)")
     print(f"  calibration_test, 1000 redraws:      {t_test * 1e3:.1f} ms = "
           f"{t_test / t_ece:.0f} ece calls")
+
+    y, p = _data(10_000, 100)
+    for name in ("ACE", "TACE"):
+        spec = calibkit.metric_space()[name]
+        kw = dict(binning=spec.binning, max_prob=spec.max_prob,
+                  class_conditional=spec.class_conditional, threshold=spec.threshold)
+        t_one = _time(lambda: calibkit.gce(y, p, **kw), 20 if not args.quick else 5)
+        t_ci = _time(lambda: calibkit.confidence_interval(y, p, name, n_resamples=1000,
+                                                          random_state=1), 1 if args.quick else 3)
+        print(f"(10000, 100) float64 {name}: one call {t_one * 1e3:.2f} ms; 1000 resamples "
+              f"{t_ci:.2f} s = {t_ci / t_one:.0f} single calls (target <= 300)")
 
     y, p = _data(50_000, 1000)
     t_ece = _time(lambda: calibkit.ece(y, p), rep)

@@ -180,3 +180,17 @@ def test_kernels_refuse_fortran_ordered_matrices():
         _native.score_rows(y, np.asfortranarray(p), True, False, 0.0)
     with pytest.raises(ShapeMismatchError, match="C-contiguous"):
         _native.consistency_draws(np.asfortranarray(p), 0, 0, 1)
+
+
+def test_reduce_bins_with_an_overflowing_total_count():
+    """The one reduction scales counts whose total overflows float64 (issue 25): the table
+    gives the value of the same table scaled down, with no warning."""
+    import warnings
+
+    big = ([[1e308, 1e308]], [[5e307, 5e307]], [[1e308, 0.0]])
+    small = tuple(np.asarray(t) * 2.0**-900 for t in big)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for norm in ("l1", "l2", "max"):
+            assert calibkit.reduce_bins(*big, norm=norm) == calibkit.reduce_bins(*small, norm=norm)
+        assert calibkit.reduce_bins(*big) == 0.5

@@ -195,6 +195,7 @@ def resample_bootstrap_grouped(
     weights: str,
     seed: int,
     n_resamples: int,
+    first: int = 0,
 ) -> npt.NDArray[np.float64]: ...
 def score_rows(
     labels: npt.NDArray[np.int64],

@@ -76,7 +76,8 @@
 //! | `score_rows` | [`gce::rows::score_rows`] | a metric's kept scores as the primitive's rows (validated as by `gce`) |
 //! | `table_cells` | [`weighted::cells::table_cells`] | each score's cell by the kernels' own bin rules |
 //! | `resample_bootstrap`, `resample_consistency` | [`weighted::resample::bootstrap`], [`weighted::resample::consistency`] | resamples on fixed per-entry cells, each reduced by [`self::core::reduce::reduce`] |
-//! | `resample_bootstrap_grouped` | [`weighted::resample::bootstrap_grouped`] | bootstrap with bins that move with the weights: [`weighted::grouped::grouped_bin_stats`] per resample |
+//! | `resample_bootstrap_grouped` (adaptive) | [`weighted::resample::bootstrap_grouped_from`] -> [`weighted::adaptive::Sorted`] | bootstrap with bins that move with the weights: each group sorted once, each resample's edges from cumulative weights ([`weighted::grouped::edge_ranks`], the primitive's rule), bins as runs of the sorted order; the primitive's edges, counts and outcome sums bitwise, score sums compensated in score order (to rounding) |
+//! | `resample_bootstrap_grouped` (even) | [`weighted::resample::bootstrap_grouped_from`] | [`weighted::grouped::grouped_bin_stats`] per resample |
 //! | `bootstrap_weights` | [`weighted::resample::weights_matrix`] | the per-row multiplicities the bootstraps use |
 //! | `consistency_draws` | [`weighted::resample::consistency_draws`] | the labels consistency resampling draws (for a Python callable) |
 //!

@@ -92,8 +92,12 @@ fn resample_consistency<'py>(
     })
 }
 
-/// resample_bootstrap_grouped(groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples) -> (R,)
+/// resample_bootstrap_grouped(groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples, first=0) -> (R,)
+///
+/// Resamples `first..first + n_resamples`: those of one call with `first + n_resamples`, so a
+/// caller can run chunks of resamples under a progress bar.
 #[pyfunction]
+#[pyo3(signature = (groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples, first=0))]
 #[allow(clippy::too_many_arguments)]
 fn resample_bootstrap_grouped<'py>(
     py: Python<'py>,
@@ -111,6 +115,7 @@ fn resample_bootstrap_grouped<'py>(
     weights: &str,
     seed: u64,
     n_resamples: usize,
+    first: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     guard(py, || {
         let norm = Norm::parse(norm).map_err(to_py)?;
@@ -130,7 +135,7 @@ fn resample_bootstrap_grouped<'py>(
             num_groups,
         };
         let v = py
-            .detach(|| resample::bootstrap_grouped(&t, binning, num_bins, norm, class_conditional, scheme, seed, n_resamples))
+            .detach(|| resample::bootstrap_grouped_from(&t, binning, num_bins, norm, class_conditional, scheme, seed, first, n_resamples))
             .map_err(to_py)?;
         Ok(v.into_pyarray(py))
     })

@@ -9,8 +9,19 @@ use std::ops::Range;
 
 /// About this many matrix entries per chunk.
 pub const CHUNK_ENTRIES: usize = 1 << 17;
-/// Chunks evaluated in parallel before their partials are folded in order (bounds memory).
+/// Chunks evaluated in parallel before their partials are folded in order (bounds memory): at
+/// least this many, and at least [`WAVE_PER_THREAD`] per thread of the pool ([`wave`]).
 pub const WAVE: usize = 8;
+/// Chunks per thread in one wave: a wave of a fixed 8 chunks kept at most 8 threads busy and
+/// left them idle while the calling thread folded (SCE and `evaluate` stopped scaling at 8
+/// threads on a 16-core host, issue 29).
+pub const WAVE_PER_THREAD: usize = 4;
+
+/// Chunks per wave of [`map_fold`] on the current pool. Only the memory held and the speed
+/// depend on it: partials are folded in chunk order whatever the wave.
+pub fn wave() -> usize {
+    WAVE.max(WAVE_PER_THREAD * rayon::current_num_threads())
+}
 
 /// Row ranges of about [`CHUNK_ENTRIES`] entries each.
 pub fn row_chunks(n: usize, k: usize) -> Vec<Range<usize>> {
@@ -34,7 +45,8 @@ pub fn row_chunks_min(n: usize, k: usize, min_entries: usize) -> Vec<Range<usize
     (0..n).step_by(rows).map(|s| s..(s + rows).min(n)).collect()
 }
 
-/// Maps every chunk (in parallel, in waves of [`WAVE`]) and folds the partials in chunk order.
+/// Maps every chunk (in parallel, in waves of [`wave`] chunks) and folds the partials in chunk
+/// order.
 /// The first error, in chunk order, wins.
 pub fn map_fold<P, E, M, F>(chunks: &[Range<usize>], map: M, mut fold: F) -> Result<(), E>
 where
@@ -47,7 +59,7 @@ where
         fold(map(chunks[0].clone())?);
         return Ok(());
     }
-    for wave in chunks.chunks(WAVE) {
+    for wave in chunks.chunks(wave()) {
         let parts: Vec<Result<P, E>> = wave.par_iter().map(|r| map(r.clone())).collect();
         for p in parts {
             fold(p?);

@@ -6,11 +6,21 @@ use crate::kernels::{BinStats, KernelError, Norm};
 
 /// Error of group `g`: l1 sum_b w_b |gap_b|, l2 sum_b w_b gap_b^2 (weight outside the square),
 /// max max_b |gap_b| over non-empty bins; w_b = n_b / n_group; 0 for an empty group.
+///
+/// Counts are finite, but their total may overflow float64 (weighted tables, or tables handed
+/// in by callers): then every count is first divided by the group's largest count (the
+/// weights `w_b` are ratios, so they do not change), and the total of the scaled counts is at
+/// most the number of bins. A total that does not overflow takes the plain form, bit for bit.
 pub fn group_error(st: &BinStats, g: usize, norm: Norm) -> f64 {
     let r = g * st.nb..(g + 1) * st.nb;
-    let n: f64 = st.count[r.clone()].iter().sum();
+    let mut n: f64 = st.count[r.clone()].iter().sum();
     if n == 0.0 {
         return 0.0;
+    }
+    let mut scale = 1.0f64;
+    if !n.is_finite() {
+        scale = st.count[r.clone()].iter().fold(0.0f64, |m, &c| m.max(c));
+        n = st.count[r.clone()].iter().map(|&c| c / scale).sum();
     }
     let mut e = 0.0f64;
     for i in r {
@@ -19,7 +29,7 @@ pub fn group_error(st: &BinStats, g: usize, norm: Norm) -> f64 {
             continue;
         }
         let gap = st.sum_outcome[i] / c - st.sum_score[i] / c;
-        let w = c / n;
+        let w = if scale == 1.0 { c / n } else { (c / scale) / n };
         match norm {
             Norm::L1 => e += w * gap.abs(),
             Norm::L2 => e += w * gap * gap,
@@ -41,11 +51,11 @@ pub fn reduce(st: &BinStats, norm: Norm, class_conditional: bool) -> f64 {
 }
 
 /// Checks a table handed in from outside the kernels (`_native.reduce_table`): counts finite
-/// and >= 0 with a finite total (the one weight rule, [`validate::weights`]), score and outcome
-/// sums finite, and one group unless `class_conditional` (a pooled table has one group: with
-/// several, [`reduce`] would add their errors).
+/// and >= 0 ([`validate::weight_values`]; their total may overflow, [`group_error`] scales
+/// then), score and outcome sums finite, and one group unless `class_conditional` (a pooled
+/// table has one group: with several, [`reduce`] would add their errors).
 pub fn check_table(st: &BinStats, class_conditional: bool) -> Result<(), KernelError> {
-    validate::weights(&st.count, "counts")?;
+    validate::weight_values(&st.count, "counts")?;
     for (name, sums) in [("sum_score", &st.sum_score), ("sum_outcome", &st.sum_outcome)] {
         if let Some(i) = sums.iter().position(|x| !x.is_finite()) {
             return Err(KernelError::Parameter(format!("{name}[{i}] is {}: table sums must be finite", sums[i])));
@@ -58,4 +68,57 @@ pub fn check_table(st: &BinStats, class_conditional: bool) -> Result<(), KernelE
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(count: &[f64], score: &[f64], outcome: &[f64], groups: usize) -> BinStats {
+        BinStats {
+            groups,
+            nb: count.len() / groups,
+            count: count.to_vec(),
+            sum_score: score.to_vec(),
+            sum_outcome: outcome.to_vec(),
+            edges: Vec::new(),
+        }
+    }
+
+    /// A table whose total count overflows float64 gives the value of the same table scaled
+    /// down (issue 25): the bin weights are ratios of counts.
+    #[test]
+    fn overflowing_total_count_gives_the_scaled_value() {
+        for norm in [Norm::L1, Norm::L2, Norm::Max] {
+            for (c, s, o) in [
+                ([1e308, 1e308], [5e307, 5e307], [1e308, 0.0]),
+                ([f64::MAX, 1e300], [0.25 * f64::MAX, 1e299], [f64::MAX, 0.0]),
+                ([f64::MAX, f64::MAX], [0.5 * f64::MAX, 0.25 * f64::MAX], [0.0, f64::MAX]),
+            ] {
+                let big = table(&c, &s, &o, 1);
+                check_table(&big, false).unwrap();
+                let k = 2f64.powi(-900);
+                let small = table(&c.map(|x| x * k), &s.map(|x| x * k), &o.map(|x| x * k), 1);
+                let (a, b) = (reduce(&big, norm, false), reduce(&small, norm, false));
+                assert!(a.is_finite() && (a - b).abs() <= 1e-15, "{norm:?} {c:?}: {a} vs {b}");
+            }
+        }
+        let st = table(&[1e308, 1e308], &[5e307, 5e307], &[5e307, 5e307], 1);
+        assert_eq!(reduce(&st, Norm::L1, false), 0.0);
+        let st = table(&[1e308, 1e308], &[5e307, 5e307], &[1e308, 0.0], 1);
+        assert_eq!(reduce(&st, Norm::L1, false), 0.5);
+        // class-conditional: each group scaled on its own
+        let st = table(&[1e308, 1e308, 1.0, 3.0], &[5e307, 5e307, 0.5, 1.5], &[1e308, 0.0, 1.0, 3.0], 2);
+        assert_eq!(reduce(&st, Norm::L1, true), 0.5);
+    }
+
+    /// A total that does not overflow keeps the plain form (the bits `gce` returns).
+    #[test]
+    fn finite_totals_are_reduced_as_before() {
+        let st = table(&[3.0, 7.0], &[0.9, 4.9], &[1.0, 5.0], 1);
+        let plain = 3.0 / 10.0 * (1.0f64 / 3.0 - 0.9 / 3.0).abs() + 7.0 / 10.0 * (5.0f64 / 7.0 - 4.9 / 7.0).abs();
+        assert_eq!(reduce(&st, Norm::L1, false), plain);
+        assert!(check_table(&table(&[f64::INFINITY], &[0.0], &[0.0], 1), false).is_err());
+        assert!(check_table(&table(&[-1.0], &[0.0], &[0.0], 1), false).is_err());
+    }
 }

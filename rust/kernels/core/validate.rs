@@ -259,14 +259,21 @@ pub fn input_error_first<T: Score>(x: &Inputs<T>, check: &Checks, e: KernelError
     }
 }
 
+/// The per-value half of [`weights`]: each weight finite and >= 0 (a table's counts, whose
+/// reduction does not need a finite total).
+pub fn weight_values(w: &[f64], name: &str) -> Result<(), KernelError> {
+    if let Some(i) = w.iter().position(|&x| !(x.is_finite() && x >= 0.0)) {
+        return Err(KernelError::Parameter(format!("{name}[{i}] is {}: weights must be finite and >= 0", w[i])));
+    }
+    Ok(())
+}
+
 /// The weight rule of every weighted kernel (the Python layer applies the same rule first,
 /// `calibkit._params.check_weights`): each weight finite and >= 0, and their sum finite (an
 /// overflowing sum would make every weighted mean NaN). Returns that sum. Whether an all-zero
 /// total is an error is the caller's (some kernels give empty groups then).
 pub fn weights(w: &[f64], name: &str) -> Result<f64, KernelError> {
-    if let Some(i) = w.iter().position(|&x| !(x.is_finite() && x >= 0.0)) {
-        return Err(KernelError::Parameter(format!("{name}[{i}] is {}: weights must be finite and >= 0", w[i])));
-    }
+    weight_values(w, name)?;
     let total: f64 = w.iter().sum();
     if !total.is_finite() {
         return Err(KernelError::Parameter(format!(

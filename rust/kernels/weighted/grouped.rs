@@ -212,7 +212,7 @@ fn map_rows<F: Fn(usize) -> u32 + Sync + Send>(m: usize, f: F) -> Vec<u32> {
 
 /// A key that orders finite scores as f64 comparison does (-0.0 and 0.0 alike).
 #[inline(always)]
-fn order_key(s: f64) -> u64 {
+pub(crate) fn order_key(s: f64) -> u64 {
     let b = (s + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
     if b >> 63 == 1 {
         !b
@@ -269,31 +269,41 @@ pub fn adaptive_edges_weighted<T: Score>(rows: &GroupedRows<T>, num_bins: usize)
 }
 
 /// The B-1 upper edges of one group given its rows in ascending score order (all of positive
-/// weight): the module docs' weighted equal-mass rule.
-fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usize> + Clone, b: usize) -> Vec<f64> {
-    let total = sorted.clone().fold(0.0, |c, i| c + rows.weight(i));
+/// weight): the module docs' weighted equal-mass rule ([`edge_ranks`]), as scores.
+fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usize>, b: usize) -> Vec<f64> {
+    let order: Vec<usize> = sorted.collect();
+    let w: Vec<f64> = order.iter().map(|&i| rows.weight(i)).collect();
+    let total = w.iter().fold(0.0, |c, &x| c + x);
+    edge_ranks(&w, total, b).into_iter().map(|p| rows.scores[order[p]].to_f64()).collect()
+}
+
+/// The weighted equal-mass rule of the module docs, written once: given the weights `w` of one
+/// group's rows in ascending score order and their `total` (summed in that order), the rank
+/// (index in `w`) of the row whose score is upper edge `e_j`, for j = 1..B-1; empty when no
+/// weight is positive. Rows of weight 0 are never an edge and do not move the cumulative
+/// weight, so the ranks are those of the same rows with the zero-weight ones left out.
+/// [`grouped_bin_stats`] and the resampling of adaptive bins
+/// ([`crate::kernels::weighted::adaptive`]) both take their edges from here.
+pub(crate) fn edge_ranks(w: &[f64], total: f64, b: usize) -> Vec<usize> {
     let step = total / b as f64;
     let mut edges = Vec::with_capacity(b.saturating_sub(1));
-    let mut it = sorted.peekable();
-    let (mut cum, mut last) = (0.0f64, f64::NAN);
-    let mut current = f64::NAN; // score of the row whose interval ends at `cum`
+    let Some(first) = w.iter().position(|&x| x > 0.0) else {
+        return edges;
+    };
+    // `last`: the last positive row visited; the edge is the first row with C_i > t_j, or the
+    // last positive row when there is none (rows are visited once over all j).
+    let (mut cum, mut last, mut p) = (0.0f64, first, 0usize);
     for j in 1..b {
         let t = (j as f64 * step).round_ties_even();
-        // Advance to the first row with C_i > t (rows are visited once over all j).
-        while cum <= t {
-            match it.next() {
-                Some(i) => {
-                    cum += rows.weight(i);
-                    current = rows.scores[i].to_f64();
-                    last = current;
-                }
-                None => {
-                    current = last;
-                    break;
-                }
+        while cum <= t && p < w.len() {
+            let x = w[p];
+            cum += x; // adding a zero weight leaves the cumulative weight as it is
+            if x > 0.0 {
+                last = p;
             }
+            p += 1;
         }
-        edges.push(current);
+        edges.push(last);
     }
     edges
 }

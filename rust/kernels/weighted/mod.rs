@@ -1,8 +1,10 @@
 //! Weighted readings of grouped scores: the weighted binning primitive ([`grouped`]:
 //! `(group, score, outcome, weight)` rows -> per-(group, bin) table), each entry's cell of a
 //! table ([`cells`]), and resampling as weights on the same table ([`resample`]: bootstrap and
-//! consistency resamples).
+//! consistency resamples; [`adaptive`]: bootstrap resamples of adaptive bins from one sorted
+//! order).
 
+pub mod adaptive;
 pub mod cells;
 pub mod grouped;
 pub mod resample;

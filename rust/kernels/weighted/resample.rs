@@ -14,6 +14,8 @@
 
 use rayon::prelude::*;
 
+use crate::kernels::core::spec::Grouping;
+use crate::kernels::weighted::adaptive::Sorted;
 use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
@@ -548,6 +550,23 @@ pub fn bootstrap_grouped(
     seed: u64,
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
+    bootstrap_grouped_from(t, binning, num_bins, norm, class_conditional, scheme, seed, 0, n_resamples)
+}
+
+/// [`bootstrap_grouped`] for resamples `first..first + n_resamples`: those of one call with
+/// `first + n_resamples`.
+#[allow(clippy::too_many_arguments)]
+pub fn bootstrap_grouped_from(
+    t: &Triples<'_>,
+    binning: Binning,
+    num_bins: usize,
+    norm: Norm,
+    class_conditional: bool,
+    scheme: Scheme,
+    seed: u64,
+    first: usize,
+    n_resamples: usize,
+) -> Result<Vec<f64>, KernelError> {
     let m = t.scores.len();
     if t.groups.len() != m || t.outcomes.len() != m || t.rows.len() != m {
         return Err(KernelError::Shape(format!(
@@ -566,11 +585,14 @@ pub fn bootstrap_grouped(
         }
         crate::kernels::core::validate::weights(b, "base weights")?;
     }
+    if binning == Binning::Adaptive {
+        return bootstrap_grouped_range(t, num_bins, norm, class_conditional, scheme, seed, first, n_resamples);
+    }
     let values: Result<Vec<f64>, KernelError> = (0..n_resamples)
         .into_par_iter()
         .map(|r| {
             let mut w = vec![0.0; t.n_rows];
-            bootstrap_weights(scheme, seed, r as u64, &mut w);
+            bootstrap_weights(scheme, seed, (first + r) as u64, &mut w);
             if let Some(b) = t.base {
                 w.iter_mut().zip(b).for_each(|(x, y)| *x *= y);
             }
@@ -582,6 +604,31 @@ pub fn bootstrap_grouped(
         })
         .collect();
     values
+}
+
+/// [`bootstrap_grouped`] for adaptive bins, resamples `first..first + n` (the values of those
+/// resamples in a call with `first + n`): each group sorted once, each resample's edges from
+/// cumulative weights ([`crate::kernels::weighted::adaptive`]). The caller has checked the
+/// lengths, rows and base weights ([`bootstrap_grouped`] does).
+#[allow(clippy::too_many_arguments)]
+pub fn bootstrap_grouped_range(
+    t: &Triples<'_>,
+    num_bins: usize,
+    norm: Norm,
+    class_conditional: bool,
+    scheme: Scheme,
+    seed: u64,
+    first: usize,
+    n: usize,
+) -> Result<Vec<f64>, KernelError> {
+    // the checks of the primitive, once: bin count and table limits, groups, finite values
+    let limits = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: 0.0 };
+    limits.check(num_bins)?;
+    limits.check_table(t.num_groups, num_bins)?;
+    let rows = GroupedRows { groups: Some(t.groups), scores: t.scores, outcomes: t.outcomes, weights: None, num_groups: t.num_groups };
+    rows.check()?;
+    let sorted = Sorted::new(t.groups, t.scores, t.outcomes, t.rows, t.num_groups, t.n_rows)?;
+    Ok(sorted.bootstrap(num_bins, norm, class_conditional, scheme, seed, t.base, first, n))
 }
 
 /// Per-row bootstrap multiplicities of resamples `r0..r0 + count`, row-major (count, n): the

@@ -1,0 +1,60 @@
+"""The same bits whatever the batching (issue 29 item 3): ``Accumulator`` over random
+batchings and ``calibkit.dask`` over random chunkings against ``gce`` (via ``evaluate``, which
+is bitwise ``gce``), 80 values.
+
+A strict xfail until every table builder sums its cells order-independently: today a cell's
+score sum depends on where the batches or chunks cut the rows (each batch's table is rounded,
+then the tables are added), so about a quarter of these values differ from ``gce`` in the last
+bits (20 of 80 on 2026-11-27). Streaming ACE/TACE already agree (kept scores binned once);
+Dask's adaptive tables are per chunk, added, so they do not. See docs/performance.md,
+"Order-independent cell sums".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calibkit
+from calibkit.streaming import Accumulator
+
+METRICS = ["ECE", "SCE", "ACE", "TACE", "RMSCE"]
+
+
+def _values():
+    dask_array = pytest.importorskip("dask.array")
+    import calibkit.dask as cd
+
+    rng = np.random.default_rng(5)
+    out = []
+    for trial in range(8):
+        n, k = int(rng.integers(200, 3000)), int(rng.integers(2, 12))
+        p = calibkit.softmax(rng.normal(size=(n, k)) * 2)
+        y = rng.integers(0, k, n)
+        cuts = np.sort(rng.choice(np.arange(1, n), size=int(rng.integers(1, 6)), replace=False))
+        acc = Accumulator(METRICS, num_bins=15)
+        for a, b in zip(np.r_[0, cuts], np.r_[cuts, n]):
+            acc.update(y[a:b], p[a:b])
+        stream = acc.compute()
+        chunk = int(rng.integers(100, n))
+        dask = cd.evaluate(dask_array.from_array(y, chunks=chunk),
+                           dask_array.from_array(p, chunks=(chunk, k)), space=METRICS,
+                           num_bins=15)
+        for m in METRICS:
+            g = calibkit.evaluate(y, p, space=[m], num_bins=15).get(m, 15)
+            out.append((f"{trial} {m} stream", stream.get(m, 15), g))
+            out.append((f"{trial} {m} dask", dask.get(m, 15), g))
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="cell sums depend on the batching (issue 29 item 3)")
+def test_streaming_and_dask_equal_gce_bitwise_for_any_batching():
+    values = _values()
+    assert len(values) == 80
+    differ = [key for key, v, g in values if v != g]
+    assert not differ, f"{len(differ)} of 80 differ: {differ}"
+
+
+def test_streaming_and_dask_equal_gce_to_rounding_for_any_batching():
+    for key, v, g in _values():
+        assert v == pytest.approx(g, rel=1e-12, abs=1e-15), key
