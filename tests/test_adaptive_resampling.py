@@ -57,3 +57,21 @@ def test_interval_of_ace_uses_the_sorted_resamples():
     b = calibkit.confidence_interval(y, p, "ACE", n_resamples=64, random_state=2,
                                      return_resamples=True)
     assert np.array_equal(a.resamples, b.resamples) and np.isfinite(a.resamples).all()
+
+
+def test_progress_bar_blocks_give_the_same_interval(capsys):
+    """With a bar shown, the adaptive bootstrap runs in blocks of resamples (so the bar can
+    count them); the resamples are those of one call, bit for bit."""
+    import calibkit
+    from calibkit.trust import intervals
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(5), 400)
+    y = rng.integers(0, 5, 400)
+    kw = dict(n_resamples=2 * intervals.PROGRESS_CHUNK + 7, random_state=1,
+              return_resamples=True)
+    for metric in ("ACE", "TACE"):
+        quiet = calibkit.confidence_interval(y, p, metric, progress=False, **kw)
+        shown = calibkit.confidence_interval(y, p, metric, progress=True, **kw)
+        assert np.array_equal(quiet.resamples, shown.resamples), metric
+        assert (quiet.low, quiet.high) == (shown.low, shown.high)

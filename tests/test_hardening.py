@@ -36,7 +36,6 @@ W = RNG.uniform(0.2, 3.0, N)
 
 
 # -- item 2: a table whose total count overflows float64 (fixed in Rust's core::reduce) --------
-@pytest.mark.xfail(strict=True, reason="Rust core::reduce fix pending")
 def test_reduce_bins_total_count_overflow():
     """The table's error does not depend on its scale: counts whose total overflows float64
     give the value of the same table scaled down (0.5), not 0.0 with a RuntimeWarning (the

@@ -284,8 +284,7 @@ def confidence_interval(labels=None, probs=None, metric="ECE", *, num_bins: NumB
         rc = (pair_cells(pairs, spec, num_bins) if pairs is not None
               else row_cells(labels, probs, spec, num_bins))
         with Progress(r, f"{spec.name} bootstrap", progress, unit="resamples") as bar:
-            t, star = _space_resamples(spec, rc, sample_weight, weights, s, r)
-            bar.update(r)
+            t, star = _space_resamples(spec, rc, sample_weight, weights, s, r, bar)
         name = spec.name
         _require_finite(star, name, sample_weight)
     low, high = _interval(t, star, conf, method)
@@ -322,7 +321,12 @@ def _require_finite(star: np.ndarray, name: str, sample_weight) -> None:
         raise NumericalError(f"{bad} of {star.size} bootstrap resamples of {name} are not finite{why}")
 
 
-def _space_resamples(spec, rc, sample_weight, weights, seed, r):
+#: Resamples per native call of the adaptive bootstrap while a progress bar is shown (each
+#: call sorts the groups once: about one single-call time per chunk on top of ~0.4 per resample).
+PROGRESS_CHUNK = 50
+
+
+def _space_resamples(spec, rc, sample_weight, weights, seed, r, bar=None):
     check_resamples(rc.groups * rc.nb, r, BOOTSTRAP_CELL_BYTES)
     n = rc.hit.shape[0]
     sw = _check_weights(sample_weight, n)
@@ -334,15 +338,32 @@ def _space_resamples(spec, rc, sample_weight, weights, seed, r):
             t = tr.error(tr.weight_of(sw), spec.norm)
         star = _native.resample_bootstrap(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
                                           spec.norm, spec.class_conditional, weights, seed, r)
+        if bar is not None:
+            bar.update(r)
         return t, star
     tr = triples(rc)
     # The value is the metric of the data: unweighted, the table gce reduces (rc.bins), so
     # the interval's value is gce's bits; weighted, the weighted table of the same triples.
     t = rc.bins.error(spec.norm) if sw is None else tr.error(tr.weight_of(sw), spec.norm)
-    star = _native.resample_bootstrap_grouped(
-        tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row, sw, n,
-        tr.num_groups, spec.binning, tr.num_bins, spec.norm, spec.class_conditional, weights,
-        seed, r)
+    score = np.ascontiguousarray(tr.score, dtype=np.float64)
+
+    def block(first: int, count: int) -> np.ndarray:
+        # resamples first..first+count: the draws are keyed by (seed, resample, row), so blocks
+        # give the bits of one call (tests/test_adaptive_resampling.py)
+        return _native.resample_bootstrap_grouped(
+            tr.group, score, tr.outcome, tr.row, sw, n, tr.num_groups, spec.binning,
+            tr.num_bins, spec.norm, spec.class_conditional, weights, seed, count, first)
+
+    if bar is None or not bar.enabled:
+        star = block(0, r)
+    else:  # a bar with a count: the resamples in blocks
+        parts = []
+        for first in range(0, r, PROGRESS_CHUNK):
+            parts.append(block(first, min(PROGRESS_CHUNK, r - first)))
+            bar.update(parts[-1].size)
+        star = np.concatenate(parts) if parts else np.empty(0)
+    if bar is not None and not bar.enabled:
+        bar.update(r)
     return t, star
 
 
