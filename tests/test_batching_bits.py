@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import requires
 
 import calibkit
 from calibkit.streaming import Accumulator
@@ -22,7 +23,7 @@ METRICS = ["ECE", "SCE", "ACE", "TACE", "RMSCE"]
 
 
 def _values():
-    dask_array = pytest.importorskip("dask.array")
+    dask_array = requires("dask.array")
     import calibkit.dask as cd
 
     rng = np.random.default_rng(5)
