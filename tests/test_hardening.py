@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import requires
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -379,3 +380,43 @@ def test_family_zero_true_class_rows(seed, zeros):
     with pytest.warns(ZeroProbabilityWarning, match=f"{zeros} of 200"):
         t = TemperatureScaling(input="probs").fit(p, y).temperature_
     assert t == TemperatureScaling(input="probs").fit(p[keep], y[keep]).temperature_
+
+
+def test_callable_interval_refuses_mismatched_rows():
+    """A callable metric's interval resamples rows of labels and probs together: arrays of
+    different lengths are refused by name, not resampled by the labels' count."""
+    y = np.array([0, 1, 1, 0])
+    p = np.array([[0.6, 0.4], [0.3, 0.7], [0.2, 0.8]])
+
+    def metric(labels, probs, sample_weight=None):
+        return 0.0
+
+    with pytest.raises(calibkit.errors.ShapeMismatchError, match="labels has 4 entries but probs has 3"):
+        calibkit.confidence_interval(y, p, metric, n_resamples=10)
+
+
+def test_noisy_labels_refuses_labels_outside_the_classes():
+    from calibkit.analysis import noisy_labels
+
+    with pytest.raises(calibkit.errors.InvalidLabelsError, match=r"label -1 at row 1 is out of range"):
+        noisy_labels(np.array([0, -1, 1]), 0.1, num_classes=2, random_state=0)
+    with pytest.raises(calibkit.errors.InvalidLabelsError, match=r"label 2 at row 2"):
+        noisy_labels(np.array([0, 1, 2]), 0.1, num_classes=2, random_state=0)
+    assert noisy_labels(np.array([0, 1, 1]), 0.0, num_classes=2).tolist() == [0, 1, 1]
+
+
+def test_reliability_diagram_says_arguments_look_swapped():
+    """reliability_diagram(probs, labels) gets the metric functions' message (labels come
+    first), not the multilabel one."""
+    requires("matplotlib")
+    y = np.array([0, 1, 1, 0])
+    p = np.array([[0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.9, 0.1]])
+    with pytest.raises(calibkit.errors.ShapeMismatchError, match="the arguments look swapped"):
+        calibkit.plots.reliability_diagram(p, y)
+
+
+def test_interval_table_of_no_methods_is_refused():
+    from calibkit.analysis.trust_table import interval_table
+
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="probs_by_method is empty"):
+        interval_table(np.array([0, 1]), {})

@@ -72,9 +72,9 @@ def noisy_labels(labels, level: float, num_classes: int, *, random_state: int = 
     >>> int((noisy_labels(y, 0.5, 10, random_state=1) != 0).sum()) <= 50
     True
     """
-    y = as_labels(labels)
-    level = as_real(level, "level (a fraction)", low=0.0, high=1.0)
     num_classes = as_int(num_classes, "num_classes", 1)
+    y = as_labels(labels, num_classes=num_classes)  # class indices in [0, num_classes)
+    level = as_real(level, "level (a fraction)", low=0.0, high=1.0)
     rng = np.random.default_rng(as_study_seed(random_state, "random_state"))
     order = rng.permutation(y.size)
     draws = rng.integers(0, num_classes, size=y.size)

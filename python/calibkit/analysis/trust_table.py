@@ -57,6 +57,9 @@ def interval_table(labels, probs_by_method: dict, *, metric="ECE", num_bins: int
     """
     import calibkit
 
+    if not probs_by_method:
+        raise calibkit.errors.InvalidParameterError(
+            "probs_by_method is empty: pass a dict of method name -> (N, K) probabilities")
     rows, index = [], []
     for method, p in probs_by_method.items():
         ci = calibkit.confidence_interval(labels, p, metric, num_bins=num_bins,

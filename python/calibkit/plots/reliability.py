@@ -17,6 +17,7 @@ from .._params import (
     as_resamples,
     renames,
 )
+from .._validate import is_multilabel
 from ..binned.spec import MetricSpec
 from ..binned.table import reduce_table
 from ..errors import InvalidParameterError
@@ -152,7 +153,7 @@ def reliability_diagram(
             return calibration_bins(labels, probs, **top, **kw)
 
         bins_fn = top_bins
-    elif np.ndim(labels) == 2:
+    elif is_multilabel(labels, probs):  # (also refuses swapped arguments, by name)
         from ..binned.multilabel import multilabel_bins as bins_fn
     else:
         from ..binned.bins import calibration_bins as bins_fn

@@ -57,6 +57,7 @@ from .._params import (
 from .._progress import Progress
 from .._toplabel import resolve
 from .._typing import NumBins
+from .._validate import length_mismatch_error
 from ..binned.auto_bins import resolve_auto
 from ..errors import InvalidParameterError, NumericalError
 from .cells import pair_cells, row_cells, triples
@@ -371,6 +372,10 @@ def _callable_resamples(fn, labels, probs, sample_weight, weights, seed, r, bar=
     n = int(np.shape(labels)[0]) if np.ndim(labels) else 0
     if n == 0:
         raise InvalidParameterError("labels is empty; pass at least one prediction")
+    if probs is not None:  # (pairs pass probs=None): resample weights are per row of both
+        rows = int(np.shape(probs)[0]) if np.ndim(probs) else 0
+        if rows != n:
+            raise length_mismatch_error(n, rows)
     sw = _check_weights(sample_weight, n)
     t = observed(fn(labels, probs) if sw is None else fn(labels, probs, sample_weight=sw),
                  getattr(fn, "__name__", "metric"))
