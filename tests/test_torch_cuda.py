@@ -84,8 +84,51 @@ def test_gpu_inputs_checked_on_the_device(cifar):
         m.update(pc.cpu(), yc.cpu())
 
 
-def test_public_functions_take_gpu_tensors(cifar):
+NAMED_FUNCTIONS = {"ECE": calibkit.ece, "ACE": calibkit.ace, "TACE": calibkit.tace,
+                   "SCE": calibkit.sce, "RMSCE": calibkit.rmsce, "CCE": calibkit.cce,
+                   "MCE": calibkit.mce}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_public_functions_compute_gpu_tensors_on_the_gpu(cifar, dtype, monkeypatch):
+    """calibkit.gce / the named metrics / calibkit.evaluate of GPU tensors: the device path,
+    equal to NumPy's result, with no matrix (nor (N,) vector) copied to the host."""
+    import calibkit._arraylike as arraylike
+
     y, p = cifar
+    p = p.astype(dtype)
     pc, yc = torch.from_numpy(p).to(CUDA), torch.from_numpy(y).to(CUDA)
-    assert calibkit.ece(yc, pc) == calibkit.ece(y, p)
-    assert calibkit.ace(yc, pc.requires_grad_()) == calibkit.ace(y, p)
+    crossed = []
+    real_cpu = torch.Tensor.cpu
+
+    def cpu(self, *a, **k):
+        crossed.append(self.numel())
+        return real_cpu(self, *a, **k)
+
+    def refuse(t):
+        raise AssertionError("calibkit._arraylike converted a GPU tensor")
+
+    monkeypatch.setattr(torch.Tensor, "cpu", cpu)
+    monkeypatch.setattr(arraylike, "_torch_numpy", refuse)
+    for name, f in NAMED_FUNCTIONS.items():
+        assert abs(f(yc, pc) - f(y, p)) <= 1e-12, name
+    assert abs(calibkit.ace(yc, pc.clone().requires_grad_()) - calibkit.ace(y, p)) <= 1e-12
+    ev = calibkit.evaluate(yc, pc, num_bins=(10, 15))
+    np.testing.assert_allclose(ev.values, calibkit.evaluate(y, p, num_bins=(10, 15)).values,
+                               rtol=0, atol=1e-12)
+    assert max(crossed) < pc.numel() // 4
+    w = np.random.default_rng(0).uniform(0, 2, size=y.size)
+    assert abs(calibkit.gce(yc, pc, sample_weight=torch.from_numpy(w).to(CUDA), norm="l2")
+               - calibkit.gce(y, p, sample_weight=w, norm="l2")) <= 1e-12
+    conf, ok = pc.max(dim=1)[0], pc.argmax(dim=1) == yc
+    assert abs(calibkit.ece(confidence=conf, correct=ok)
+               - calibkit.ece(confidence=p.max(axis=1), correct=p.argmax(axis=1) == y)) <= 1e-12
+
+
+def test_public_functions_keep_a_host_path_for_the_rest(cifar):
+    y, p = cifar
+    pc = torch.from_numpy(p[:50]).to(CUDA)
+    ym = (p[:50] > 0.01).astype(np.int64)  # a multilabel label matrix: the host copy
+    assert abs(calibkit.sce(torch.from_numpy(ym).to(CUDA), pc) - calibkit.sce(ym, p[:50])) <= 1e-12
+    with pytest.raises(InvalidProbabilitiesError):
+        calibkit.ece(torch.from_numpy(y[:50]).to(CUDA), pc * 2)

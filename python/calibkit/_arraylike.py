@@ -18,17 +18,22 @@ One rule, used by every input check (:mod:`calibkit._validate`):
 * else one with a ``.numpy()`` method (e.g. TensorFlow eager tensors) is converted by it;
 * anything else (lists, scalars) goes through :func:`numpy.asarray`.
 
-A whole matrix on a GPU costs a copy over the bus (about 170 ms for a (50k, 1000) float32 one);
-to keep the work on the device, use :mod:`calibkit.torch` (only small tables cross).
+A whole matrix on a GPU costs a copy over the bus (about 170 ms for a (50k, 1000) float32 one).
+:func:`calibkit.gce`, the named metrics and :func:`calibkit.evaluate` therefore never reach this
+conversion with a PyTorch tensor on a device (:func:`device_tensor`): they compute on the device
+(:mod:`calibkit.torch.functional`; only small tables cross). Other functions, and JAX / CuPy
+arrays on a device, still take the one host copy.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
 from .errors import InputTypeError
 
-__all__ = ["to_numpy", "dtype_kind"]
+__all__ = ["to_numpy", "dtype_kind", "device_tensor", "device_path"]
 
 #: DLPack device type of host memory (``kDLCPU``).
 _DLPACK_CPU = 1
@@ -62,6 +67,42 @@ def _is_torch(obj) -> bool:
     """Whether ``obj`` is a PyTorch tensor (without importing torch)."""
     mod = type(obj).__module__
     return (mod == "torch" or mod.startswith("torch.")) and hasattr(obj, "detach")
+
+
+def device_tensor(obj) -> bool:
+    """Whether ``obj`` is a PyTorch tensor that the public functions compute on its own device
+    (:mod:`calibkit.torch.functional`): one on a device other than the CPU (a meta tensor, which
+    holds no data, is not), or a CPU one while ``calibkit.torch.tables.TORCH_OPS_ON_CPU`` is set
+    (the tests' switch to the device code). Reads the type's module first: imports nothing,
+    and refuses a NumPy array at the cost of one attribute read.
+
+    Examples
+    --------
+    >>> device_tensor(np.zeros(3)), device_tensor([0.5, 0.5])
+    (False, False)
+    """
+    if not _is_torch(obj):
+        return False
+    kind = obj.device.type
+    if kind == "cpu":
+        tables = sys.modules.get("calibkit.torch.tables")
+        return bool(getattr(tables, "TORCH_OPS_ON_CPU", False))
+    return kind != "meta"
+
+
+def device_path(name: str):
+    """The device path of the public function ``name`` (``"gce"``, ``"evaluate"``):
+    ``calibkit.torch.functional.device_<name>``, which returns None for the calls it leaves to
+    the host path.
+
+    The engine (:mod:`calibkit.binned`) calls it only for a :func:`device_tensor`, so torch is
+    already imported; ``calibkit.torch`` (the optional extra, which reads the engine) is
+    imported here by name, on first use, as ``calibkit.__getattr__`` imports its submodules:
+    the engine has no import of it, and imports still go one way (docs/architecture.md).
+    """
+    import importlib
+
+    return getattr(importlib.import_module("calibkit.torch.functional"), f"device_{name}")
 
 
 def _torch_numpy(t) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _toplabel
+from .._arraylike import device_path, device_tensor
 from .._budget import check_tables
 from .._params import as_flag, check_gce_params
 from .._typing import NumBins
@@ -144,6 +145,14 @@ def gce(
     """
     max_prob = as_flag(max_prob, "max_prob")
     class_conditional = as_flag(class_conditional, "class_conditional")
+    if type(probs) is not np.ndarray and device_tensor(probs if confidence is None else confidence):
+        value = device_path("gce")(  # computed on the tensors' device (docs/torch.md)
+            labels, probs, confidence=confidence, correct=correct, predicted=predicted,
+            num_classes=num_classes, binning=binning, max_prob=max_prob,
+            class_conditional=class_conditional, threshold=threshold, norm=norm,
+            num_bins=num_bins, sample_weight=sample_weight, debias=debias)
+        if value is not None:
+            return value
     pairs = _toplabel.resolve(labels, probs, confidence, correct, predicted, num_classes)
     if sample_weight is not None or debias is not False or isinstance(num_bins, str):
         # weights, the debiased l2 or "auto" bins: through the table (calibration_bins)

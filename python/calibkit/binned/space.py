@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _native, _toplabel
+from .._arraylike import device_path, device_tensor
 from .._budget import check_tables
 from .._params import as_bin_counts, as_flag, as_num_bins, check_gce_params
 from .._typing import NumBinsList
@@ -302,6 +303,13 @@ def evaluate(labels=None, probs=None, space=None, num_bins: NumBinsList = DEFAUL
     (8, True, 'ECE')
     """
     binning_free = as_flag(binning_free, "binning_free")
+    if type(probs) is not np.ndarray and device_tensor(probs if confidence is None else confidence):
+        got = device_path("evaluate")(  # computed on the tensors' device (docs/torch.md)
+            labels, probs, space, num_bins, confidence=confidence, correct=correct,
+            predicted=predicted, num_classes=num_classes, sample_weight=sample_weight,
+            binning_free=binning_free)
+        if got is not None:
+            return got
     ev = _evaluate(labels, probs, space, num_bins, confidence, correct, predicted, num_classes,
                    sample_weight)
     if binning_free:

@@ -173,10 +173,10 @@ def matrix_scores(labels, probs, sample_weight, num_classes: int | None,
         _native.check_values(*validate_inputs(_host(y), _host(p)))
     elif n:
         lo, hi = torch.aminmax(p)  # the extremes, compared exactly in float64; NaN fails
-        dev = (p.sum(dim=1, dtype=torch.float64) - 1.0).abs().max()
+        gap = (p.sum(dim=1, dtype=torch.float64) - 1.0).abs().max()
         y_lo, y_hi = torch.aminmax(y)
         lo_, hi_, dev_, ylo_, yhi_ = torch.stack(
-            [lo.double(), hi.double(), dev, y_lo.double(), y_hi.double()]).tolist()  # one sync
+            [lo.double(), hi.double(), gap, y_lo.double(), y_hi.double()]).tolist()  # one sync
         if not (surely_valid(lo_, hi_, dev_, k) and ylo_ >= 0 and yhi_ < k):
             yy, pp = validate_inputs(_host(y), _host(p))
             _native.check_values(yy, pp)  # raises the engine's error, or the rows pass

@@ -35,10 +35,9 @@ from .. import _toplabel
 from .._params import as_bin_counts, as_num_classes, check_gce_params, check_table
 from ..binned.space import Evaluation
 from ..binned.spec import as_space
-from ..binned.table import reduce_table
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 from .checks import matrix_scores, pair_scores
-from .tables import Scores, adaptive_table, engine_tables, even_table, use_engine
+from .tables import Scores, adaptive_of, even_of, space_values
 
 try:
     from torchmetrics import Metric as _Base
@@ -216,13 +215,7 @@ class CalibrationErrorCore:
             if nothing:
                 parts.append(torch.zeros(3 * g * nb, dtype=torch.float64, device=sc.device))
                 continue
-            if use_engine(sc.device):
-                tabs = [torch.from_numpy(a) for a in engine_tables(
-                    sc, binning="even", max_prob=mp, class_conditional=cc, threshold=t,
-                    num_bins=b)]
-            else:
-                tabs = list(even_table(sc, max_prob=mp, class_conditional=cc, threshold=t,
-                                       num_bins=b))
+            tabs = even_of(sc, max_prob=mp, class_conditional=cc, threshold=t, num_bins=b)
             parts.append(torch.cat([x.reshape(-1) for x in tabs]))
         if parts:
             self.tables += torch.cat(parts)
@@ -294,23 +287,11 @@ class CalibrationErrorCore:
                     spec.threshold)
         for (mp, cc), ts in groupings.items():
             assert sc is not None
-            if use_engine(sc.device):
-                for t in ts:
-                    for b in self.num_bins:
-                        tables[("adaptive", mp, cc, t, b)] = engine_tables(
-                            sc, binning="adaptive", max_prob=mp, class_conditional=cc,
-                            threshold=t, num_bins=b)
-            else:
-                got = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=sorted(ts),
-                                     num_bins=self.num_bins)
-                for (t, b), tab in got.items():
-                    tables[("adaptive", mp, cc, t, b)] = tab
-        out = np.empty((len(self.space), len(self.num_bins)))
-        for i, s in enumerate(self.space):
-            for j, b in enumerate(self.num_bins):
-                c, ss, so = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)]
-                out[i, j] = reduce_table(c, ss, so, s.norm, s.class_conditional)
-        return out
+            got = adaptive_of(sc, max_prob=mp, class_conditional=cc, thresholds=sorted(ts),
+                              num_bins=self.num_bins)
+            for (t, b), tab in got.items():
+                tables[("adaptive", mp, cc, t, b)] = tab
+        return space_values(tables, self.space, self.num_bins)
 
     def compute(self):
         """The value: a 0-d float64 tensor for one metric at one bin count, else a dict

@@ -43,14 +43,18 @@ from functools import cached_property, lru_cache
 import numpy as np
 import torch
 
-from ..binned.table import adaptive_positions, even_boundaries, grouped_bin_stats
+from ..binned.table import adaptive_positions, even_boundaries, grouped_bin_stats, reduce_table
 
-__all__ = ["Scores", "even_table", "adaptive_table", "engine_tables", "use_engine"]
+__all__ = ["Scores", "even_table", "adaptive_table", "engine_tables", "use_engine", "even_of",
+           "adaptive_of", "space_tables", "space_values"]
 
 _F64 = torch.float64
 
 #: Whether CPU tensors go through the torch ops (and the device's value checks) rather than the
-#: engine's kernels and checks; the tests set it to run the device code on CPU tensors.
+#: engine's kernels and checks, and the public functions (``calibkit.gce``, ``calibkit.evaluate``,
+#: the named metrics) take CPU tensors down the device path too
+#: (:func:`calibkit._arraylike.device_tensor`); the tests set it to run the device code on CPU
+#: tensors.
 TORCH_OPS_ON_CPU = False
 
 
@@ -371,3 +375,81 @@ def engine_tables(sc: Scores, *, binning: str, max_prob: bool, class_conditional
                              predicted=pred, num_classes=None if pred is None else sc.num_classes,
                              **kw)
     return (np.asarray(t.counts, dtype=np.float64), t.sum_score, t.sum_outcome)
+
+
+def even_of(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold: float,
+            num_bins: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`even_table` where the scores are: torch ops on a device, the engine's kernels for
+    CPU scores (:func:`use_engine`; the tables then as CPU tensors)."""
+    if use_engine(sc.device):
+        return tuple(torch.from_numpy(a) for a in engine_tables(  # type: ignore[return-value]
+            sc, binning="even", max_prob=max_prob, class_conditional=class_conditional,
+            threshold=threshold, num_bins=num_bins))
+    return even_table(sc, max_prob=max_prob, class_conditional=class_conditional,
+                      threshold=threshold, num_bins=num_bins)
+
+
+def adaptive_of(sc: Scores, *, max_prob: bool, class_conditional: bool, thresholds,
+                num_bins) -> dict:
+    """:func:`adaptive_table` where the scores are (the engine's kernels for CPU scores, as
+    :func:`even_of`): ``{(threshold, B): (counts, sum_score, sum_outcome)}``, NumPy."""
+    if use_engine(sc.device):
+        return {(float(t), int(b)): engine_tables(
+            sc, binning="adaptive", max_prob=max_prob, class_conditional=class_conditional,
+            threshold=float(t), num_bins=int(b)) for t in thresholds for b in num_bins}
+    return adaptive_table(sc, max_prob=max_prob, class_conditional=class_conditional,
+                          thresholds=thresholds, num_bins=num_bins)
+
+
+def space_tables(sc: Scores, space, num_bins) -> dict:
+    """Every table the metrics of ``space`` read at the bin counts ``num_bins``, on the host.
+
+    Even tables by :func:`even_of` (all of them cross to the host in one copy), adaptive ones
+    by :func:`adaptive_of` (one sort per grouping, shared by its thresholds and bin counts).
+
+    Returns
+    -------
+    dict
+        ``{(binning, max_prob, class_conditional, threshold, B): (counts, sum_score,
+        sum_outcome)}``, (G, nb) float64 NumPy arrays.
+    """
+    out: dict = {}
+    even = sorted({(s.max_prob, s.class_conditional, s.threshold)
+                   for s in space if s.binning == "even"})
+    keys: list = []
+    parts: list[torch.Tensor] = []
+    for mp, cc, t in even:
+        for b in num_bins:
+            tabs = even_of(sc, max_prob=mp, class_conditional=cc, threshold=t, num_bins=b)
+            keys.append((("even", mp, cc, t, b), tabs[0].shape))
+            parts.extend(x.reshape(-1) for x in tabs)
+    if parts:
+        flat = torch.cat(parts).cpu().numpy()
+        at = 0
+        for key, shape in keys:
+            size = shape[0] * shape[1]
+            out[key] = tuple(flat[at + i * size: at + (i + 1) * size].reshape(shape)
+                             for i in range(3))
+            at += 3 * size
+    groupings: dict = {}
+    for s in space:
+        if s.binning == "adaptive":
+            groupings.setdefault((s.max_prob, s.class_conditional), set()).add(s.threshold)
+    for (mp, cc), ts in groupings.items():
+        got = adaptive_of(sc, max_prob=mp, class_conditional=cc, thresholds=sorted(ts),
+                          num_bins=num_bins)
+        for (t, b), tab in got.items():
+            out[("adaptive", mp, cc, t, b)] = tab
+    return out
+
+
+def space_values(tables: dict, space, num_bins) -> np.ndarray:
+    """Every (metric, bin count) value of ``tables`` (as :func:`space_tables` keys them), shape
+    ``(len(space), len(num_bins))``: the one reduction
+    (:func:`calibkit.binned.table.reduce_table`) of each metric's table."""
+    out = np.empty((len(space), len(num_bins)))
+    for i, s in enumerate(space):
+        for j, b in enumerate(num_bins):
+            c, ss, so = tables[(s.binning, s.max_prob, s.class_conditional, s.threshold, b)]
+            out[i, j] = reduce_table(c, ss, so, s.norm, s.class_conditional)
+    return out
