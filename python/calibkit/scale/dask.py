@@ -210,9 +210,9 @@ def _prepare_pairs(confidence, correct, predicted, num_classes):
 def _count_tables(groups, edges, num_bins):
     """Per-(group, bin) count / score / outcome sums of one chunk against the selected edges."""
     g_count = len(groups)
-    g = np.concatenate([np.full(len(s), i, np.int64) for i, (s, _) in enumerate(groups)])
+    g = np.repeat(np.arange(g_count, dtype=np.int64), [len(s) for s, _ in groups])
     s = np.concatenate([s for s, _ in groups])
-    o = np.concatenate([o for _, o in groups]).astype(np.float64)
+    o = np.concatenate([o for _, o in groups], dtype=np.float64)
     tabs = {}
     for b in num_bins:
         # a group with no score has no edges; any placeholder does (it bins nothing)
@@ -221,6 +221,22 @@ def _count_tables(groups, edges, num_bins):
         c, ss, so, _ = grouped_bin_stats_at(g, s, o, upper, num_groups=g_count)
         tabs[b] = [np.rint(c).astype(np.int64), ss, so]
     return tabs
+
+
+def _scans(plans, groups_of, dtype):
+    """Every scanned grouping's :func:`scan_groups` result for one chunk. Groupings that differ
+    only by their threshold share the groups of the lowest one (``groups_of(max_prob,
+    class_conditional, threshold)``), each scanning the scores its threshold keeps."""
+    out, base = {}, {}
+    for mp, cc, t in sorted(plans):
+        plan = plans[(mp, cc, t)]
+        if (mp, cc) in base:
+            groups, located = base[(mp, cc)]
+            out[(mp, cc, t)] = scan_groups(groups, plan, dtype, threshold=t, located=located)
+        else:
+            groups, located = base[(mp, cc)] = (groups_of(mp, cc, t), {})
+            out[(mp, cc, t)] = scan_groups(groups, plan, dtype, located=located)
+    return out
 
 
 def _chunk_task(labels, probs, job):
@@ -241,8 +257,7 @@ def _chunk_task(labels, probs, job):
         out["even"][(mp, cc, t, b)] = [tab.counts, tab.sum_score, tab.sum_outcome]
     if job["validate"] and not job["even"]:
         calibration_bins(y, p, num_bins=1)  # the Rust pass checks every value
-    for akey, plan in job["scan"].items():
-        out["scan"][akey] = scan_groups(score_groups(y, p, *akey), plan, p.dtype)
+    out["scan"] = _scans(job["scan"], lambda mp, cc, t: score_groups(y, p, mp, cc, t), p.dtype)
     for akey, edges in job["count"].items():
         for b, tab in _count_tables(score_groups(y, p, *akey), edges, job["num_bins"]).items():
             out["count"][akey + (b,)] = tab
@@ -260,8 +275,7 @@ def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
     if job["validate"] and not job["even"]:
         _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks values
     dtype = pairs.confidence.dtype
-    for (mp, cc, t), plan in job["scan"].items():
-        out["scan"][(mp, cc, t)] = scan_groups(pair_groups(pairs, cc, t), plan, dtype)
+    out["scan"] = _scans(job["scan"], lambda mp, cc, t: pair_groups(pairs, cc, t), dtype)
     for (mp, cc, t), edges in job["count"].items():
         groups = pair_groups(pairs, cc, t)
         for b, tab in _count_tables(groups, edges, job["num_bins"]).items():

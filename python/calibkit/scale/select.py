@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..binned.groups import kept
 from ..binned.table import adaptive_positions
 from ..errors import SelectionError
 
@@ -127,6 +128,78 @@ def split_bounds(lo: int, hi: int, m: int) -> np.ndarray:
     return lo + i * np.int64(step) + (i * np.int64(rem)) // np.int64(m)
 
 
+class _GridLocator:
+    """Bucket of each score in the first-pass grid, without sorting (exactly
+    ``searchsorted(bounds, key, "right") - 1``).
+
+    Non-negative scores are mapped by their bit pattern to cells of a lookup table: below
+    ``2**-8`` a few cells per binade, above it cells of ``2**(mantissa - 16)`` ulps, narrower than
+    half the grid's uniform step, so a cell holds at most one bound inside it and one comparison
+    finishes the lookup. Cells holding more (next to 1.0, among the powers of two) and negative
+    scores take the exact search.
+    """
+
+    def __init__(self, bounds: np.ndarray, dtype):
+        dtype = np.dtype(dtype)
+        self.int = np.int32 if dtype == np.float32 else np.int64
+        mant = 23 if dtype == np.float32 else 52
+        self.bounds = bounds
+        # bound keys with a sentinel, in the bit patterns' integer type for the comparisons
+        top = np.iinfo(self.int).max
+        self.keys = np.concatenate([np.clip(bounds, -top - 1, top), [top]]).astype(self.int)
+        self.fine = self.int(to_keys(np.array([2.0 ** -8], dtype=dtype))[0])
+        self.end = self.int(to_keys(np.array([2.0], dtype=dtype))[0])
+        self.coarse_shift, self.fine_shift = mant - 8, mant - 16
+        n_coarse = int(self.fine) >> self.coarse_shift
+        n_fine = (int(self.end) - int(self.fine) >> self.fine_shift) + 1
+        starts = np.concatenate([
+            np.arange(n_coarse, dtype=np.int64) << self.coarse_shift,
+            int(self.fine) + (np.arange(n_fine, dtype=np.int64) << self.fine_shift)])
+        stops = np.append(starts[1:], int(self.end) + (1 << self.fine_shift))
+        first = np.searchsorted(bounds, starts, side="right") - 1
+        inside = np.searchsorted(bounds, stops, side="left") - (first + 1)
+        self.offset = self.int(n_coarse)
+        # -2: a cell with more than one bound inside it, and (last entry) negative scores or
+        # scores past 2.0: the exact search
+        self.table = np.append(np.where(inside <= 1, first, -2), -2).astype(self.int)
+
+    def __call__(self, scores: np.ndarray) -> np.ndarray:
+        bits = scores.view(self.int)
+        cell = bits - self.fine
+        cell >>= self.fine_shift
+        cell += self.offset
+        np.copyto(cell, bits >> self.coarse_shift, where=bits < self.fine)
+        np.clip(cell, -1, self.table.size - 1, out=cell)  # -1: the last entry
+        idx = self.table[cell]
+        slow = idx == -2
+        idx += self.keys[idx + 1] <= bits  # -2 reads the sentinel; fixed below
+        if slow.any():
+            idx[slow] = np.searchsorted(self.bounds, to_keys(scores[slow]), side="right") - 1
+        return idx
+
+
+@functools.lru_cache(maxsize=8)
+def _grid_locator(dtype_str: str, uniform: int) -> _GridLocator:
+    return _GridLocator(_initial_bounds(dtype_str, uniform), np.dtype(dtype_str))
+
+
+def _fetch_direct(s: np.ndarray, keep, lo_v: np.ndarray, hi_v: np.ndarray, ids,
+                  fetched: dict) -> None:
+    """The scores (those ``keep`` marks, if given) of each of a few fetch targets, by
+    comparisons, in chunk order (no sort)."""
+    for t, a, b in zip(ids, lo_v, hi_v):
+        m = s >= a
+        m &= s < b
+        if keep is not None:
+            m &= keep
+        if m.any():
+            fetched.setdefault(int(t), []).append(s[m])
+
+
+#: Up to this many fetch targets in a group, their scores are found by comparisons, not a sort.
+FETCH_DIRECT = 24
+
+
 def _pack_slots(slots: np.ndarray, size: int):
     """Histogram of slot indices, dense or sparse (whichever is smaller)."""
     if slots.size * 4 < size:
@@ -163,7 +236,7 @@ def add_packed(a, b):
     return ("dense", unpack(a) + unpack(b))
 
 
-def scan_groups(groups, plan, dtype):
+def scan_groups(groups, plan, dtype, threshold=None, located=None):
     """One chunk's contribution to one pass for one score grouping.
 
     Parameters
@@ -176,6 +249,14 @@ def scan_groups(groups, plan, dtype):
         ``("split", lo, hi, m)``, see :func:`bounds_of`).
     dtype : numpy.dtype
         The float dtype the keys were made from.
+    threshold : float, optional
+        Scan only the scores :func:`calibkit.binned.groups.kept` keeps at this threshold:
+        ``groups`` are those of a lower threshold of the same grouping (a grouping's groups at
+        a higher threshold are its groups at a lower one, filtered in order), so the groupings
+        of one chunk that differ by their threshold share one :func:`score_groups`.
+    located : dict, optional
+        Grid buckets of ``groups`` found by an earlier call on the same ``groups`` (filled in
+        here): such groupings locate their scores in the first pass's grid once.
 
     Returns
     -------
@@ -183,15 +264,47 @@ def scan_groups(groups, plan, dtype):
 
     Notes
     -----
-    Counting n scores into m buckets: when n is small the scores are looked up in the bucket
-    bounds (n log m); otherwise the scores are sorted once and the bounds looked up in them
-    (n log n for a cache-friendly SIMD sort, then m log n), which is several times faster.
+    Counting n scores into the first pass's grid: each score's bucket from a lookup table on
+    its bit pattern (:class:`_GridLocator`, linear in n). Into other buckets (m of them): when n
+    is small the scores are looked up in the bucket bounds (n log m); otherwise the scores are
+    sorted once and the bounds looked up in them (n log n for a cache-friendly SIMD sort, then
+    m log n). Fetching the scores of a few targets takes two comparisons per score and target;
+    of many, the sort.
     """
     size = plan["size"]
     slots, dense = [], None
-    sorted_cache = {}
+    sorted_cache: dict[int, np.ndarray] = {}
+    masks: dict[int, np.ndarray | None] = {}
+
+    def keep(g):  # the threshold's mask of group g (None: every score)
+        if threshold is None:
+            return None
+        if g not in masks:
+            masks[g] = kept(groups[g][0], threshold)
+        return masks[g]
+
+    def scores(g):  # group g's scanned scores, in chunk order
+        s, m = groups[g][0], keep(g)
+        return s if m is None else s[m]
+
     for g, (specs, offset) in plan["refine"].items():
         s = groups[g][0]
+        if s.size == 0:
+            continue
+        if len(specs) == 1 and specs[0][0] == "grid" and s.dtype == dtype and s.size >= 1024:
+            found = None if located is None else located.get((g, specs[0]))
+            if found is None:
+                found = _grid_locator(np.dtype(dtype).str, specs[0][1])(s)
+                if located is not None:
+                    located[(g, specs[0])] = found
+            idx = found if keep(g) is None else np.where(keep(g), found, -1)
+            last = bounds_of(specs[0], dtype).size - 1  # scores at or past the grid's end
+            c = np.bincount(idx + 1, minlength=last + 2)[1:last + 1]
+            if dense is None:
+                dense = np.zeros(size, dtype=np.int64)
+            dense[offset:offset + c.size] += c
+            continue
+        s = scores(g)
         if s.size == 0:
             continue
         parts = [bounds_of(spec, dtype) for spec in specs]
@@ -223,10 +336,13 @@ def scan_groups(groups, plan, dtype):
         if s.size == 0:
             continue
         v = sorted_cache.get(g)
+        lo_v = from_keys(los, dtype).astype(s.dtype)
+        hi_v = from_keys(his, dtype).astype(s.dtype)
+        if v is None and len(ids) <= FETCH_DIRECT:
+            _fetch_direct(s, keep(g), lo_v, hi_v, ids, fetched)
+            continue
         if v is None:
-            v = np.sort(s)
-        lo_v = from_keys(los, dtype).astype(v.dtype)
-        hi_v = from_keys(his, dtype).astype(v.dtype)
+            v = np.sort(scores(g))
         starts = np.searchsorted(v, lo_v, side="left")
         stops = np.searchsorted(v, hi_v, side="left")
         for t, a, b in zip(ids, starts, stops):
