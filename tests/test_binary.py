@@ -262,7 +262,8 @@ def test_probabilities_outside_the_unit_interval(bad):
 
 
 def test_class_names_need_pos_label():
-    with pytest.raises(InvalidLabelsError, match="pos_label is needed"):
+    with pytest.raises(InvalidLabelsError, match="holds the classes 'ham', 'spam', so pos_label is "
+                                                 "needed .* e.g. pos_label='spam'"):
         binary.ece(["ham", "spam"], [0.2, 0.9])
     with pytest.raises(InvalidLabelsError, match="pos_label"):
         binary.ece([1, 2, 2], [0.2, 0.9, 0.8])  # {1, 2}: which one is positive?

@@ -156,8 +156,8 @@ def binary_inputs(y_true, y_prob, pos_label=None) -> Binary:
     if pos_label is None:
         if not standard:
             raise InvalidLabelsError(
-                f"y_true holds the classes {sorted(map(repr, plain))}, so pos_label is needed to "
-                f"say which one y_prob is the probability of, e.g. pos_label="
+                f"y_true holds the classes {', '.join(sorted(map(repr, plain)))}, so pos_label is "
+                f"needed to say which one y_prob is the probability of, e.g. pos_label="
                 f"{_plain(classes[-1])!r} (as in scikit-learn; labels 0/1, -1/1 or booleans "
                 f"default to pos_label=1)")
         pos_label = 1
