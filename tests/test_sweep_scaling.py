@@ -168,11 +168,17 @@ def test_sweep_all_probabilities(n, k, seed, weighted):
 
 
 def test_sweep_edges_are_the_engines():
-    """The sweep states the edge rules vectorised over many bin counts at once (one native call
-    per bin count would make it quadratic); they must be the engine's, bit for bit: the even
-    edges u_j of ``even_boundaries`` and the even bin of a score as the kernels assign it, the
-    adaptive edge rows of ``adaptive_positions`` (unweighted ranks)."""
-    from calibkit.binned.table import adaptive_positions, even_boundaries, grouped_bin_stats
+    """The vectorised edge rules the sweep uses (one native call per bin count would make it
+    quadratic) are the engine's, bit for bit: ``even_edges`` against ``even_boundaries``,
+    ``even_bin_of`` against the kernels' even tables, ``adaptive_ranks`` (through the sweep's
+    edge rows) against ``adaptive_positions``."""
+    from calibkit.binned.table import (
+        adaptive_positions,
+        even_bin_of,
+        even_boundaries,
+        even_edges,
+        grouped_bin_stats,
+    )
     from calibkit.trust.sweep import _Sweep
 
     rng = np.random.default_rng(5)
@@ -180,12 +186,10 @@ def test_sweep_edges_are_the_engines():
     for b in counts:
         b = int(b)
         j = np.arange(1, b + 1)
-        sw = _Sweep(np.zeros(1), np.arange(2.0), None, None, None, "even")
-        assert np.array_equal(sw._edge(np.full(b, b), j), even_boundaries(b)[1:b + 1]), b
+        assert np.array_equal(even_edges(np.full(b, b), j), even_boundaries(b)[1:b + 1]), b
     s = np.sort(np.r_[rng.uniform(size=3000), np.linspace(0, 1, 101), [0.0, 1.0]])
     for b in (1, 2, 3, 7, 10, 15, 33, 100, 999):
-        sw = _Sweep(s, np.arange(s.size + 1.0), None, None, None, "even")
-        got = sw._even_bin(s, np.full(s.size, b))
+        got = even_bin_of(s, np.full(s.size, b))
         c = grouped_bin_stats(None, s, np.zeros(s.size), binning="even", num_bins=b)[0][0]
         assert np.array_equal(np.bincount(got, minlength=b + 1), c), b
     for n in (5, 17, 1000, 3001):

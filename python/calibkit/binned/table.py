@@ -45,7 +45,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CalibrationBins",
     "adaptive_positions",
+    "adaptive_ranks",
+    "even_bin_of",
     "even_boundaries",
+    "even_edges",
     "as_calibration_bins",
     "grouped_bin_stats",
     "grouped_bin_stats_at",
@@ -478,6 +481,54 @@ def even_boundaries(num_bins: int) -> np.ndarray:
     """
     empty = np.empty(0)
     return grouped_bin_stats(None, empty, empty, binning="even", num_bins=num_bins)[3][0]
+
+
+def even_edges(num_bins, j) -> np.ndarray:
+    """The even edges ``u_j`` of many (bin count, edge index) pairs at once, elementwise: the
+    kernels' rule (``rust/kernels/core/edges.rs``) ``u_j = j * (1 / B)`` with ``u_B = 1``, and
+    ``-inf`` for ``j <= 0`` (no lower edge, for searches). For callers that need edges of
+    thousands of bin counts together (the sweep), where one :func:`even_boundaries` call per
+    bin count would be quadratic; ``tests/test_sweep_scaling.py`` holds the two equal, bit for
+    bit.
+
+    Examples
+    --------
+    >>> even_edges(np.array([4, 4, 4]), np.array([0, 1, 4])).tolist()
+    [-inf, 0.25, 1.0]
+    """
+    j = np.asarray(j)
+    u = j * (1.0 / np.asarray(num_bins))
+    return np.where(j == num_bins, 1.0, np.where(j <= 0, -np.inf, u))
+
+
+def even_bin_of(x, num_bins) -> np.ndarray:
+    """The even bin (0..B, B: the bin of scores >= 1) of scores ``x`` under bin counts
+    ``num_bins``, elementwise, as the kernels assign it: the number of upper edges
+    :func:`even_edges` at or below ``x``.
+
+    Examples
+    --------
+    >>> even_bin_of(np.array([0.0, 0.25, 0.999, 1.0]), np.array([4, 4, 4, 4])).tolist()
+    [0, 1, 3, 4]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    b = np.asarray(num_bins)
+    g = np.clip(np.floor(np.clip(x * b, 0, b)), 0, b).astype(np.int64)
+    g = g + (x >= even_edges(b, g + 1)) - (x < even_edges(b, g))
+    return np.clip(g, 0, b)
+
+
+def adaptive_ranks(num_bins, j, total_weight: float) -> np.ndarray:
+    """The weighted ranks ``t_j = rint(j * W / B)`` of the adaptive edges (round half to even,
+    as the kernels), elementwise over bin counts and edge indices; unweighted, ``W`` is the
+    row count and the edge of rank ``t_j`` is the row :func:`adaptive_positions` gives.
+
+    Examples
+    --------
+    >>> adaptive_ranks(np.array([3, 3]), np.array([1, 2]), 10.0).tolist()
+    [3.0, 7.0]
+    """
+    return np.rint(np.asarray(j) * (total_weight / np.asarray(num_bins)))
 
 
 def sorted_bin_starts(sorted_scores: np.ndarray, binning: str, num_bins: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from .._toplabel import resolve
 from .._validate import MAX_BINS, validate_inputs
 from ..binned.bins import calibration_bins
 from ..binned.groups import pair_groups, score_groups
+from ..binned.table import adaptive_ranks, even_bin_of, even_edges
 from ..binned.weights import as_sample_weight, form_triples, pair_triples
 
 __all__ = ["ece_sweep", "SweepResult"]
@@ -136,8 +137,9 @@ def _choice(s: np.ndarray, o: np.ndarray, w: np.ndarray | None, binning: str, to
     (None: all 1), without a table per bin count.
 
     Bins are value-defined, so in the sorted scores each bin is a range of rows, found by the
-    engine's edge rules (:func:`calibkit.binned.table.sorted_bin_starts`; weighted adaptive
-    edges at the weighted ranks of ``grouped_bin_stats``); bin weights and outcome sums are
+    engine's edge rules for many bin counts at once (:func:`calibkit.binned.table.even_edges`,
+    :func:`~calibkit.binned.table.even_bin_of`, and the weighted ranks of ``grouped_bin_stats``,
+    :func:`~calibkit.binned.table.adaptive_ranks`); bin weights and outcome sums are
     differences of prefix sums (exact integers unweighted, so every decision is the tables').
 
     Which boundaries can break monotonicity is known before the sweep: pool the runs of equal
@@ -296,10 +298,9 @@ class _Sweep:
 
     # -- the edges u_j (even) or weighted ranks t_j (adaptive) of bin count b ------------------
     def _edge(self, b, j):
-        if self.binning == "even":  # rust/kernels/core/edges.rs: j * (1/B), u_B = 1
-            u = j * (1.0 / b)
-            return np.where(j == b, 1.0, np.where(j <= 0, -np.inf, u))
-        return np.rint(j * (self.cw[-1] / b))  # round half to even, as the kernels
+        if self.binning == "even":
+            return even_edges(b, j)
+        return adaptive_ranks(b, j, self.cw[-1])
 
     def _every_edge(self, bs):
         """Every (b, j) pair of the bin counts ``bs``: j = 1..B (even), 1..B-1 (adaptive)."""
@@ -334,7 +335,7 @@ class _Sweep:
         k = np.searchsorted(s, self._edge(b, j), side="left")
         k = np.minimum(k, m - 1)
         prev = np.maximum(k - 1, 0)
-        g_left, g_right = self._even_bin(s[prev], b), self._even_bin(s[k], b)
+        g_left, g_right = even_bin_of(s[prev], b), even_bin_of(s[k], b)
         left = np.where(g_left == 0, 0, np.searchsorted(s, self._edge(b, g_left), side="left"))
         right = np.where(g_right >= b, m,
                          np.searchsorted(s, self._edge(b, g_right + 1), side="left"))
@@ -342,11 +343,6 @@ class _Sweep:
         k = np.where(g_left != g_right, k, left)
         return k, left, right
 
-    def _even_bin(self, x, b):
-        """The kernels' even bin of scores ``x`` (number of upper edges <= x, 0..B)."""
-        g = np.clip(np.floor(np.clip(x * b, 0, b)), 0, b).astype(np.int64)
-        g = g + (x >= self._edge(b, g + 1)) - (x < self._edge(b, g))
-        return np.clip(g, 0, b)
 
     def _position(self, b, j):
         """Row of the adaptive edge j of bin count b: the first row whose cumulative weight
