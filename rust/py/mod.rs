@@ -192,14 +192,13 @@ fn reduce_table(
                 shown(shape)
             )));
         }
-        let st = BinStats {
+        let st = BinStats::from_sums(
             groups,
             nb,
-            count: c_order(&c, "counts")?.to_vec(),
-            sum_score: c_order(&s, "sum_score")?.to_vec(),
-            sum_outcome: c_order(&o, "sum_outcome")?.to_vec(),
-            edges: Vec::new(),
-        };
+            c_order(&c, "counts")?.to_vec(),
+            c_order(&s, "sum_score")?.to_vec(),
+            c_order(&o, "sum_outcome")?.to_vec(),
+        );
         reduce::check_table(&st, class_conditional).map_err(to_py)?;
         Ok(reduce::reduce(&st, norm, class_conditional))
     })

@@ -15,4 +15,5 @@ pub mod share;
 pub(crate) mod simd;
 pub mod spec;
 pub mod stats;
+pub mod units;
 pub mod validate;

@@ -1,5 +1,7 @@
 //! Per-(group, bin) sufficient statistics: count, sum of scores, sum of outcomes.
 
+use super::units;
+
 /// Adds `v` to `*sum` with Neumaier compensation into `*comp` (add `*comp` to the sum at the
 /// end): the one compensated-sum step of the kernels, so that long sequential sums (millions of
 /// scores into one bin) stay accurate to ~1 ulp. Both candidate terms are computed, then one
@@ -15,6 +17,10 @@ pub fn add_compensated(sum: &mut f64, comp: &mut f64, v: f64) {
 }
 
 /// Statistics of `groups` groups of `nb` bins each, group-major.
+///
+/// Score sums are kept exactly as whole grid units ([`units`]) and reported rounded once in
+/// `sum_score`: tables built in any order, cut into any chunks and added ([`BinStats::add`])
+/// give the same bits. A table given as float sums (`reduce_table`) has no units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BinStats {
     pub groups: usize,
@@ -24,6 +30,8 @@ pub struct BinStats {
     pub sum_outcome: Vec<f64>,
     /// `groups * (nb + 1)` bin boundaries (see `edges::EvenEdges::boundaries`).
     pub edges: Vec<f64>,
+    /// Each cell's exact score sum in grid units (empty for a table given as float sums).
+    pub units: Vec<i128>,
 }
 
 impl BinStats {
@@ -35,6 +43,21 @@ impl BinStats {
             sum_score: vec![0.0; groups * nb],
             sum_outcome: vec![0.0; groups * nb],
             edges: Vec::new(),
+            units: vec![0; groups * nb],
+        }
+    }
+
+    /// A table given as float sums (no units: it is reduced, never added to).
+    pub fn from_sums(groups: usize, nb: usize, count: Vec<f64>, sum_score: Vec<f64>, sum_outcome: Vec<f64>) -> Self {
+        BinStats { groups, nb, count, sum_score, sum_outcome, edges: Vec::new(), units: Vec::new() }
+    }
+
+    /// Sets `sum_score` from the units: each cell's exact sum rounded once.
+    pub fn finish(&mut self) {
+        if self.units.len() == self.sum_score.len() {
+            for (s, &u) in self.sum_score.iter_mut().zip(&self.units) {
+                *s = units::value(u);
+            }
         }
     }
 
@@ -43,7 +66,10 @@ impl BinStats {
         let r = g * self.nb..(g + 1) * self.nb;
         self.count[r.clone()].copy_from_slice(&one.count);
         self.sum_score[r.clone()].copy_from_slice(&one.sum_score);
-        self.sum_outcome[r].copy_from_slice(&one.sum_outcome);
+        self.sum_outcome[r.clone()].copy_from_slice(&one.sum_outcome);
+        if self.units.len() == self.count.len() && one.units.len() == one.count.len() {
+            self.units[r].copy_from_slice(&one.units);
+        }
     }
 
     /// The table of per-group adaptive results (each group's `nb + 1` boundaries and its
@@ -62,36 +88,36 @@ impl BinStats {
         st
     }
 
-    /// Adds another table of the same shape, element by element.
+    /// Adds another table of the same shape, element by element (score sums exactly, in
+    /// units), and sets `sum_score` from the sum.
     pub fn add(&mut self, other: &BinStats) {
         debug_assert_eq!(self.count.len(), other.count.len());
         for (a, b) in self.count.iter_mut().zip(&other.count) {
             *a += b;
         }
-        for (a, b) in self.sum_score.iter_mut().zip(&other.sum_score) {
-            *a += b;
-        }
         for (a, b) in self.sum_outcome.iter_mut().zip(&other.sum_outcome) {
             *a += b;
         }
+        if self.units.len() == self.count.len() && other.units.len() == other.count.len() {
+            for (a, b) in self.units.iter_mut().zip(&other.units) {
+                *a += b;
+            }
+            self.finish();
+        } else {
+            for (a, b) in self.sum_score.iter_mut().zip(&other.sum_score) {
+                *a += b;
+            }
+        }
     }
 
-    /// Adds one kept score with its outcome to (group, bin), the score sum compensated in
-    /// `comp` (same layout, see [`add_compensated`]; fold it in with
-    /// [`BinStats::apply_compensation`]).
+    /// Adds one kept score with its outcome to (group, bin). Call [`BinStats::finish`] after
+    /// the last push.
     #[inline(always)]
-    pub fn push_compensated(&mut self, comp: &mut [f64], group: usize, bin: usize, score: f64, outcome: f64) {
+    pub fn push(&mut self, group: usize, bin: usize, score: f64, outcome: f64) {
         let i = group * self.nb + bin;
         self.count[i] += 1.0;
-        add_compensated(&mut self.sum_score[i], &mut comp[i], score);
+        units::add(&mut self.units[i], score);
         self.sum_outcome[i] += outcome;
-    }
-
-    /// Adds the compensation terms gathered by [`BinStats::push_compensated`].
-    pub fn apply_compensation(&mut self, comp: &[f64]) {
-        for (a, c) in self.sum_score.iter_mut().zip(comp) {
-            *a += c;
-        }
     }
 }
 
@@ -104,14 +130,16 @@ impl BinStats {
 /// each its own dependency chain; count and outcome share one u64 (count in the low 32 bits).
 /// Each copy has one more cell, [`LaneTables::discard`], where dropped items go, so that
 /// callers select a cell instead of branching on whether to keep an item.
-/// Score sums are plain within a run of at most `flush_every` pushes and the runs are added
-/// into the table with Neumaier compensation, which keeps long sums accurate (a single plain
-/// sum of millions of scores would not be).
+/// Scores are added as grid units ([`units`]): in `i64` per copy for a run of at most
+/// [`units::RUN`] pushes per copy, then folded into the table's exact `i128` cells. Large
+/// tables (one copy) add into `i128` cells directly.
 pub struct LaneTables {
     cells: usize,
     lanes: usize,
     counts: Vec<u64>,
-    sums: Vec<f64>,
+    sums: Vec<i64>,
+    /// One copy's exact sums (large tables only).
+    wide: Vec<i128>,
     pending: usize,
     flush_every: usize,
 }
@@ -122,16 +150,21 @@ impl LaneTables {
     pub const SMALL: usize = 4096;
     /// Shortest run between folds (longer for large tables, so that folding stays cheap).
     const MIN_RUN: usize = 4096;
+    /// Pushes a caller may add after the run is full before it calls [`LaneTables::pushed`].
+    const SLACK: usize = 1024;
 
     pub fn new(cells: usize) -> Self {
         let lanes = if cells <= Self::SMALL { Self::LANES } else { 1 };
+        // A copy's cell takes at most every lanes-th push of a run: keep that within RUN.
+        let longest = lanes * units::RUN - Self::SLACK;
         LaneTables {
             cells,
             lanes,
             counts: vec![0; lanes * (cells + 1)],
-            sums: vec![0.0; lanes * (cells + 1)],
+            sums: vec![0; if lanes > 1 { lanes * (cells + 1) } else { 0 }],
+            wide: vec![0; if lanes > 1 { 0 } else { cells + 1 }],
             pending: 0,
-            flush_every: Self::MIN_RUN.max(2 * lanes * cells),
+            flush_every: Self::MIN_RUN.max(2 * lanes * cells).min(if lanes > 1 { longest } else { usize::MAX }),
         }
     }
 
@@ -145,22 +178,39 @@ impl LaneTables {
     #[inline(always)]
     pub fn push_all(&mut self, items: impl Iterator<Item = (usize, f64, bool)>) {
         let (stride, mask) = (self.cells + 1, self.lanes - 1);
-        let (counts, sums) = (&mut self.counts[..], &mut self.sums[..]);
+        let counts = &mut self.counts[..];
+        if self.lanes == 1 {
+            let wide = &mut self.wide[..];
+            for (cell, score, outcome) in items {
+                counts[cell] += 1 | ((outcome as u64) << 32);
+                wide[cell] += units::units(score) as i128;
+            }
+            return;
+        }
+        let sums = &mut self.sums[..];
         for (j, (cell, score, outcome)) in items.enumerate() {
             let i = (j & mask) * stride + cell;
             counts[i] += 1 | ((outcome as u64) << 32);
-            sums[i] += score;
+            sums[i] = sums[i].wrapping_add(units::biased(score));
         }
     }
 
     /// [`LaneTables::push_all`] for slices, four items at a time (item j to copy j % 4, at
     /// fixed offsets); `cells[j]` may be [`LaneTables::discard`], `incs[j]` is the count
-    /// increment: 1, plus 1 << 32 for a positive outcome.
+    /// increment: 1, plus 1 << 32 for a positive outcome, and `biased[j]` the score's biased
+    /// units ([`units::biased`], converted by the caller a block at a time, a vector loop); the
+    /// bias is taken off each copy's cell at the fold, from its count.
     #[inline(always)]
-    pub fn push_slices(&mut self, cells: &[u32], scores: &[f64], incs: &[u64]) {
-        let n = cells.len().min(scores.len()).min(incs.len());
+    pub fn push_slices(&mut self, cells: &[u32], biased: &[i64], incs: &[u64]) {
+        let n = cells.len().min(biased.len()).min(incs.len());
         if self.lanes != Self::LANES {
-            return self.push_all((0..n).map(|j| (cells[j] as usize, scores[j], incs[j] >> 32 != 0)));
+            let (counts, wide) = (&mut self.counts[..], &mut self.wide[..]);
+            for j in 0..n {
+                let cell = cells[j] as usize;
+                counts[cell] += incs[j];
+                wide[cell] += biased[j].wrapping_sub(units::MAGIC_BITS) as i128;
+            }
+            return;
         }
         let stride = self.cells + 1;
         let (c0, rest) = self.counts.split_at_mut(stride);
@@ -173,13 +223,13 @@ impl LaneTables {
         while j + 4 <= n {
             let (a, b, c, d) = (cells[j] as usize, cells[j + 1] as usize, cells[j + 2] as usize, cells[j + 3] as usize);
             c0[a] += incs[j];
-            s0[a] += scores[j];
+            s0[a] = s0[a].wrapping_add(biased[j]);
             c1[b] += incs[j + 1];
-            s1[b] += scores[j + 1];
+            s1[b] = s1[b].wrapping_add(biased[j + 1]);
             c2[c] += incs[j + 2];
-            s2[c] += scores[j + 2];
+            s2[c] = s2[c].wrapping_add(biased[j + 2]);
             c3[d] += incs[j + 3];
-            s3[d] += scores[j + 3];
+            s3[d] = s3[d].wrapping_add(biased[j + 3]);
             j += 4;
         }
         for q in j..n {
@@ -189,39 +239,54 @@ impl LaneTables {
                 _ => (&mut *c2, &mut *s2),
             };
             c[cells[q] as usize] += incs[q];
-            s[cells[q] as usize] += scores[q];
+            s[cells[q] as usize] = s[cells[q] as usize].wrapping_add(biased[q]);
         }
     }
 
-    /// Counts `pushed` more pushes and folds into `st` when the current run is long enough.
+    /// Counts `pushed` more pushes and folds into `st` when the current run is long enough
+    /// (callers push at most [`LaneTables::SLACK`] items between calls).
     #[inline]
-    pub fn pushed(&mut self, pushed: usize, st: &mut BinStats, comp: &mut [f64]) {
+    pub fn pushed(&mut self, pushed: usize, st: &mut BinStats) {
+        debug_assert!(pushed <= Self::SLACK);
         self.pending += pushed;
         if self.pending >= self.flush_every {
-            self.flush(st, comp);
+            self.flush(st);
         }
     }
 
-    /// Folds every copy into `st` (compensation terms into `comp`, see
-    /// [`BinStats::push_compensated`]) and clears the copies.
-    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) {
+    /// Folds every copy into `st` and clears the copies; then `st.sum_score` is current.
+    pub fn flush(&mut self, st: &mut BinStats) {
         debug_assert_eq!(st.count.len(), self.cells);
         let stride = self.cells + 1;
         for lane in 0..self.lanes {
             let r = lane * stride..lane * stride + self.cells;
-            for (cell, (c, s)) in self.counts[r.clone()].iter_mut().zip(&mut self.sums[r]).enumerate() {
+            for (cell, c) in self.counts[r.clone()].iter_mut().enumerate() {
                 if *c == 0 {
                     continue;
                 }
-                st.count[cell] += (*c & 0xffff_ffff) as f64;
+                let n = *c & 0xffff_ffff;
+                st.count[cell] += n as f64;
                 st.sum_outcome[cell] += (*c >> 32) as f64;
-                add_compensated(&mut st.sum_score[cell], &mut comp[cell], *s);
                 *c = 0;
-                *s = 0.0;
+                if self.lanes > 1 {
+                    // The run's biased units, less one bias per push (exact: the true sum
+                    // fits in i64, and wrapping arithmetic is exact modulo 2^64).
+                    let bias = units::MAGIC_BITS.wrapping_mul(n as i64);
+                    st.units[cell] += self.sums[r.start + cell].wrapping_sub(bias) as i128;
+                    self.sums[r.start + cell] = 0;
+                } else {
+                    st.units[cell] += self.wide[cell];
+                    self.wide[cell] = 0;
+                }
             }
             self.counts[lane * stride + self.cells] = 0;
-            self.sums[lane * stride + self.cells] = 0.0;
+            if self.lanes > 1 {
+                self.sums[lane * stride + self.cells] = 0;
+            } else {
+                self.wide[self.cells] = 0;
+            }
         }
         self.pending = 0;
+        st.finish();
     }
 }

@@ -73,7 +73,6 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
             let mut total: Option<BinStats> = None;
             for rows in toplabel_even::chunks(top.conf.len(), k) {
                 let mut st = BinStats::zeros(groups, e.num_bins());
-                let mut comp = vec![0.0; st.count.len()];
                 let mut acc = LaneTables::new(st.count.len());
                 let drop = acc.discard();
                 for i0 in rows.clone().step_by(toplabel_even::BLOCK) {
@@ -84,10 +83,9 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
                         let cell = if s > g.threshold { group_of(i) * st.nb + e.bin(s) } else { drop };
                         (cell, s, top.correct[i])
                     }));
-                    acc.pushed(len, &mut st, &mut comp);
+                    acc.pushed(len, &mut st);
                 }
-                acc.flush(&mut st, &mut comp);
-                st.apply_compensation(&comp);
+                acc.flush(&mut st);
                 match &mut total {
                     None => total = Some(st),
                     Some(t) => t.add(&st),
@@ -100,7 +98,6 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
         Binning::Even => {
             let e = EvenEdges::new(b);
             let mut st = BinStats::zeros(groups, e.num_bins());
-            let mut comp = vec![0.0; st.count.len()];
             let mut acc = LaneTables::new(st.count.len());
             for (i0, conf) in top.conf.chunks(SCAN_BLOCK).enumerate() {
                 let i0 = i0 * SCAN_BLOCK;
@@ -109,10 +106,9 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
                     let cell = if s > g.threshold { group_of(i0 + j) * st.nb + e.bin(s) } else { drop };
                     (cell, s, top.correct[i0 + j])
                 }));
-                acc.pushed(conf.len(), &mut st, &mut comp);
+                acc.pushed(conf.len(), &mut st);
             }
-            acc.flush(&mut st, &mut comp);
-            st.apply_compensation(&comp);
+            acc.flush(&mut st);
             st.edges = e.boundaries().repeat(groups);
             st
         }
@@ -164,7 +160,6 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
     let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
     let edges = adaptive_edges(&sorted, b);
     let mut st = BinStats::zeros(1, b);
-    let mut comp = vec![0.0; b];
     // Sorted scores have non-decreasing bins: advance the bin as we sweep.
     let mut bin = 0usize;
     for &(s, o) in &m {
@@ -172,9 +167,8 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
             bin += 1;
         }
         debug_assert_eq!(bin, bin_by_edges(&edges, s));
-        st.push_compensated(&mut comp, 0, bin, s, o as u8 as f64);
+        st.push(0, bin, s, o as u8 as f64);
     }
-    st.apply_compensation(&comp);
     (adaptive_boundaries(&edges, b, threshold), st)
 }
 
@@ -200,14 +194,12 @@ fn adaptive_group_select(m: &[(f64, bool)], b: usize, threshold: f64) -> (Vec<f6
         edges.push(f64::from_bits(keys[p] >> 1));
     }
     let mut st = BinStats::zeros(1, b);
-    let mut comp = vec![0.0; b];
     for &k in &keys {
         let s = f64::from_bits(k >> 1);
         let bin = edges.iter().map(|&e| (e <= s) as usize).sum::<usize>();
         debug_assert_eq!(bin, bin_by_edges(&edges, s));
-        st.push_compensated(&mut comp, 0, bin, s, (k & 1) as f64);
+        st.push(0, bin, s, (k & 1) as f64);
     }
-    st.apply_compensation(&comp);
     (adaptive_boundaries(&edges, b, threshold), st)
 }
 
@@ -236,11 +228,10 @@ mod tests {
                 let edges = adaptive_edges(&vals, b);
                 assert_eq!(bounds, adaptive_boundaries(&edges, b, 0.0), "n={n} b={b}");
                 let mut want = BinStats::zeros(1, b);
-                let mut comp = vec![0.0; b];
                 for &(v, o) in &sorted {
-                    want.push_compensated(&mut comp, 0, bin_by_edges(&edges, v), v, o as u8 as f64);
+                    want.push(0, bin_by_edges(&edges, v), v, o as u8 as f64);
                 }
-                want.apply_compensation(&comp);
+                want.finish();
                 assert_eq!(st.count, want.count, "n={n} b={b}");
                 assert_eq!(st.sum_outcome, want.sum_outcome, "n={n} b={b}");
                 for (a, w) in st.sum_score.iter().zip(&want.sum_score) {

@@ -15,6 +15,7 @@ use crate::kernels::core::share::map_fold_here;
 use crate::kernels::core::simd;
 use crate::kernels::core::edges::EvenEdges;
 use crate::kernels::core::stats::LaneTables;
+use crate::kernels::core::units;
 use crate::kernels::gce::toplabel_scan::scan_rows;
 use crate::kernels::core::validate::{failed_row_error, labels as check_labels, Checks};
 use crate::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
@@ -76,7 +77,6 @@ fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &
 /// One row chunk of [`even_stats`].
 fn even_chunk<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, rows: Range<usize>, check: &Checks) -> Result<BinStats, KernelError> {
     let mut st = BinStats::zeros(g.groups(x.k), e.num_bins());
-    let mut comp = vec![0.0; st.count.len()];
     let mut acc = LaneTables::new(st.count.len());
     let mut b = Box::new(Buffers::new());
     let bn = Binner { edges: e, class_conditional: g.class_conditional, threshold: g.threshold, drop: acc.discard() as u32, k: x.k };
@@ -89,28 +89,29 @@ fn even_chunk<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, rows: Range<
             return Err(failed_row_error(x, block, check));
         }
         labels_ok &= cells_of(&bn, &x.labels[block], &mut b, n);
-        acc.push_slices(&b.cells[..n], &b.conf[..n], &b.incs[..n]);
-        acc.pushed(n, &mut st, &mut comp);
+        acc.push_slices(&b.cells[..n], &b.biased[..n], &b.incs[..n]);
+        acc.pushed(n, &mut st);
     }
     if check.labels && !labels_ok {
         check_labels(x)?;
     }
-    acc.flush(&mut st, &mut comp);
-    st.apply_compensation(&comp);
+    acc.flush(&mut st);
     Ok(st)
 }
 
 /// Space of one block: scan results, then each row's cell and count increment.
+#[repr(C)]
 struct Buffers {
     conf: [f64; BLOCK],
     pred: [u32; BLOCK],
     cells: [u32; BLOCK],
     incs: [u64; BLOCK],
+    biased: [i64; BLOCK],
 }
 
 impl Buffers {
     fn new() -> Self {
-        Buffers { conf: [0.0; BLOCK], pred: [0; BLOCK], cells: [0; BLOCK], incs: [0; BLOCK] }
+        Buffers { conf: [0.0; BLOCK], pred: [0; BLOCK], cells: [0; BLOCK], incs: [0; BLOCK], biased: [0; BLOCK] }
     }
 }
 
@@ -124,7 +125,8 @@ struct Binner<'a> {
     k: usize,
 }
 
-/// Fills cell and count increment (1, plus 1 << 32 if correct) of the first `n` buffered
+/// Fills cell, count increment (1, plus 1 << 32 if correct) and biased score units
+/// ([`units::biased`]) of the first `n` buffered
 /// rows; returns whether their labels are all in [0, K). Dispatches to [`x86::cells_of`] (four
 /// rows at a time) where the CPU has AVX2, the rest of the rows to [`cells_of_portable`].
 fn cells_of(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, n: usize) -> bool {
@@ -151,6 +153,7 @@ fn cells_of_portable(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, rows: Ran
         let group = if bn.class_conditional { p } else { 0 };
         b.cells[j] = if s > bn.threshold { group * nb + bn.edges.bin(s) as u32 } else { bn.drop };
         b.incs[j] = 1 | ((l == p as i64) as u64) << 32;
+        b.biased[j] = units::biased(s);
         ok &= (l as u64) < bn.k as u64;
     }
     ok
@@ -159,6 +162,7 @@ fn cells_of_portable(bn: &Binner<'_>, labels: &[i64], b: &mut Buffers, rows: Ran
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Binner, Buffers};
+    use crate::kernels::core::units;
     use std::arch::x86_64::*;
 
     /// [`super::cells_of`] four rows at a time; returns (rows done, labels in range). Cells
@@ -172,6 +176,7 @@ mod x86 {
         let threshold = _mm256_set1_pd(bn.threshold);
         let k = _mm256_set1_epi64x(bn.k as i64);
         let (one, correct_inc) = (_mm256_set1_epi64x(1), _mm256_set1_epi64x(1 << 32));
+        let (scale, magic) = (_mm256_set1_pd(units::SCALE), _mm256_set1_pd(units::MAGIC));
         let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
         let mut bad = _mm256_setzero_si256();
         let done = n / 4 * 4;
@@ -195,8 +200,14 @@ mod x86 {
             };
             let correct = _mm256_cmpeq_epi64(l, _mm256_cvtepi32_epi64(p));
             let inc = _mm256_or_si256(one, _mm256_and_si256(correct, correct_inc));
-            // SAFETY: entries j..j+4 of `incs` (length BLOCK >= n).
-            unsafe { _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc) };
+            // The scores' biased units, as `units::biased` computes them (bitwise: the same
+            // two roundings).
+            let biased = _mm256_castpd_si256(_mm256_add_pd(_mm256_mul_pd(s, scale), magic));
+            // SAFETY: entries j..j+4 of `incs` and `biased` (length BLOCK >= n).
+            unsafe {
+                _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);
+                _mm256_storeu_si256(b.biased.as_mut_ptr().add(j) as *mut __m256i, biased);
+            }
             let negative = _mm256_cmpgt_epi64(_mm256_setzero_si256(), l);
             let not_below_k = _mm256_xor_si256(_mm256_cmpgt_epi64(k, l), _mm256_set1_epi64x(-1));
             bad = _mm256_or_si256(bad, _mm256_or_si256(negative, not_below_k));
@@ -238,13 +249,13 @@ mod tests {
                     labels[j] = (rnd() * 8.0) as i64 - if j % 50 == 0 { 9 } else { 0 };
                 }
                 for n in [0usize, 1, 3, 4, 5, 255, BLOCK] {
-                    let mut v = Buffers { conf: buf.conf, pred: buf.pred, cells: [7; BLOCK], incs: [7; BLOCK] };
-                    let mut q = Buffers { conf: buf.conf, pred: buf.pred, cells: [7; BLOCK], incs: [7; BLOCK] };
+                    let mut v = Buffers { conf: buf.conf, pred: buf.pred, cells: [7; BLOCK], incs: [7; BLOCK], biased: [7; BLOCK] };
+                    let mut q = Buffers { conf: buf.conf, pred: buf.pred, cells: [7; BLOCK], incs: [7; BLOCK], biased: [7; BLOCK] };
                     // SAFETY: AVX2 is present (checked above).
                     let (done, ok) = unsafe { x86::cells_of(&bn, &labels, &mut v, n) };
                     assert!(done <= n && n - done < 4);
                     let want_ok = cells_of_portable(&bn, &labels, &mut q, 0..done);
-                    assert_eq!((&v.cells[..done], &v.incs[..done], ok), (&q.cells[..done], &q.incs[..done], want_ok), "B={b} cc={cc} thr={thr} n={n}");
+                    assert_eq!((&v.cells[..done], &v.incs[..done], &v.biased[..done], ok), (&q.cells[..done], &q.incs[..done], &q.biased[..done], want_ok), "B={b} cc={cc} thr={thr} n={n}");
                 }
             }
         }

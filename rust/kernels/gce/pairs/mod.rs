@@ -278,23 +278,23 @@ fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ran
         return fused_chunk(x, g, e, rows);
     }
     let mut st = BinStats::zeros(groups, e.num_bins());
-    let mut comp = vec![0.0; st.count.len()];
     let mut acc = LaneTables::new(st.count.len());
     let mut b = Box::new(Buffers { scores: [0.0; BLOCK], cells: [0; BLOCK], incs: [0; BLOCK] });
     let drop = acc.discard() as u32;
+    let mut biased = [0i64; BLOCK];
     let mut ok = true;
     for start in rows.clone().step_by(BLOCK) {
         let block = start..(start + BLOCK).min(rows.end);
         let n = block.len();
         ok &= cells_of(x, g, e, drop, block, &mut b);
-        acc.push_slices(&b.cells[..n], &b.scores[..n], &b.incs[..n]);
-        acc.pushed(n, &mut st, &mut comp);
+        crate::kernels::core::units::biased_into(&b.scores[..n], &mut biased[..n]);
+        acc.push_slices(&b.cells[..n], &biased[..n], &b.incs[..n]);
+        acc.pushed(n, &mut st);
     }
     if !ok {
         return Err(());
     }
-    acc.flush(&mut st, &mut comp);
-    st.apply_compensation(&comp);
+    acc.flush(&mut st);
     Ok(st)
 }
 
@@ -339,7 +339,6 @@ fn run_chunk<Tb: RunTables>(
     if !ok {
         return Err(());
     }
-    st.apply_compensation(&comp);
     Ok(st)
 }
 

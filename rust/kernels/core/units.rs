@@ -1,0 +1,171 @@
+//! Order-independent cell sums: every score is added to its cell as a whole number of grid
+//! units ([`GRID`] = 2^-50), and a cell holds the exact integer sum of its scores' units.
+//!
+//! Integer addition is associative, so a cell's sum does not depend on the order of its
+//! scores, on how the rows are cut into chunks, batches (`Accumulator`) or partitions
+//! (`calibkit.dask`), on the number of threads, or on which kernel built the table: every
+//! path gives the same bits, and weighted tables with unit weights are the unweighted ones.
+//! The float sum a table reports is the exact unit sum rounded once ([`value`]).
+//!
+//! The cost is one rounding per score: a score x becomes round(x * 2^50) units (ties to even),
+//! an error of at most 2^-51 (4.4e-16) per score, the same order as one float addition into a
+//! sum near 1; a bin's mean score is off by at most 2^-51. Scores are checked to lie in
+//! [-1e-4, 1 + 1e-4], so |units| <= 2^50 * (1 + 1e-4) < 2^51.
+//!
+//! The conversion is two float operations and no branch ([`units`]): x * 2^50 is exact (a
+//! power of two), and adding 1.5 * 2^52 rounds it to an integer held in the low bits of the
+//! result, the same in scalar code and in a vector lane ([`MAGIC`]). Kernels keep short runs
+//! in `i64` accumulators (at most [`RUN`] scores each, so they cannot overflow) and fold them
+//! into the table's `i128` cells.
+
+/// The value of one unit: 2^-50.
+pub const GRID: f64 = 1.0 / (1u64 << 50) as f64;
+/// Units per 1.0: 2^50.
+pub const SCALE: f64 = (1u64 << 50) as f64;
+/// 1.5 * 2^52: for |y| <= 2^51, `y + MAGIC` is rounded to a whole number and its bit pattern
+/// is `MAGIC`'s plus that number.
+pub const MAGIC: f64 = 6_755_399_441_055_744.0;
+/// The bit pattern of [`MAGIC`].
+pub const MAGIC_BITS: i64 = 0x4338_0000_0000_0000;
+/// Scores an `i64` run accumulator may take before it is folded into an `i128` cell: each is
+/// below 2^51 units in magnitude, so 4096 of them stay below 2^63.
+pub const RUN: usize = 4096;
+
+/// The units of a score x in [-2, 2]: round(x * 2^50), ties to even. (Values outside that
+/// range, possible only for an input written by another thread during a call, give some
+/// number, never a panic.)
+#[inline(always)]
+pub fn units(x: f64) -> i64 {
+    biased(x).wrapping_sub(MAGIC_BITS)
+}
+
+/// The biased units of a score: `units(x) + MAGIC_BITS` (wrapping), one float operation less
+/// per score; a sum of n of them, less n * `MAGIC_BITS` (wrapping), is the sum of the units
+/// whenever that fits in an `i64`.
+#[inline(always)]
+pub fn biased(x: f64) -> i64 {
+    (x * SCALE + MAGIC).to_bits() as i64
+}
+
+/// [`biased`] of each score of `xs` into `out` (a loop the compiler vectorises).
+#[inline(always)]
+pub fn biased_into(xs: &[f64], out: &mut [i64]) {
+    for (o, &x) in out.iter_mut().zip(xs) {
+        *o = biased(x);
+    }
+}
+
+/// The float value of a sum of units, rounded once (to nearest).
+#[inline(always)]
+pub fn value(u: i128) -> f64 {
+    u as f64 * GRID
+}
+
+/// The units of a weighted score: `w * units(x)` rounded to a whole number (ties to even),
+/// for a weight `w >= 0` already scaled by [`weight_scale`]. A whole-number weight m gives
+/// exactly m times the score's units (m repeated rows); weight 1 gives the score's own units,
+/// so a table with unit weights is the unweighted table bit for bit.
+#[inline(always)]
+pub fn weighted_units(w: f64, u: i64) -> i128 {
+    let v = w * u as f64;
+    if v.abs() < 4_503_599_627_370_496.0 {
+        // Below 2^52: round to a whole number (the f64 product may have a fraction).
+        ((v + MAGIC).to_bits() as i64).wrapping_sub(MAGIC_BITS) as i128
+    } else {
+        // A float of magnitude >= 2^52 is a whole number; `as` saturates beyond i128.
+        v as i128
+    }
+}
+
+/// The power of two that weights are multiplied by before [`weighted_units`]: 1 when the
+/// largest weight is at least 1/2, else 2^e lifting it into [1/2, 1), so that small weights
+/// (say 1e-9 each) keep the resolution of unit weights. The metrics are ratios of weighted
+/// sums, so an exact power-of-two scale does not change them; tables report sums divided by
+/// it again (exact).
+pub fn weight_scale(max_weight: f64) -> f64 {
+    if !(max_weight > 0.0) || max_weight >= 0.5 || !max_weight.is_finite() {
+        return 1.0;
+    }
+    let mut s = 1.0;
+    let mut m = max_weight;
+    // Stop below 2^1000 (a larger power of two overflows once multiplied back); weights below
+    // about 1e-301 keep less resolution.
+    while m < 0.5 && s < 1e300 {
+        // Steps of 2^64 first (weights as small as 1e-300 need about 1000 doublings).
+        if m < 0.5 / 1.8446744073709552e19 {
+            s *= 1.8446744073709552e19;
+            m *= 1.8446744073709552e19;
+        } else {
+            s *= 2.0;
+            m *= 2.0;
+        }
+    }
+    s
+}
+
+/// Adds `x`'s units into an `i128` cell.
+#[inline(always)]
+pub fn add(cell: &mut i128, x: f64) {
+    *cell += units(x) as i128;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_round_to_nearest_even_on_the_grid() {
+        assert_eq!(units(0.0), 0);
+        assert_eq!(units(1.0), 1 << 50);
+        assert_eq!(units(-1.0), -(1 << 50));
+        assert_eq!(units(0.5), 1 << 49);
+        assert_eq!(units(1.0 + 1e-4), (SCALE * (1.0 + 1e-4)).round() as i64);
+        assert_eq!(units(2.0), 1 << 51);
+        assert_eq!(units(-2.0), -(1 << 51));
+        // Half a unit rounds to even: 0.5 and 1.5 units.
+        assert_eq!(units(0.5 * GRID), 0);
+        assert_eq!(units(1.5 * GRID), 2);
+        assert_eq!(units(2.5 * GRID), 2);
+        assert_eq!(units(1e-300), 0);
+        let mut x = 1e-3;
+        for _ in 0..1000 {
+            x = (x * 1.618_033_988_749_895) % 1.0;
+            assert_eq!(units(x) as f64, (x * SCALE).round_ties_even());
+        }
+    }
+
+    #[test]
+    fn sums_are_the_same_in_any_order() {
+        let xs: Vec<f64> = (0..10_000).map(|i| ((i as f64) * 0.618_033_988_749_895).fract()).collect();
+        let forward: i128 = xs.iter().map(|&x| units(x) as i128).sum();
+        let backward: i128 = xs.iter().rev().map(|&x| units(x) as i128).sum();
+        assert_eq!(forward, backward);
+        assert!((value(forward) - xs.iter().sum::<f64>()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn weighted_units_of_whole_weights_repeat_the_score() {
+        for x in [0.0, 0.3, 0.999_999, 1.0, 1e-9] {
+            let u = units(x);
+            assert_eq!(weighted_units(1.0, u), u as i128);
+            assert_eq!(weighted_units(3.0, u), 3 * u as i128);
+            assert_eq!(weighted_units(1e6, u), 1_000_000 * u as i128);
+        }
+        assert_eq!(weighted_units(1e30, units(1.0)), (1e30 * SCALE) as i128);
+    }
+
+    #[test]
+    fn weight_scale_lifts_small_weights_only() {
+        assert_eq!(weight_scale(1.0), 1.0);
+        assert_eq!(weight_scale(0.5), 1.0);
+        assert_eq!(weight_scale(1e9), 1.0);
+        assert_eq!(weight_scale(0.3), 2.0);
+        for m in [1e-9, 3e-200, 1e-290] {
+            let s = weight_scale(m);
+            assert!(s.is_finite() && (0.5..1.0).contains(&(m * s)), "{m}: {s}");
+            assert_eq!(s.log2().fract(), 0.0);
+        }
+        assert_eq!(weight_scale(0.0), 1.0);
+        assert!(weight_scale(5e-324).is_finite());
+    }
+}
