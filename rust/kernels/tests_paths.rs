@@ -106,14 +106,13 @@ fn check_reduce_is_gce<T: Score>(x: &Inputs<T>, what: &str) {
         for norm in [Norm::L1, Norm::L2, Norm::Max] {
             for b in [1usize, 10, 15, 25] {
                 let st = bin_stats(x, &g, b, &Checks::ALL).unwrap();
-                let table = BinStats {
-                    groups: st.groups,
-                    nb: st.nb,
-                    count: st.count.iter().map(|&c| c as i64 as f64).collect(),
-                    sum_score: st.sum_score.clone(),
-                    sum_outcome: st.sum_outcome.clone(),
-                    edges: Vec::new(),
-                };
+                let table = BinStats::from_sums(
+                    st.groups,
+                    st.nb,
+                    st.count.iter().map(|&c| c as i64 as f64).collect(),
+                    st.sum_score.clone(),
+                    st.sum_outcome.clone(),
+                );
                 reduce::check_table(&table, g.class_conditional).unwrap();
                 let reduced = reduce::reduce(&table, norm, g.class_conditional);
                 let value = gce(x, &GceSpec { grouping: g, norm, num_bins: b }, &Checks::ALL).unwrap();

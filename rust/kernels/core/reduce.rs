@@ -75,14 +75,7 @@ mod tests {
     use super::*;
 
     fn table(count: &[f64], score: &[f64], outcome: &[f64], groups: usize) -> BinStats {
-        BinStats {
-            groups,
-            nb: count.len() / groups,
-            count: count.to_vec(),
-            sum_score: score.to_vec(),
-            sum_outcome: outcome.to_vec(),
-            edges: Vec::new(),
-        }
+        BinStats::from_sums(groups, count.len() / groups, count.to_vec(), score.to_vec(), outcome.to_vec())
     }
 
     /// A table whose total count overflows float64 gives the value of the same table scaled

@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use super::{pair_bad, run_chunk, Pairs, RunTables, BLOCK};
 use crate::kernels::core::edges::EvenEdges;
-use crate::kernels::core::stats::add_compensated;
+use crate::kernels::core::units;
 use crate::kernels::{BinStats, Grouping, Score};
 
 /// Space of one block: each pair's score, cell and count increment.
@@ -62,53 +62,48 @@ pub(super) fn cells_of_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &Ev
 }
 
 /// Per-cell sums of pushed pairs, in [`PairTables::COPIES`] interleaved copies (pair j of a
-/// block to copy j % 4, each its own dependency chain), every cell two f64s side by side:
-/// `count + correct * 2^32` (exact integers: a run holds fewer than 2^20 pairs) and the plain
-/// score sum of the run. One 128-bit add updates a cell, where count, outcome and score would
-/// take two or three. Runs are folded into a [`BinStats`] as [`LaneTables`] folds them (score
-/// sums with Neumaier compensation), so long sums stay accurate.
+/// block to copy j % 4, each its own dependency chain), every cell two i64s side by side:
+/// `count + correct * 2^32` and the biased score units ([`units::biased`]) of the run. One
+/// 128-bit integer add updates a cell, where count, outcome and score would take two or three.
+/// A run holds at most [`units::RUN`] pairs per copy; runs are folded into the table's exact
+/// unit sums (the bias off by count), as [`LaneTables`] folds them.
 pub struct PairTables {
     cells: usize,
-    pub(super) data: Vec<f64>,
+    pub(super) data: Vec<i64>,
     pending: usize,
 }
 
 impl PairTables {
     pub const COPIES: usize = 4;
-    const HIGH: f64 = 4294967296.0;
 
     pub fn new(cells: usize) -> Self {
-        PairTables { cells, data: vec![0.0; Self::COPIES * (cells + 1) * 2], pending: 0 }
+        PairTables { cells, data: vec![0; Self::COPIES * (cells + 1) * 2], pending: 0 }
     }
 
-    /// Folds every copy into `st` (compensation terms into `comp`) and clears the copies.
-    /// False if a score sum is NaN (a NaN confidence was pushed).
+    /// Folds every copy into `st` and clears the copies.
     #[allow(clippy::needless_range_loop)] // cell indexes the table and four arrays
-    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
+    pub fn flush(&mut self, st: &mut BinStats) {
         let stride = self.cells + 1;
-        let mut finite = true;
         for copy in 0..Self::COPIES {
             for cell in 0..self.cells {
                 let i = (copy * stride + cell) * 2;
-                let (k, score) = (self.data[i], self.data[i + 1]);
-                finite &= !score.is_nan();
-                if k == 0.0 {
+                let (k, biased) = (self.data[i] as u64, self.data[i + 1]);
+                if k == 0 {
                     continue;
                 }
-                let correct = (k / Self::HIGH).floor();
-                st.count[cell] += k - correct * Self::HIGH;
-                st.sum_outcome[cell] += correct;
-                add_compensated(&mut st.sum_score[cell], &mut comp[cell], score);
-                self.data[i] = 0.0;
-                self.data[i + 1] = 0.0;
+                let (n, correct) = (k & 0xffff_ffff, k >> 32);
+                st.count[cell] += n as f64;
+                st.sum_outcome[cell] += correct as f64;
+                st.units[cell] += biased.wrapping_sub(units::MAGIC_BITS.wrapping_mul(n as i64)) as i128;
+                self.data[i] = 0;
+                self.data[i + 1] = 0;
             }
             let d = (copy * stride + self.cells) * 2;
-            finite &= !self.data[d + 1].is_nan();
-            self.data[d] = 0.0;
-            self.data[d + 1] = 0.0;
+            self.data[d] = 0;
+            self.data[d + 1] = 0;
         }
         self.pending = 0;
-        finite
+        st.finish();
     }
 }
 
@@ -124,8 +119,8 @@ impl RunTables for PairTables {
     fn pending(&mut self) -> &mut usize {
         &mut self.pending
     }
-    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
-        self.flush(st, comp)
+    fn fold_run(&mut self, st: &mut BinStats) {
+        self.flush(st)
     }
 }
 
@@ -170,8 +165,8 @@ pub(super) fn push_block_portable<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &
         };
         let cell = if keep { (group * nb + e.bin(s)).min(drop) } else { drop };
         let at = ((j % PairTables::COPIES) * stride + cell) * 2;
-        t.data[at] += 1.0 + (c & 1) as f64 * PairTables::HIGH;
-        t.data[at + 1] += s;
+        t.data[at] += 1 | (((c & 1) as i64) << 32);
+        t.data[at + 1] = t.data[at + 1].wrapping_add(units::biased(s));
     }
     !bad
 }
@@ -181,6 +176,7 @@ pub(super) mod x86 {
     use super::super::{class_limit, Pairs};
     use super::Buffers;
     use crate::kernels::core::edges::EvenEdges;
+    use crate::kernels::core::units;
     use crate::kernels::core::validate::out_of_range_avx2;
     use crate::kernels::{Grouping, Score};
     use std::arch::x86_64::*;
@@ -312,7 +308,8 @@ pub(super) mod x86 {
             assert!(block.end <= x.n && t.data.len() == super::PairTables::COPIES * (t.cells + 1) * 2);
             let mut four = Four::new(x, g, e, t.cells as u32);
             let drop = _mm_set1_epi32(t.cells as i32);
-            let (one, high) = (_mm256_set1_pd(1.0), _mm256_set1_pd(super::PairTables::HIGH));
+            let one = _mm256_set1_epi64x(1);
+            let (scale, magic) = (_mm256_set1_pd(units::SCALE), _mm256_set1_pd(units::MAGIC));
             let stride = t.cells + 1;
             let table = t.data.as_mut_ptr();
             let (t0, t1, t2, t3) = (table, table.add(stride * 2), table.add(stride * 4), table.add(stride * 6));
@@ -320,19 +317,21 @@ pub(super) mod x86 {
             for j in (0..done).step_by(4) {
                 let (s, cells, c4) = four.step(x, g, e, block.start + j);
                 let cells = _mm_min_epu32(cells, drop);
-                // count + correct * 2^32 (exact), interleaved with the scores: pair q's
-                // [increment, score] is one 128-bit half.
-                let c = _mm256_cvtepi32_pd(_mm_and_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(c4 as i32)), _mm_set1_epi32(1)));
-                let inc = _mm256_add_pd(one, _mm256_mul_pd(c, high));
-                let (a, b) = (_mm256_unpacklo_pd(inc, s), _mm256_unpackhi_pd(inc, s));
-                let upd = |base: *mut f64, cell: i32, v: __m128d| {
-                    let q = base.add(cell as usize * 2);
-                    _mm_storeu_pd(q, _mm_add_pd(_mm_loadu_pd(q), v));
+                // count + correct * 2^32, interleaved with the biased score units (as
+                // `units::biased` computes them): pair q's [increment, units] is one 128-bit
+                // half.
+                let c = _mm256_and_si256(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32)), one);
+                let inc = _mm256_or_si256(one, _mm256_slli_epi64(c, 32));
+                let u = _mm256_castpd_si256(_mm256_add_pd(_mm256_mul_pd(s, scale), magic));
+                let (a, b) = (_mm256_unpacklo_epi64(inc, u), _mm256_unpackhi_epi64(inc, u));
+                let upd = |base: *mut i64, cell: i32, v: __m128i| {
+                    let q = base.add(cell as usize * 2) as *mut __m128i;
+                    _mm_storeu_si128(q, _mm_add_epi64(_mm_loadu_si128(q), v));
                 };
-                upd(t0, _mm_cvtsi128_si32(cells), _mm256_castpd256_pd128(a));
-                upd(t1, _mm_extract_epi32(cells, 1), _mm256_castpd256_pd128(b));
-                upd(t2, _mm_extract_epi32(cells, 2), _mm256_extractf128_pd(a, 1));
-                upd(t3, _mm_extract_epi32(cells, 3), _mm256_extractf128_pd(b, 1));
+                upd(t0, _mm_cvtsi128_si32(cells), _mm256_castsi256_si128(a));
+                upd(t1, _mm_extract_epi32(cells, 1), _mm256_castsi256_si128(b));
+                upd(t2, _mm_extract_epi32(cells, 2), _mm256_extracti128_si256(a, 1));
+                upd(t3, _mm_extract_epi32(cells, 3), _mm256_extracti128_si256(b, 1));
             }
             (done, four.ok())
         }

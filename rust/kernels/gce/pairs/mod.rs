@@ -298,18 +298,19 @@ fn even_chunk<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges, rows: Ran
     Ok(st)
 }
 
-/// Pairs per run of a fused pass's tables (well below 2^20, so that the
-/// `count + correct * 2^32` cells of [`grouped::PairTables`] stay exact).
-const RUN: usize = 1 << 14;
+/// Pairs per run of a fused pass's tables: spread over the four (pooled: eight) copies, at
+/// most [`units::RUN`](crate::kernels::core::units::RUN) per copy, so that the copies' i64
+/// unit sums cannot overflow (and the `count + correct * 2^32` cells of
+/// [`grouped::PairTables`] stay exact).
+const RUN: usize = 4 * crate::kernels::core::units::RUN;
 
 /// Interleaved tables that pairs are pushed into and that are folded into a [`BinStats`] run
 /// by run (`grouped::PairTables`, `pooled::PooledTables`).
 trait RunTables {
     /// Pairs pushed since the last fold.
     fn pending(&mut self) -> &mut usize;
-    /// Folds the tables into `st` (compensation terms into `comp`) and clears them; false if a
-    /// score sum is NaN.
-    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool;
+    /// Folds the tables into `st` (exact unit sums) and clears them.
+    fn fold_run(&mut self, st: &mut BinStats);
 }
 
 /// One chunk of a fused pass: the pairs of `rows`, `span` at a time, go into `t` through `push`
@@ -325,17 +326,16 @@ fn run_chunk<Tb: RunTables>(
     mut push: impl FnMut(Range<usize>, &mut Tb) -> bool,
 ) -> Result<BinStats, ()> {
     let mut st = BinStats::zeros(groups, bins);
-    let mut comp = vec![0.0; st.count.len()];
     let mut ok = true;
     for start in rows.clone().step_by(span) {
         let block = start..(start + span).min(rows.end);
         *t.pending() += block.len();
         ok &= push(block, t);
         if *t.pending() >= RUN {
-            ok &= t.fold_run(&mut st, &mut comp);
+            t.fold_run(&mut st);
         }
     }
-    ok &= t.fold_run(&mut st, &mut comp);
+    t.fold_run(&mut st);
     if !ok {
         return Err(());
     }

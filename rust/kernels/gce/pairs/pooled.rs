@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::{pair_bad, run_chunk, RunTables};
 use super::Pairs;
 use crate::kernels::core::edges::EvenEdges;
-use crate::kernels::core::stats::add_compensated;
+use crate::kernels::core::units;
 use crate::kernels::core::validate::RANGE_TOL;
 use crate::kernels::{BinStats, Score};
 
@@ -16,14 +16,14 @@ use crate::kernels::{BinStats, Score};
 /// read-add-write of one slot then advances only every 8th pair). A copy holds two slots per
 /// bin, for incorrect and correct pairs, after two slots that drop what is pushed to them:
 /// pair (bin b, outcome c) goes to slot `2 * (b + 1) + c`, a dropped pair to slot 0 or 1. A
-/// slot is two f64s, the count and the score sum of its pairs of the run, so one 128-bit add
-/// of `[1, s]` updates it. Runs are folded into a [`BinStats`] in a fixed order (copies in
-/// order, score sums with Neumaier compensation), so long sums stay accurate and the result
-/// does not depend on the number of threads.
+/// slot is two i64s, the count and the biased score units ([`units::biased`]) of its pairs of
+/// the run, so one 128-bit integer add of `[1, biased(s)]` updates it. A run holds at most
+/// [`units::RUN`] pairs per copy; runs are folded into the table's exact unit sums, so the
+/// result does not depend on the order of the pairs or the number of threads.
 pub struct PooledTables {
     /// Real bins (B + 1).
     bins: usize,
-    data: Vec<f64>,
+    data: Vec<i64>,
     pending: usize,
 }
 
@@ -34,35 +34,33 @@ impl PooledTables {
     const SPAN: usize = 4096;
 
     pub fn new(bins: usize) -> Self {
-        PooledTables { bins, data: vec![0.0; Self::COPIES * Self::stride_of(bins)], pending: 0 }
+        PooledTables { bins, data: vec![0; Self::COPIES * Self::stride_of(bins)], pending: 0 }
     }
 
-    /// f64s per copy: two slots (of two f64s) per bin and for the dropped pairs.
+    /// i64s per copy: two slots (of two i64s) per bin and for the dropped pairs.
     const fn stride_of(bins: usize) -> usize {
         (bins + 1) * 4
     }
 
-    /// Folds every copy into `st` (compensation terms into `comp`) and clears the copies.
-    /// False if a score sum is NaN (a NaN confidence was pushed, to whichever slot).
-    pub fn flush(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
+    /// Folds every copy into `st` (exact unit sums: the bias off by count) and clears the
+    /// copies.
+    pub fn flush(&mut self, st: &mut BinStats) {
         let stride = Self::stride_of(self.bins);
-        let mut finite = true;
         for copy in self.data.chunks_exact_mut(stride) {
-            finite &= copy.iter().skip(1).step_by(2).all(|v| !v.is_nan());
             for (b, slots) in copy[4..].chunks_exact(4).enumerate() {
                 let (k0, s0, k1, s1) = (slots[0], slots[1], slots[2], slots[3]);
-                if k0 + k1 == 0.0 {
+                if k0 + k1 == 0 {
                     continue;
                 }
-                st.count[b] += k0 + k1;
-                st.sum_outcome[b] += k1;
-                add_compensated(&mut st.sum_score[b], &mut comp[b], s0);
-                add_compensated(&mut st.sum_score[b], &mut comp[b], s1);
+                st.count[b] += (k0 + k1) as f64;
+                st.sum_outcome[b] += k1 as f64;
+                let sum = s0.wrapping_add(s1).wrapping_sub(units::MAGIC_BITS.wrapping_mul(k0 + k1));
+                st.units[b] += sum as i128;
             }
-            copy.fill(0.0);
+            copy.fill(0);
         }
         self.pending = 0;
-        finite
+        st.finish();
     }
 }
 
@@ -96,15 +94,14 @@ impl RunTables for PooledTables {
     fn pending(&mut self) -> &mut usize {
         &mut self.pending
     }
-    fn fold_run(&mut self, st: &mut BinStats, comp: &mut [f64]) -> bool {
-        self.flush(st, comp)
+    fn fold_run(&mut self, st: &mut BinStats) {
+        self.flush(st)
     }
 }
 
 /// Validates, bins and adds the pooled pairs of `block` into `t` (pair j of the block into
 /// copy j % 8, slot 2 * (bin + 1) + correct, or 0 or 1 when dropped); false if one fails a
-/// check, except that a NaN confidence may instead show as a NaN score sum in
-/// [`PooledTables::flush`]. The AVX2 twin [`x86::push_pooled`] takes eight pairs at a time,
+/// check (a NaN confidence included). The AVX2 twin [`x86::push_pooled`] takes eight pairs at a time,
 /// the rest (or, without AVX2, all) [`push_pooled_portable`]: on valid pairs both
 /// leave bitwise the same tables.
 pub(super) fn push_pooled<T: Score>(x: &Pairs<'_, T>, threshold: f64, e: &EvenEdges, block: Range<usize>, t: &mut PooledTables) -> bool {
@@ -140,8 +137,8 @@ pub(super) fn push_pooled_portable<T: Score>(x: &Pairs<'_, T>, threshold: f64, e
         bad |= pair_bad(s, c);
         let cell = if s > threshold { e.bin(s) + 1 } else { 0 };
         let at = (j % PooledTables::COPIES) * stride + (2 * cell + (c & 1) as usize) * 2;
-        t.data[at] += 1.0;
-        t.data[at + 1] += s;
+        t.data[at] += 1;
+        t.data[at + 1] = t.data[at + 1].wrapping_add(units::biased(s));
     }
     !bad
 }
@@ -149,6 +146,7 @@ pub(super) fn push_pooled_portable<T: Score>(x: &Pairs<'_, T>, threshold: f64, e
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::super::Pairs;
+    use crate::kernels::core::units;
     use crate::kernels::core::validate::out_of_range_avx2;
     use crate::kernels::Score;
     use std::arch::x86_64::*;
@@ -164,8 +162,8 @@ mod x86 {
     const RING: usize = 16;
 
     /// [`super::push_pooled`] eight pairs at a time; returns (pairs done, no range or outcome
-    /// violation seen). A NaN confidence escapes the min/max range check, but it is added to
-    /// some slot's score sum, which [`super::PooledTables::flush`] then finds NaN.
+    /// violation seen). A NaN confidence escapes the min/max range check, so NaNs are gathered
+    /// by one more comparison.
     ///
     /// The bin is a guess `g`, the integer nearest to `s * B` (either one on a tie), minus one
     /// comparison with the exact edge `u_g` (`g * step`, 1.0 for g = B). For a kept valid pair
@@ -201,7 +199,7 @@ mod x86 {
         // with slot <= copy 7's last slot, 16 * (B + 2) - 1 (unsigned min), and the assert fixes
         // `t.data` at 8 * stride f64s (stride = 4 * (B + 2) f64s, two slots per bin and two
         // dropping ones): each 16-byte read-add-write ends at most at 16 * (B + 2) * 16 =
-        // 8 * stride * 8 bytes, inside `t.data`.
+        // 8 * stride * 8 bytes, inside `t.data` (i64s).
         unsafe {
             let n = block.len();
             let stride = super::PooledTables::stride_of(t.bins);
@@ -211,6 +209,9 @@ mod x86 {
             let bf = _mm256_set1_pd(b as f64);
             let step = _mm256_set1_pd(1.0 / b as f64);
             let one = _mm256_set1_pd(1.0);
+            let ones = _mm256_set1_epi64x(1);
+            let (scale, umagic) = (_mm256_set1_pd(units::SCALE), _mm256_set1_pd(units::MAGIC));
+            let mut nan = _mm256_setzero_pd();
             let tiny = _mm256_set1_pd(f64::from_bits(1));
             let thr = _mm256_set1_pd(threshold);
             // Per half: the rounding constants, each lane's dropping cell and last slot.
@@ -238,6 +239,7 @@ mod x86 {
                         let s = T::load4(conf.add(j + 4 * h));
                         mn = _mm256_min_pd(mn, s);
                         mx = _mm256_max_pd(mx, s);
+                        nan = _mm256_or_pd(nan, _mm256_cmp_pd(s, s, _CMP_UNORD_Q));
                         let y = _mm256_add_pd(_mm256_mul_pd(s, bf), magics[h]);
                         let g = _mm256_sub_pd(y, magics[h]);
                         let mut edge = _mm256_mul_pd(g, step);
@@ -265,10 +267,12 @@ mod x86 {
                     let offs = ring.as_ptr().add((k % RING) * 16);
                     for h in 0..2 {
                         let s = T::load4(conf.add(8 * k + 4 * h));
-                        let (a, z) = (_mm256_unpacklo_pd(one, s), _mm256_unpackhi_pd(one, s));
-                        for (lane, v) in [(0, _mm256_castpd256_pd128(a)), (1, _mm256_castpd256_pd128(z)), (2, _mm256_extractf128_pd(a, 1)), (3, _mm256_extractf128_pd(z, 1))] {
-                            let q = table.add(*offs.add(8 * h + 2 * lane) as usize) as *mut f64;
-                            _mm_storeu_pd(q, _mm_add_pd(_mm_loadu_pd(q), v));
+                        // [1, biased units] per pair, as `units::biased` computes them.
+                        let u = _mm256_castpd_si256(_mm256_add_pd(_mm256_mul_pd(s, scale), umagic));
+                        let (a, z) = (_mm256_unpacklo_epi64(ones, u), _mm256_unpackhi_epi64(ones, u));
+                        for (lane, v) in [(0, _mm256_castsi256_si128(a)), (1, _mm256_castsi256_si128(z)), (2, _mm256_extracti128_si256(a, 1)), (3, _mm256_extracti128_si256(z, 1))] {
+                            let q = table.add(*offs.add(8 * h + 2 * lane) as usize) as *mut __m128i;
+                            _mm_storeu_si128(q, _mm_add_epi64(_mm_loadu_si128(q), v));
                         }
                     }
                 }};
@@ -286,6 +290,7 @@ mod x86 {
             }
             // The range rule on the lanes' minimum and maximum (both start at 0.5, so min <= max).
             let range = _mm256_or_pd(out_of_range_avx2(mn), out_of_range_avx2(mx));
+            let range = _mm256_or_pd(range, nan);
             let ok = _mm256_movemask_pd(range) == 0 && bits & 0xFEFE_FEFE_FEFE_FEFE == 0;
             (8 * iters, ok)
         }
