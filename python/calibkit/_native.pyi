@@ -3,12 +3,21 @@
 # Inputs must already be validated structurally by calibkit._validate: labels int64 (N,),
 # probs C-contiguous float32/float64 (N, K). Value errors raise calibkit.errors classes.
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 RANGE_TOL: float
 ROW_SUM_TOL: float
 MAX_BINS: int
+UNIT: float
+
+# Exact cell sums (rust/py/units.rs)
+def units_add(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The exact sum of two tables' score units, each (G, nb, 2) int64 [high, low] words."""
+def units_value(u: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Each cell's exact unit sum rounded once to float64 (G, nb): the kernels' sum_score."""
 MAX_TABLE_CELLS: int
 
 def gce(
@@ -31,12 +40,10 @@ def bin_stats(
     threshold: float,
     num_bins: int,
     check_row_sums: bool = True,
-) -> tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-]: ...
+    units: bool = False,
+) -> tuple[Any, ...]: ...
+    # (counts, sum_score, sum_outcome, edges), and with units=True the exact score units
+    # (int64 (G, nb, 2) [high, low] words, or None)
 def evaluate(
     labels: npt.NDArray[np.int64],
     probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
@@ -124,12 +131,10 @@ def pairs_bin_stats(
     class_conditional: bool,
     threshold: float,
     num_bins: int,
-) -> tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-]: ...
+    units: bool = False,
+) -> tuple[Any, ...]: ...
+    # (counts, sum_score, sum_outcome, edges), and with units=True the exact score units
+    # (int64 (G, nb, 2) [high, low] words, or None)
 def pairs_evaluate(
     confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     correct: npt.NDArray[np.uint8],
@@ -148,12 +153,10 @@ def grouped_bin_stats(
     num_groups: int,
     binning: str,
     num_bins: int,
-) -> tuple[
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-]: ...
+    units: bool = False,
+) -> tuple[Any, ...]: ...
+    # (counts, sum_score, sum_outcome, edges), and with units=True the exact score units
+    # (int64 (G, nb, 2) [high, low] words, or None)
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
 def resample_bootstrap(
     cell: npt.NDArray[np.uint32],
@@ -229,12 +232,10 @@ def grouped_bin_stats_at(
     weights: npt.NDArray[np.float64] | None,
     num_groups: int,
     edges: npt.NDArray[np.float64],
-) -> tuple[
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-]: ...
+    units: bool = False,
+) -> tuple[Any, ...]: ...
+    # (counts, sum_score, sum_outcome, edges), and with units=True the exact score units
+    # (int64 (G, nb, 2) [high, low] words, or None)
 
 # Per-entry cells of a table (rust/py/cells.rs)
 def table_cells(

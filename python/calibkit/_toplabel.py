@@ -119,7 +119,7 @@ def rows(pairs: Pairs, class_conditional: bool, threshold: float):
 
 
 def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: float,
-                num_bins: int) -> tuple:
+                num_bins: int, units: bool = False) -> tuple:
     """The pair table, in the pair kernels' layout, under the pair form's keep rule.
 
     The kernel keeps ``confidence > threshold``. At threshold 0 the rule keeps every pair, so
@@ -127,11 +127,18 @@ def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: 
     tolerance; no extra pass otherwise): even bins add those pairs to bin 0 of their group,
     where the even bin rule puts them (for exact zeros the bits a kernel keeping them would
     give: adding 0.0 changes no sum); adaptive bins (edges depend on every kept score) bin the
-    kept rows by the one weighted primitive (unit weights)."""
-    c, s, o, e = _native.pairs_bin_stats(*pairs.native_args(), binning, bool(class_conditional),
-                                         threshold, num_bins)
+    kept rows by the one weighted primitive (unit weights). With ``units`` a fifth element
+    holds the exact score units (:mod:`calibkit.binned.units`), None where the pairs added here
+    have scores other than 0 (their table then adds to others in floating point)."""
+    c, s, o, e, *u = _native.pairs_bin_stats(*pairs.native_args(), binning,
+                                             bool(class_conditional), threshold, num_bins,
+                                             units=units)
+    if u and u[0] is not None:
+        from .binned.units import ScoreUnits
+
+        u = [ScoreUnits(u[0])]
     if threshold != 0.0 or int(c.sum()) == pairs.n:
-        return c, s, o, e
+        return (c, s, o, e, *u)
     if binning == "even":
         low = np.flatnonzero(pairs.confidence <= 0)
         ok = pairs.correct[low].astype(np.float64)
@@ -146,15 +153,17 @@ def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: 
             c[0, 0] += low.size
             o[0, 0] += ok.sum()
             s[0, 0] += score.sum()
-        return c, s, o, e
+        if u and np.any(score != 0):
+            u = [None]  # units of 0 change no sum; others would need the kernel's rounding
+        return (c, s, o, e, *u)
     from .binned.table import grouped_bin_stats
 
     group, score, outcome, _ = rows(pairs, class_conditional, threshold)
-    c, s, o, e = grouped_bin_stats(group, score, outcome, None,
-                                   num_groups=pairs.k if class_conditional else 1,
-                                   binning=binning, num_bins=num_bins)
+    c, s, o, e, *u = grouped_bin_stats(group, score, outcome, None,
+                                       num_groups=pairs.k if class_conditional else 1,
+                                       binning=binning, num_bins=num_bins, units=units)
     e[:, 0] = threshold
-    return c.astype(np.int64), s, o, e
+    return (c.astype(np.int64), s, o, e, *u)
 
 
 def _as_confidence(confidence) -> np.ndarray:
@@ -293,10 +302,11 @@ def gce(pairs: Pairs, binning: str, max_prob: bool, class_conditional: bool, thr
 
 
 def bin_stats(pairs: Pairs, binning: str, max_prob: bool, class_conditional: bool,
-              threshold: float, num_bins: int) -> tuple:
-    """``(counts, sum_score, sum_outcome, edges)`` as ``calibkit._native.bin_stats`` gives them."""
+              threshold: float, num_bins: int, units: bool = False) -> tuple:
+    """``(counts, sum_score, sum_outcome, edges)`` as ``calibkit._native.bin_stats`` gives them
+    (with ``units``, and the exact score units or None)."""
     require_top_label(pairs, max_prob, class_conditional, "calibration_bins")
-    return _pair_table(pairs, binning, class_conditional, threshold, num_bins)
+    return _pair_table(pairs, binning, class_conditional, threshold, num_bins, units)
 
 
 def evaluate(pairs: Pairs, specs: list, num_bins: list) -> np.ndarray:

@@ -53,6 +53,7 @@ fn dispatch<'py>(
     weights: Option<PyReadonlyArray1<'py, f64>>,
     num_groups: usize,
     bins: Bins<'_>,
+    with_units: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let g = groups.as_ref().map(|a| contiguous(a, "groups")).transpose()?;
     let w = weights.as_ref().map(|a| contiguous(a, "weights")).transpose()?;
@@ -65,17 +66,23 @@ fn dispatch<'py>(
         return Err(to_py(KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into())));
     };
     let shape = [st.groups, st.nb];
+    let u = if with_units { Some(super::units::units_to_py(py, &st)?.map(|a| a.into_any())) } else { None };
     let count = st.count.into_pyarray(py).reshape(shape)?;
     let ss = st.sum_score.into_pyarray(py).reshape(shape)?;
     let so = st.sum_outcome.into_pyarray(py).reshape(shape)?;
     let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
-    PyTuple::new(py, [count.into_any(), ss.into_any(), so.into_any(), edges.into_any()])
+    let mut items = vec![count.into_any(), ss.into_any(), so.into_any(), edges.into_any()];
+    if let Some(u) = u {
+        items.push(u.map_or_else(|| py.None().into_bound(py), |a| a));
+    }
+    PyTuple::new(py, items)
 }
 
-/// grouped_bin_stats(groups, scores, outcomes, weights, num_groups, binning, num_bins)
-/// -> (counts (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1)), all float64.
+/// grouped_bin_stats(groups, scores, outcomes, weights, num_groups, binning, num_bins, units=False)
+/// -> (counts (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1)), all float64,
+/// then with `units` the exact score units (int64 (G, nb, 2), None for a table without them).
 #[pyfunction]
-#[pyo3(signature = (groups, scores, outcomes, weights, num_groups, binning, num_bins))]
+#[pyo3(signature = (groups, scores, outcomes, weights, num_groups, binning, num_bins, units=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn grouped_bin_stats<'py>(
     py: Python<'py>,
@@ -86,17 +93,18 @@ pub fn grouped_bin_stats<'py>(
     num_groups: usize,
     binning: &str,
     num_bins: usize,
+    units: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
         let binning = Binning::parse(binning).map_err(to_py)?;
-        dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::Rule(binning, num_bins))
+        dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::Rule(binning, num_bins), units)
     })
 }
 
-/// grouped_bin_stats_at(groups, scores, outcomes, weights, num_groups, edges)
+/// grouped_bin_stats_at(groups, scores, outcomes, weights, num_groups, edges, units=False)
 /// -> as grouped_bin_stats, binned against given upper edges (G, B - 1): nb = B.
 #[pyfunction]
-#[pyo3(signature = (groups, scores, outcomes, weights, num_groups, edges))]
+#[pyo3(signature = (groups, scores, outcomes, weights, num_groups, edges, units=false))]
 pub fn grouped_bin_stats_at<'py>(
     py: Python<'py>,
     groups: Option<PyReadonlyArray1<'py, i64>>,
@@ -105,12 +113,13 @@ pub fn grouped_bin_stats_at<'py>(
     weights: Option<PyReadonlyArray1<'py, f64>>,
     num_groups: usize,
     edges: numpy::PyReadonlyArray2<'py, f64>,
+    units: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
         use numpy::PyUntypedArrayMethods;
         let num_bins = edges.shape()[1] + 1;
         let upper = edges.as_slice().map_err(|_| ShapeMismatchError::new_err("edges must be C-contiguous"))?;
-        dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::At(upper, num_bins))
+        dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::At(upper, num_bins), units)
     })
 }
 

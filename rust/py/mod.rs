@@ -25,6 +25,7 @@ mod grouped;
 mod pairs;
 mod simd;
 mod trust;
+mod units;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -87,20 +88,27 @@ fn gce(
     })
 }
 
-fn stats_to_py<'py>(py: Python<'py>, st: BinStats) -> PyResult<Bound<'py, PyTuple>> {
+/// A table as the tuple `(counts, sum_score, sum_outcome, edges)`, with the exact score units
+/// ([`units::units_to_py`], None for a table without them) appended when `with_units`.
+pub(crate) fn stats_to_py<'py>(py: Python<'py>, st: BinStats, with_units: bool) -> PyResult<Bound<'py, PyTuple>> {
     let shape = [st.groups, st.nb];
+    let u = if with_units { Some(units::units_to_py(py, &st)?.map(|a| a.into_any())) } else { None };
     let count: Vec<i64> = st.count.iter().map(|&c| c as i64).collect();
     let count = PyArray1::from_vec(py, count).reshape(shape)?;
     let ss = st.sum_score.into_pyarray(py).reshape(shape)?;
     let so = st.sum_outcome.into_pyarray(py).reshape(shape)?;
     let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
-    PyTuple::new(py, [count.into_any(), ss.into_any(), so.into_any(), edges.into_any()])
+    let mut items = vec![count.into_any(), ss.into_any(), so.into_any(), edges.into_any()];
+    if let Some(u) = u {
+        items.push(u.map_or_else(|| py.None().into_bound(py), |a| a));
+    }
+    PyTuple::new(py, items)
 }
 
-/// bin_stats(labels, probs, binning, max_prob, class_conditional, threshold, num_bins, check_row_sums=True)
-/// -> (counts int64 (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1))
+/// bin_stats(labels, probs, binning, max_prob, class_conditional, threshold, num_bins, check_row_sums=True, units=False)
+/// -> (counts int64 (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1)[, units int64 (G, nb, 2)])
 #[pyfunction]
-#[pyo3(signature = (labels, probs, binning, max_prob, class_conditional, threshold, num_bins, check_row_sums=true))]
+#[pyo3(signature = (labels, probs, binning, max_prob, class_conditional, threshold, num_bins, check_row_sums=true, units=false))]
 #[allow(clippy::too_many_arguments)]
 fn bin_stats<'py>(
     py: Python<'py>,
@@ -112,12 +120,13 @@ fn bin_stats<'py>(
     threshold: f64,
     num_bins: usize,
     check_row_sums: bool,
+    units: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
         let g = grouping(binning, max_prob, class_conditional, threshold).map_err(to_py)?;
         let c = checks(check_row_sums);
         let st = dispatch!(py, labels, probs, |x| kernels::bin_stats(x, &g, num_bins, &c))?;
-        stats_to_py(py, st)
+        stats_to_py(py, st, units)
     })
 }
 
@@ -255,6 +264,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     trust::register(m)?;
     cells::register(m)?;
     simd::register(m)?;
+    units::register(m)?;
     m.add("RANGE_TOL", kernels::core::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::core::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::core::spec::MAX_BINS)?;

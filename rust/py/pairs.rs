@@ -74,9 +74,9 @@ fn pairs_gce(
 }
 
 /// pairs_bin_stats(confidence, correct, predicted, num_classes, binning, class_conditional, threshold, num_bins)
-/// -> (counts int64 (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1))
+/// -> (counts int64 (G, nb), sum_score (G, nb), sum_outcome (G, nb), edges (G, nb+1)[, units int64 (G, nb, 2)])
 #[pyfunction]
-#[pyo3(signature = (confidence, correct, predicted, num_classes, binning, class_conditional, threshold, num_bins))]
+#[pyo3(signature = (confidence, correct, predicted, num_classes, binning, class_conditional, threshold, num_bins, units=false))]
 #[allow(clippy::too_many_arguments)]
 fn pairs_bin_stats<'py>(
     py: Python<'py>,
@@ -88,11 +88,12 @@ fn pairs_bin_stats<'py>(
     class_conditional: bool,
     threshold: f64,
     num_bins: usize,
+    units: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
         let g = grouping(binning, true, class_conditional, threshold).map_err(to_py)?;
         let st = dispatch!(py, confidence, correct, predicted, num_classes, |x| pairs::bin_stats(x, &g, num_bins))?;
-        stats_to_py(py, st)
+        stats_to_py(py, st, units)
     })
 }
 

@@ -11,6 +11,7 @@ from .._typing import NumBins
 from .._validate import is_multilabel, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 from .table import CalibrationBins, reduce_table
+from .units import ScoreUnits
 
 __all__ = ["CalibrationBins", "calibration_bins", "reduce_bins"]
 
@@ -92,10 +93,11 @@ def _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, thre
     """The table of :func:`calibration_bins` without weights (checked keywords)."""
     if pairs is not None:
         check_tables(pairs.k if class_conditional else 1, (num_bins,))
-        counts, ss, so, edges = _toplabel.bin_stats(pairs, binning, max_prob, class_conditional,
-                                                    threshold, num_bins)
+        counts, ss, so, edges, u = _toplabel.bin_stats(pairs, binning, max_prob,
+                                                       class_conditional, threshold, num_bins,
+                                                       units=True)
         return CalibrationBins(counts, ss, so, edges, pairs.k, binning, bool(class_conditional),
-                               True, threshold)
+                               True, threshold, u)
     if is_multilabel(labels, probs):
         from .multilabel import multilabel_bins
 
@@ -104,11 +106,11 @@ def _unweighted(labels, probs, pairs, binning, max_prob, class_conditional, thre
                                num_bins=num_bins)
     y, p = validate_inputs(labels, probs)
     check_tables(p.shape[1] if class_conditional else 1, (num_bins,))
-    counts, ss, so, edges = _native.bin_stats(
-        y, p, binning, max_prob, class_conditional, threshold, num_bins
+    counts, ss, so, edges, u = _native.bin_stats(
+        y, p, binning, max_prob, class_conditional, threshold, num_bins, units=True
     )
     return CalibrationBins(counts, ss, so, edges, p.shape[1], binning, class_conditional,
-                           max_prob, threshold)
+                           max_prob, threshold, None if u is None else ScoreUnits(u))
 
 
 def _as_table(x, name: str, negative: bool = False) -> np.ndarray:

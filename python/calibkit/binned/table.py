@@ -22,7 +22,7 @@ This module is a leaf (it imports only NumPy, :mod:`calibkit._native`, :mod:`cal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,6 +38,7 @@ from ..errors import (
     MissingDependencyError,
     ShapeMismatchError,
 )
+from .units import ScoreUnits
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,6 +85,11 @@ class CalibrationBins:
     class_conditional : bool
     max_prob : bool
     threshold : float
+    score_units : ScoreUnits or None
+        The exact score sums (``sum_score`` is each rounded once; docs/spec.md, "Cell sums"),
+        so that tables of disjoint rows add exactly: ``a.score_units + b.score_units`` is the
+        table of all the rows bit for bit. None for tables whose sums are not on the unit grid
+        (rescaled weights, or built from floats).
     """
 
     counts: np.ndarray
@@ -95,6 +101,7 @@ class CalibrationBins:
     class_conditional: bool
     max_prob: bool
     threshold: float
+    score_units: ScoreUnits | None = field(default=None, repr=False)
 
     def __post_init__(self):
         # Scores may exceed 1 by RANGE_TOL; an adaptive edge can then lie above 1.0, and the top
@@ -298,7 +305,7 @@ def _first_bad(mask: np.ndarray) -> int:
 
 
 def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int | None = None,
-                      binning: str = "even", num_bins: int = 15):
+                      binning: str = "even", num_bins: int = 15, units: bool = False):
     """Per-(group, bin) statistics of already-grouped, optionally weighted scores.
 
     Parameters
@@ -320,15 +327,22 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
         B, at most ``calibkit._validate.MAX_BINS``; ``G * (B + 1)`` is limited as for the
         metrics (a clear :class:`~calibkit.errors.InvalidParameterError` instead of an
         allocation failure).
+    units : bool, default False
+        Also return the exact score sums (see Returns).
 
     Returns
     -------
     counts, sum_score, sum_outcome : numpy.ndarray of shape (G, nb), float64
-        Sum of weights, of ``weight * score`` and of ``weight * outcome`` per bin
-        (compensated sums); nb = B + 1 (even) or B (adaptive).
+        Sum of weights, of ``weight * score`` and of ``weight * outcome`` per bin, each exact
+        in grid units of 2**-50 and rounded once (docs/spec.md, "Cell sums"); nb = B + 1
+        (even) or B (adaptive).
     edges : numpy.ndarray of shape (G, nb + 1), float64
         Even ``0, u_1, ..., u_B = 1, 1``; adaptive ``0, e_1, ..., e_{B-1}, 1`` (NaN inner
         edges for a group of total weight 0).
+    units : ScoreUnits or None
+        Only with ``units=True``: the exact score sums (:class:`calibkit.binned.units.ScoreUnits`),
+        which add exactly to those of other calls; None when the weights were rescaled (the
+        largest below 1/2), whose sums are not on the unit-weight grid.
 
     Raises
     ------
@@ -351,16 +365,17 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
     binning, _, _, num_bins = check_gce_params(binning, "l1", 0.0, num_bins)
     g, s, o, w, num_groups = _rows(groups, scores, outcomes, weights, num_groups)
     check_tables(num_groups, (num_bins,))
-    return _native.grouped_bin_stats(g, s, o, w, num_groups, binning, num_bins)
+    out = _native.grouped_bin_stats(g, s, o, w, num_groups, binning, num_bins, units=units)
+    return _wrap_units(out)
 
 
 def grouped_bin_stats_at(groups, scores, outcomes, edges, weights=None, *,
-                         num_groups: int | None = None):
+                         num_groups: int | None = None, units: bool = False):
     """:func:`grouped_bin_stats` against given upper edges instead of a binning rule.
 
     Parameters
     ----------
-    groups, scores, outcomes, weights, num_groups
+    groups, scores, outcomes, weights, num_groups, units
         As for :func:`grouped_bin_stats`.
     edges : array_like of shape (G, B - 1)
         Each group's upper edges, non-decreasing, no NaN; a score goes to the number of its
@@ -388,7 +403,17 @@ def grouped_bin_stats_at(groups, scores, outcomes, edges, weights=None, *,
             f"edges must have shape ({num_groups}, B - 1), one row per group, got {e.shape}"
         )
     check_gce_params("adaptive", "l1", 0.0, e.shape[1] + 1)
-    return _native.grouped_bin_stats_at(g, s, o, w, num_groups, np.ascontiguousarray(e))
+    return _wrap_units(_native.grouped_bin_stats_at(g, s, o, w, num_groups,
+                                                    np.ascontiguousarray(e), units=units))
+
+
+def _wrap_units(out: tuple) -> tuple:
+    """A kernel's table tuple with its fifth element (exact units, if asked for) wrapped."""
+    if len(out) == 5:
+        from .units import ScoreUnits
+
+        return (*out[:4], None if out[4] is None else ScoreUnits(out[4]))
+    return out
 
 
 def _rows(groups, scores, outcomes, weights, num_groups):

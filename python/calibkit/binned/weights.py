@@ -75,21 +75,21 @@ class Triples:
         return check_weights(row_weights[self.row], "sample_weight over the scores this metric "
                              "bins (a row's weight once per score it keeps)", allow_all_zero=True)
 
-    def stats(self, weights):
+    def stats(self, weights, units: bool = False):
         return grouped_bin_stats(self.group, self.score, self.outcome, weights,
                                  num_groups=self.num_groups, binning=self.binning,
-                                 num_bins=self.num_bins)
+                                 num_bins=self.num_bins, units=units)
 
     def error(self, weights, norm: str) -> float:
         c, s, o, _ = self.stats(weights)
         return reduce_table(c, s, o, norm, self.class_conditional)
 
     def bins(self, weights) -> CalibrationBins:
-        c, s, o, e = self.stats(weights)
+        c, s, o, e, u = self.stats(weights, units=True)
         if self.binning == "adaptive":
             e[:, 0] = self.threshold
         return CalibrationBins(c, s, o, e, self.num_classes, self.binning,
-                               self.class_conditional, self.max_prob, self.threshold)
+                               self.class_conditional, self.max_prob, self.threshold, u)
 
 
 def form_triples(labels, probs, *, binning: str, max_prob: bool, class_conditional: bool,

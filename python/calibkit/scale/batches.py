@@ -9,6 +9,7 @@ from .. import _native
 from .._validate import float_dtype, length_mismatch_error, no_columns_error, validate_inputs
 from ..binned.groups import score_groups
 from ..binned.spec import MetricSpace, MetricSpec, as_space
+from ..binned.units import ScoreUnits
 from ..binned.weights import as_sample_weight
 from ..errors import InvalidParameterError
 
@@ -61,9 +62,12 @@ def as_total(x):
     return int(x) if x.is_integer() else x
 
 
-def add_table(acc: np.ndarray, part: np.ndarray) -> np.ndarray:
+def add_table(acc, part):
     """``acc + part`` in place when the dtypes allow; int64 counts become float64 total weights
-    once a weighted table arrives."""
+    once a weighted table arrives. Exact score sums (:class:`ScoreUnits`) add exactly, and
+    become float sums once a table without them arrives."""
+    if isinstance(acc, ScoreUnits) or isinstance(part, ScoreUnits):
+        return acc + part
     if acc.dtype.kind == "i" and np.asarray(part).dtype.kind == "f":
         return acc + part
     acc += part

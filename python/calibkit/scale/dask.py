@@ -76,6 +76,7 @@ from ..binned.groups import pair_groups, score_groups
 from ..binned.space import Evaluation
 from ..binned.spec import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
 from ..binned.table import grouped_bin_stats, grouped_bin_stats_at
+from ..binned.units import exact_sums
 from ..binned.weights import as_sample_weight, pair_triples
 from ..errors import (
     CalibkitError,
@@ -218,8 +219,8 @@ def _count_tables(groups, edges, num_bins):
         # a group with no score has no edges; any placeholder does (it bins nothing)
         upper = np.array([e if len(e) == b - 1 else np.zeros(b - 1) for e in edges[b]],
                          dtype=np.float64).reshape(g_count, b - 1)
-        c, ss, so, _ = grouped_bin_stats_at(g, s, o, upper, num_groups=g_count)
-        tabs[b] = [np.rint(c).astype(np.int64), ss, so]
+        c, ss, so, _, u = grouped_bin_stats_at(g, s, o, upper, num_groups=g_count, units=True)
+        tabs[b] = [np.rint(c).astype(np.int64), exact_sums(ss, u), so]
     return tabs
 
 
@@ -254,7 +255,8 @@ def _chunk_task(labels, probs, job):
     for mp, cc, t, b in job["even"]:
         tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
                                threshold=t, num_bins=b)
-        out["even"][(mp, cc, t, b)] = [tab.counts, tab.sum_score, tab.sum_outcome]
+        out["even"][(mp, cc, t, b)] = [tab.counts, exact_sums(tab.sum_score, tab.score_units),
+                                       tab.sum_outcome]
     if job["validate"] and not job["even"]:
         calibration_bins(y, p, num_bins=1)  # the Rust pass checks every value
     out["scan"] = _scans(job["scan"], lambda mp, cc, t: score_groups(y, p, mp, cc, t), p.dtype)
@@ -271,7 +273,8 @@ def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
     pairs = _toplabel.resolve(None, None, confidence, correct, predicted, num_classes)
     out: dict = {"rows": pairs.n, "even": {}, "scan": {}, "count": {}}
     for mp, cc, t, b in job["even"]:
-        out["even"][(mp, cc, t, b)] = list(_toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3])
+        c, ss, so, _, u = _toplabel.bin_stats(pairs, "even", mp, cc, t, b, units=True)
+        out["even"][(mp, cc, t, b)] = [c, exact_sums(ss, u), so]
     if job["validate"] and not job["even"]:
         _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks values
     dtype = pairs.confidence.dtype
@@ -300,7 +303,8 @@ def _weighted_chunk_task(labels, probs, weight, job):
     for mp, cc, t, b in job["even"]:
         tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
                                threshold=t, num_bins=b, sample_weight=w)
-        out["even"][(mp, cc, t, b)] = [tab.counts, tab.sum_score, tab.sum_outcome]
+        out["even"][(mp, cc, t, b)] = [tab.counts, exact_sums(tab.sum_score, tab.score_units),
+                                       tab.sum_outcome]
     for mp, cc, t in job["kept"]:
         g, sc, o, row = _native.score_rows(y, p, bool(mp), bool(cc), float(t))
         out["kept"][(mp, cc, t)] = [(g, sc.astype(p.dtype), o, w[row])]

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._toplabel import kept_rows
 from ..binned.table import grouped_bin_stats
+from ..binned.units import ScoreUnits
 from .sketch import SketchGroups
 
 __all__ = ["KeptScores", "equal_state", "bin_rows"]
@@ -112,7 +113,7 @@ def equal_state(a, b) -> bool:
                 and all(equal_state(x, y) for x, y in zip(a, b)))
     if isinstance(a, KeptScores):
         return isinstance(b, KeptScores) and equal_state(vars(a), vars(b))
-    if isinstance(a, SketchGroups):
+    if isinstance(a, (SketchGroups, ScoreUnits)):
         return a == b
     return bool(a == b)
 

@@ -104,6 +104,7 @@ from ..binned.bins import CalibrationBins, calibration_bins, reduce_bins
 from ..binned.groups import pair_groups
 from ..binned.space import Evaluation
 from ..binned.table import even_boundaries
+from ..binned.units import ScoreUnits, exact_sums
 from ..binned.weights import pair_triples
 from ..errors import (
     IncompatibleAccumulatorError,
@@ -284,8 +285,9 @@ class Accumulator:
         for mp, cc, t in self._even_keys:
             g = k if cc else 1
             for b in self.num_bins:
+                # Score sums exact (ScoreUnits), so that any batching gives gce's bits.
                 self._even[(mp, cc, t, b)] = [np.zeros((g, b + 1), np.int64),
-                                              np.zeros((g, b + 1)), np.zeros((g, b + 1))]
+                                              ScoreUnits.zeros((g, b + 1)), np.zeros((g, b + 1))]
         for mp, cc, t in self._adaptive_keys:
             g = k if cc else 1
             self._adaptive_state[(mp, cc, t)] = (
@@ -382,7 +384,8 @@ class Accumulator:
                     tab = calibration_bins(y, p, binning="even", max_prob=mp,
                                            class_conditional=cc, threshold=t, num_bins=b,
                                            sample_weight=w)
-                    even[(mp, cc, t, b)] = (tab.counts, tab.sum_score, tab.sum_outcome)
+                    even[(mp, cc, t, b)] = (tab.counts, exact_sums(tab.sum_score, tab.score_units),
+                                            tab.sum_outcome)
         groups = {}
         for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
             t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
@@ -433,11 +436,12 @@ class Accumulator:
         for mp, cc, t in self._even_keys:
             for b in self.num_bins:
                 if w is None:
-                    even[(mp, cc, t, b)] = _toplabel.bin_stats(pairs, "even", mp, cc, t, b)[:3]
+                    c, s, o, _, u = _toplabel.bin_stats(pairs, "even", mp, cc, t, b, units=True)
                 else:
                     tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t,
                                       num_bins=b)
-                    even[(mp, cc, t, b)] = tr.stats(tr.weight_of(w))[:3]
+                    c, s, o, _, u = tr.stats(tr.weight_of(w), units=True)
+                even[(mp, cc, t, b)] = (c, exact_sums(s, u), o)
         if not even:  # the Rust pass checks the values
             _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
         groups: dict[tuple, tuple] = {}
@@ -608,7 +612,8 @@ class Accumulator:
                 out[(binning, mp, cc, t, b)] = tab
         for key, (c, ss, so) in self._even.items():
             b = key[-1]
-            out[("even",) + key] = [c, ss, so, np.tile(even_boundaries(b), (c.shape[0], 1))]
+            out[("even",) + key] = [c, np.asarray(ss, dtype=np.float64), so,
+                                    np.tile(even_boundaries(b), (c.shape[0], 1))]
         return out
 
     def _auto_bins(self, spec=None) -> int:

@@ -1,0 +1,59 @@
+//! Glue of the exact cell sums ([`crate::kernels::core::units`]): a table's score sums as whole
+//! grid units, handed to Python as int64 pairs so that tables built apart (`Accumulator`
+//! batches, `calibkit.dask` chunks) add exactly, and rounded once by the same rule as the
+//! kernels.
+
+use numpy::{IntoPyArray, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+
+use super::errors::{guard, ShapeMismatchError};
+use crate::kernels::core::units;
+use crate::kernels::BinStats;
+
+/// A table's units as an int64 array of shape (G, nb, 2): `[high, low]` words of each i128
+/// (the low word's bit pattern), or None for a table without units.
+pub(crate) fn units_to_py<'py>(py: Python<'py>, st: &BinStats) -> PyResult<Option<Bound<'py, PyArray3<i64>>>> {
+    if st.units.len() != st.count.len() {
+        return Ok(None);
+    }
+    let words: Vec<i64> = st.units.iter().flat_map(|&u| [(u >> 64) as i64, u as u64 as i64]).collect();
+    Ok(Some(words.into_pyarray(py).reshape([st.groups, st.nb, 2])?))
+}
+
+fn read(a: &PyReadonlyArray3<'_, i64>, name: &str) -> PyResult<Vec<i128>> {
+    if a.shape()[2] != 2 {
+        return Err(ShapeMismatchError::new_err(format!("{name} must have shape (G, nb, 2), got last axis {}", a.shape()[2])));
+    }
+    let s = a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be C-contiguous")))?;
+    Ok(s.chunks_exact(2).map(|w| ((w[0] as i128) << 64) | (w[1] as u64 as i128)).collect())
+}
+
+/// units_add(a, b) -> int64 (G, nb, 2): the exact sum of two tables' units.
+#[pyfunction]
+fn units_add<'py>(py: Python<'py>, a: PyReadonlyArray3<'py, i64>, b: PyReadonlyArray3<'py, i64>) -> PyResult<Bound<'py, PyArray3<i64>>> {
+    guard(py, || {
+        if a.shape() != b.shape() {
+            return Err(ShapeMismatchError::new_err(format!("unit tables of shapes {:?} and {:?} cannot be added", a.shape(), b.shape())));
+        }
+        let (x, y) = (read(&a, "a")?, read(&b, "b")?);
+        let st = BinStats { units: x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect(), ..BinStats::zeros(a.shape()[0], a.shape()[1]) };
+        Ok(units_to_py(py, &st)?.expect("a table with units"))
+    })
+}
+
+/// units_value(u) -> float64 (G, nb): each cell's exact sum rounded once, as the kernels report
+/// `sum_score`.
+#[pyfunction]
+fn units_value<'py>(py: Python<'py>, u: PyReadonlyArray3<'py, i64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    guard(py, || {
+        let v: Vec<f64> = read(&u, "u")?.into_iter().map(units::value).collect();
+        v.into_pyarray(py).reshape([u.shape()[0], u.shape()[1]])
+    })
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(units_add, m)?)?;
+    m.add_function(wrap_pyfunction!(units_value, m)?)?;
+    m.add("UNIT", units::GRID)?;
+    Ok(())
+}
