@@ -282,3 +282,10 @@ def test_even_boundaries_are_specs():
     for b in (1, 2, 3, 10, 15, 97):
         want = np.concatenate([[0.0], reference.upper_edges([], "even", b), [1.0]])
         assert np.array_equal(even_boundaries(b), want)
+
+
+def test_native_scores_of_another_dtype_are_a_type_error():
+    from calibkit.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match="float32 or float64"):
+        _native.grouped_bin_stats(None, np.zeros(3, np.int32), np.zeros(3), None, 1, "even", 5)

@@ -4,10 +4,10 @@ use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::errors::{guard, to_py, ShapeMismatchError};
+use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
 use super::DETACH_ENTRIES;
 use crate::kernels::weighted::grouped::{grouped_bin_stats as kernel, grouped_bin_stats_at as kernel_at, GroupedRows};
-use crate::kernels::{BinStats, Binning, KernelError, Score};
+use crate::kernels::{BinStats, Binning, Score};
 
 fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice().map_err(|_| {
@@ -63,7 +63,9 @@ fn dispatch<'py>(
     } else if let Ok(s) = scores.extract::<PyReadonlyArray1<f32>>() {
         run(py, g, &s, o, w, num_groups, bins)?
     } else {
-        return Err(to_py(KernelError::Shape("scores must be a 1-D float32 or float64 NumPy array".into())));
+        // A wrong dtype is a type error (a wrong number of dimensions fails the same way:
+        // the Python layer converts both before this call).
+        return Err(InputTypeError::new_err("scores must be a 1-D float32 or float64 NumPy array"));
     };
     let shape = [st.groups, st.nb];
     let u = if with_units { Some(super::units::units_to_py(py, &st)?.map(|a| a.into_any())) } else { None };
