@@ -14,7 +14,9 @@
 //! Data flow for one metric: [`self::core::validate`] (fused into the row passes where
 //! possible) -> score groups and bins -> per-(group, bin) sufficient statistics
 //! ([`BinStats`]) -> [`self::core::reduce`]. [`gce::space`] evaluates many metrics and bin
-//! counts sharing that work.
+//! counts sharing that work. Every cell's score sum is exact in grid units
+//! ([`self::core::units`]): whichever path builds a table, in whatever order, it has the same
+//! bits.
 //!
 //! # Paths
 //!
@@ -50,12 +52,13 @@
 //!
 //! | grouping | binning | kernel (per chunk of pairs) | equal to `gce` on the matching matrix |
 //! |---|---|---|---|
-//! | pooled, at most 4096 bins (`pooled_fits`) | even | `gce::pairs::pooled` (`pooled_chunk`: rounded bin guess, eight interleaved table copies) | values within 1e-12; tables: counts and outcome sums exactly, score sums within 1e-12 |
-//! | class-conditional, or pooled beyond 4096 bins; table of at most 4096 cells | even | `gce::pairs::grouped` (`fused_chunk`: one 128-bit add per pair) | values within 1e-12 |
-//! | the same, larger tables | even | `gce::pairs` (`even_chunk`: a block of cells, then [`self::core::stats::LaneTables`]) | values within 1e-12 |
-//! | any | adaptive | [`gce::toplabel::adaptive_group`] per group, as the matrix path | values within 1e-12 |
+//! | pooled, at most 4096 bins (`pooled_fits`) | even | `gce::pairs::pooled` (`pooled_chunk`: rounded bin guess, eight interleaved table copies) | bitwise (tables and values) |
+//! | class-conditional, or pooled beyond 4096 bins; table of at most 4096 cells | even | `gce::pairs::grouped` (`fused_chunk`: one 128-bit add per pair) | bitwise |
+//! | the same, larger tables | even | `gce::pairs` (`even_chunk`: a block of cells, then [`self::core::stats::LaneTables`]) | bitwise |
+//! | any | adaptive | [`gce::toplabel::adaptive_group`] per group, as the matrix path | bitwise |
 //!
-//! Chunks' tables are added in chunk order, so each is the same for any number of threads.
+//! Every cell sum is exact in grid units ([`self::core::units`]), so the tables are the matrix
+//! path's bit for bit and the same for any number of threads.
 //! Pooled groupings give bitwise the same value with or without `predicted`. `check_pairs` is
 //! [`gce::pairs::Pairs::validate`]; `toplabel_pairs` (a matrix's pairs) is
 //! [`gce::toplabel::summarise`]; `check_values` (the checks of `gce` alone) is
