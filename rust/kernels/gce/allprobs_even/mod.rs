@@ -2,22 +2,23 @@
 //! matrix goes into a (group, bin) cell. Per entry only the count and the score sum change; the
 //! outcome is 1 only at the true label, so it is added once per row.
 //!
-//! # What every path computes (the canonical order)
-//! Rows are cut into fixed chunks ([`chunks`]: they depend on (N, K) and the grouping only,
-//! never on the bin counts or the threads). Within a chunk, each cell's score sum is the plain
-//! sum of its scores in row order (then column order), starting from 0.0; the chunk sums of a
-//! cell are added in chunk order. Pooled tables of at most `POOL_FROM_CLASSES`
-//! class-conditional cells are their class-conditional tables summed over the classes in
-//! class order (`collapse`); larger ones are a pooled pass's, which keeps bin 0 in [`LANES`]
-//! cells, one per column modulo [`LANES`], added in lane order. Counts are exact integers, so
-//! their order does not matter. Every strategy below produces exactly these sums, so the
-//! tables are bitwise the same whatever the strategy, the instruction set, the number of
-//! threads, and whichever other bin counts share the pass (several tables from one pass are
-//! bitwise the single-table ones).
+//! # What every path computes (exact sums in grid units)
+//! Each kept score adds its grid units ([`units`](crate::kernels::core::units),
+//! round(x * 2^50)) to its cell; a cell holds the exact integer sum of its scores' units (the
+//! table's `units`), and its `sum_score` is that sum rounded once. Counts and outcome counts
+//! are whole numbers, exact too. Integer sums do not depend on order, so the tables are bitwise
+//! the same whatever the strategy, the instruction set, the chunking, the number of threads,
+//! and whichever other bin counts share the pass (several tables from one pass are bitwise
+//! the single-table ones), and bitwise the tables every other path of the crate builds from
+//! the same scores. Pooled tables of at most `POOL_FROM_CLASSES` class-conditional cells are
+//! their class-conditional tables summed over the classes (`collapse`); larger ones are a
+//! pooled pass's: the same table either way, only the cost differs. Runs of adds are kept in
+//! `i64` (at most `units::RUN` per cell, so they cannot overflow) and folded into the `i128`
+//! sums of the chunk's part (`Part`), which `Total` adds up.
 //!
 //! # Two thresholds from one pass ("raised twins", `Cut`)
 //! A table at a raised threshold (0.01, below every first edge) has the same bins above 0 as
-//! the table at the lower threshold (0), holding the same scores in the same order; its bin 0
+//! the table at the lower threshold (0), holding the same scores; its bin 0
 //! holds the scores in (0.01, first edge). The pass flags those too (one more vector
 //! comparison) and sends them through the scattered path into bin 0's row of the scattered
 //! table, which holds nothing else; the twin's bin 0 is that row, its bins above 0 are its
@@ -30,10 +31,10 @@
 //! # Strategies, chosen per chunk from its first row (they only change the speed)
 //! - [`Mode::Dense`], when almost every entry is kept and in the narrowest bin 0 (a
 //!   many-class softmax with threshold 0): each distinct bin 0 (a lane) is summed in a dense
-//!   per-class (pooled: per-lane) array by branch-free masked adds (adding 0.0 leaves a sum of
-//!   scores unchanged); only the few other entries (a bit mask of the vector comparison) take
-//!   the scattered path. A lane's count is the chunk's entries minus those dropped and minus
-//!   the counts its table scattered into bins above 0.
+//!   per-class (pooled: per-lane) array by branch-free masked adds of units (an entry outside
+//!   the lane adds those of 0.0; see `LanePart`); only the few other entries (a bit mask of
+//!   the vector comparison) take the scattered path. A lane's count is the chunk's entries
+//!   minus those dropped and minus the counts its table scattered into bins above 0.
 //! - [`Mode::Counted`], when the threshold drops many entries but keeps many in bin 0: as
 //!   dense, with each lane's count also in a dense array; only kept entries outside the
 //!   narrowest lane (or above the raised threshold) are scattered.
@@ -255,16 +256,16 @@ fn pass_tables<T: Score>(
     // A twin's cells are its table's: bins above 0 the same, bin 0 in bin 0's row.
     for ((r, t), l) in raised.iter_mut().zip(&total).zip(&pass.lay) {
         let bins = l.low(0);
-        r.cells[..bins].copy_from_slice(&t.cells[..bins]);
+        r.count[..bins].copy_from_slice(&t.count[..bins]);
+        r.units[..bins].copy_from_slice(&t.units[..bins]);
     }
     let twins = raised.into_iter().zip(&pass.lay).map(|(t, l)| t.into_stats(l, true));
     Ok(total.into_iter().zip(&pass.lay).map(|(t, l)| t.into_stats(l, false)).chain(twins).collect())
 }
 
-/// The fixed row chunks of a pass: they depend on the shape and the grouping only (never on
-/// the bin counts, so that tables sharing a pass are the single-pass ones), and hold at least
-/// 1024 rows' worth of a dense chunk's lane: chunk parts are folded on one thread, so they
-/// must be few and small next to the work of their chunk.
+/// The row chunks of a pass (only the speed depends on them: sums are exact): at least 1024
+/// rows' worth of a dense chunk's lane each, as chunk parts are added up on one thread, so
+/// they must be few and small next to the work of their chunk.
 pub(crate) fn chunks(n: usize, k: usize, cc: bool) -> Vec<Range<usize>> {
     let width = if cc { k } else { LANES };
     row_chunks_min(n, k, 1024 * width)

@@ -1,22 +1,46 @@
 //! One chunk's contribution to a pass's tables ([`Part`]): its dense lanes and, per table,
-//! the scattered path's touched slots and the outcome cells, folded in chunk order by
-//! [`super::total::Total`].
+//! the scattered path's touched slots and the outcome cells, added up by
+//! [`super::total::Total`]. Score sums are whole grid units ([`units`]), exact.
 
-use super::{Mode, Pass};
+use super::{Mode, Pass, LANES};
+use crate::kernels::core::units;
+
+/// `x + LANE_SHIFT` for a score x with |x| < 2 lies in [4, 8), where floats are spaced by one
+/// grid unit (2^-50): the addition rounds x to the grid (to nearest, ties to even, as
+/// [`units::units`]), and the result's bit pattern is [`LANE_BIAS`] plus x's units. One float
+/// operation per score where [`units::biased`] takes two; the dense lanes' scores lie in
+/// (threshold, first edge), inside [0, 1].
+pub(crate) const LANE_SHIFT: f64 = 6.0;
+/// The bit pattern of [`LANE_SHIFT`].
+pub(crate) const LANE_BIAS: i64 = 0x4018_0000_0000_0000;
+
+/// The lane-biased units of a score x with |x| < 2: `units::units(x) + LANE_BIAS`.
+#[inline(always)]
+pub(crate) fn lane_biased(x: f64) -> i64 {
+    (x + LANE_SHIFT).to_bits() as i64
+}
 
 /// One chunk's dense lane (dense and counted modes): score sums by lane index, and
-/// (counted mode) counts.
+/// (counted mode) counts. `run` and `count` have padding cells up to a multiple of eight (the
+/// AVX2 pass takes a row's tail as a whole group of eight), holding nothing after a fold.
 #[derive(Debug, Default)]
 pub(crate) struct LanePart {
-    pub(crate) sum0: Vec<f64>,
+    /// The current run's lane-biased units ([`lane_biased`], wrapping adds): every cell takes
+    /// one add per entry of its lane index, the lane-biased units of the entry if in the
+    /// lane, else those of 0.0 ([`LANE_BIAS`]), so that each cell has taken [`Part::pending`]
+    /// adds.
+    pub(crate) run: Vec<i64>,
+    /// The exact unit sums of the folded runs ([`Part::fold_lanes`]).
+    pub(crate) units: Vec<i128>,
     pub(crate) count: Vec<f64>,
 }
 
 /// One chunk's contribution to one table, besides its lane.
 #[derive(Debug, Default)]
 pub(crate) struct TabPart {
-    /// Scattered path: (slot, count, score sum), one per slot touched in the chunk.
-    pub(crate) cells: Vec<(usize, f64, f64)>,
+    /// Scattered path: (slot, count, unit sum), one per slot touched in the chunk, then the
+    /// runs taken out of its cells (count 0).
+    pub(crate) cells: Vec<(usize, f64, i128)>,
     /// Outcome cells (`group * nb + bin`), one per row whose true-label score is kept.
     pub(crate) outcome: Vec<usize>,
     /// The raised twin's outcome cells (none without one).
@@ -30,6 +54,15 @@ pub(crate) struct Part {
     pub(crate) rows: usize,
     /// One per lane of the pass (dense and counted modes).
     pub(crate) lanes: Vec<LanePart>,
+    /// Adds every lane cell takes per row: one (class-conditional), or one per group of
+    /// [`LANES`] columns, the last padded (pooled).
+    per_row: usize,
+    /// Rows take more than [`units::RUN`] adds per lane cell: the row pass reserves them a
+    /// block at a time ([`Part::reserve`]); otherwise runs are whole rows ([`Part::run_rows`]).
+    pub(crate) long: bool,
+    /// Adds every lane cell has taken in the current run (at most [`units::RUN`]), as
+    /// counted so far ([`Part::reserve`], [`Part::ran`]).
+    pub(crate) pending: usize,
     /// Dense mode: entries dropped by the threshold, by lane index of their columns.
     pub(crate) dropped: Vec<f64>,
     pub(crate) tabs: Vec<TabPart>,
@@ -39,12 +72,100 @@ impl Part {
     pub(crate) fn new(mode: Mode, rows: usize, pass: &Pass) -> Self {
         let w = pass.width();
         let lanes = match mode {
-            Mode::Dense | Mode::Counted => {
-                pass.bounds.iter().map(|_| LanePart { sum0: vec![0.0; w], count: vec![0.0; w] }).collect()
-            }
+            Mode::Dense | Mode::Counted => pass
+                .bounds
+                .iter()
+                .map(|_| {
+                    let padded = w.next_multiple_of(8);
+                    LanePart { run: vec![0; padded], units: vec![0; w], count: vec![0.0; padded] }
+                })
+                .collect(),
             Mode::Sparse => Vec::new(),
         };
         let dropped = if mode == Mode::Sparse { Vec::new() } else { vec![0.0; w] };
-        Part { mode, rows, lanes, dropped, tabs: pass.lay.iter().map(|_| TabPart::default()).collect() }
+        let per_row = if pass.cc { 1 } else { pass.k.div_ceil(LANES).max(1) };
+        Part {
+            mode,
+            rows,
+            lanes,
+            per_row,
+            long: per_row > units::RUN,
+            pending: 0,
+            dropped,
+            tabs: pass.lay.iter().map(|_| TabPart::default()).collect(),
+        }
+    }
+
+    /// Rows per run: as many as keep a lane cell's adds within [`units::RUN`] (one for long
+    /// rows, whose runs are cut within the row).
+    pub(crate) fn run_rows(&self) -> usize {
+        if self.mode == Mode::Sparse {
+            usize::MAX
+        } else {
+            (units::RUN / self.per_row).max(1)
+        }
+    }
+
+    /// Counts the adds of `rows` more rows (at most [`Part::run_rows`]; long rows count
+    /// their own) and folds the run.
+    pub(crate) fn ran(&mut self, rows: usize) {
+        if !self.long {
+            self.pending += rows * self.per_row;
+        }
+        self.fold_lanes();
+    }
+
+    /// Long rows only: makes room for `adds` more adds into every lane cell (at most
+    /// [`units::RUN`]), folding the run first if it would grow past [`units::RUN`].
+    #[inline(always)]
+    pub(crate) fn reserve(&mut self, adds: usize) {
+        if self.pending + adds > units::RUN {
+            self.fold_lanes();
+        }
+        self.pending += adds;
+    }
+
+    /// Folds every lane cell's run into its exact sum (the run less one bias per add: exact,
+    /// as the run's unit sum fits in an `i64` and wrapping arithmetic is exact modulo 2^64),
+    /// and starts a new run.
+    #[inline(never)]
+    pub(crate) fn fold_lanes(&mut self) {
+        let bias = LANE_BIAS.wrapping_mul(self.pending as i64);
+        for lp in &mut self.lanes {
+            for (u, r) in lp.units.iter_mut().zip(&mut lp.run) {
+                *u += std::mem::take(r).wrapping_sub(bias) as i128;
+            }
+            let w = lp.units.len();
+            lp.run[w..].fill(0);
+            lp.count[w..].fill(0.0);
+        }
+        self.pending = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lane-biased units are the grid units plus [`LANE_BIAS`]: on the grid, at ties
+    /// (to even), between, at the ends of the lanes' range and beyond it up to 2.
+    #[test]
+    fn lane_biased_units_are_the_units() {
+        assert_eq!(LANE_SHIFT.to_bits() as i64, LANE_BIAS);
+        let g = units::GRID;
+        let mut xs = vec![0.0, -0.0, 1.0, -1.0, 0.5, 1.0 + 1e-4, -1e-4, 1.999_999, -1.999_999, 1e-300, 5e-324, g, 0.5 * g];
+        for k in [0.0f64, 1.0, 2.0, 3.0, 12345.0, (1u64 << 49) as f64, (1u64 << 50) as f64 - 1.0] {
+            for d in [0.25, 0.5, 0.75, 1.5] {
+                xs.extend([(k + d) * g, -(k + d) * g]);
+            }
+        }
+        let mut x = 1e-3;
+        for _ in 0..100_000 {
+            x = (x * 1.618_033_988_749_895 + 0.1) % 1.0;
+            xs.extend([x, x * 1e-6, x * 1.9, -x]);
+        }
+        for x in xs {
+            assert_eq!(lane_biased(x).wrapping_sub(LANE_BIAS), units::units(x), "{x:e}");
+        }
     }
 }

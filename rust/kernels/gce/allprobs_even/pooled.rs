@@ -6,8 +6,9 @@ use crate::kernels::core::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
 /// Pooled tables of at most this many class-conditional cells (K x (B + 1)) are their
-/// class-conditional tables summed over the classes (`collapse`); larger ones take a pooled
-/// pass of their own. Which one depends on (K, B) only, so every entry point agrees.
+/// class-conditional tables summed over the classes (`collapse`), where `evaluate` shares
+/// one pass for both groupings; larger ones take a pooled pass of their own (the
+/// class-conditional table would be too large). Either gives the same table: sums are exact.
 pub(crate) const POOL_FROM_CLASSES: usize = 1 << 22;
 
 /// Whether the pooled table of `b` bins over `k` classes is its class-conditional table
@@ -16,18 +17,19 @@ pub(crate) fn pooled_from_classes(k: usize, b: usize) -> bool {
     k.saturating_mul(b + 1) <= POOL_FROM_CLASSES
 }
 
-/// The pooled table of a class-conditional one: each bin's count, score sum and outcome
-/// count added over the classes, in class order.
+/// The pooled table of a class-conditional one: each bin's count, unit sum and outcome
+/// count added over the classes (all exact), `sum_score` from the units.
 pub(crate) fn collapse(t: &BinStats) -> BinStats {
     let nb = t.nb;
     let mut st = BinStats::zeros(1, nb);
     for g in 0..t.groups {
         for b in 0..nb {
             st.count[b] += t.count[g * nb + b];
-            st.sum_score[b] += t.sum_score[g * nb + b];
+            st.units[b] += t.units[g * nb + b];
             st.sum_outcome[b] += t.sum_outcome[g * nb + b];
         }
     }
+    st.finish();
     st.edges = t.edges[..nb + 1].to_vec();
     st
 }

@@ -4,6 +4,7 @@
 
 use std::ops::Range;
 
+use super::part::{lane_biased, LANE_BIAS};
 use super::{Mode, Part, Pass, Scratch, LANES};
 use crate::kernels::core::simd;
 use crate::kernels::core::validate::{in_range, row_ok, row_sum_and_bad, Checks};
@@ -62,12 +63,45 @@ pub(super) fn outcomes<T: Score>(row: &[T], label: usize, pass: &Pass, part: &mu
     }
 }
 
+/// Runs `pass` over `rows` a run of lane adds at a time ([`Part::run_rows`], folded after
+/// each: [`Part::ran`]): the first failing row, if any.
+#[inline(always)]
+fn in_runs(
+    rows: Range<usize>,
+    part: &mut Part,
+    mut pass: impl FnMut(Range<usize>, &mut Part) -> Option<usize>,
+) -> Option<usize> {
+    let step = part.run_rows();
+    let mut start = rows.start;
+    while start < rows.end {
+        let end = start + step.min(rows.end - start);
+        if let Some(i) = pass(start..end, part) {
+            return Some(i);
+        }
+        part.ran(end - start);
+        start = end;
+    }
+    None
+}
+
+/// The portable row pass, as the production fallback runs it (tests compare the AVX2 pass to
+/// it): accumulates `rows` into `part` and the scratch tables `sc`; the index of the first
+/// row failing a check (or whose label is not a column: labels are checked beforehand, so
+/// only if another thread changed it since), if any.
+pub(crate) fn accumulate_portable<T: Score>(
+    x: &Inputs<T>,
+    rows: Range<usize>,
+    pass: &Pass,
+    part: &mut Part,
+    sc: &mut Scratch,
+    check: &Checks,
+) -> Option<usize> {
+    in_runs(rows, part, |rows, part| rows_portable(x, rows, pass, part, sc, check))
+}
+
 crate::kernels::core::simd::multiversion! {
-    /// The portable row pass, as the production fallback runs it (tests compare the AVX2 pass
-    /// to it): accumulates `rows` into `part` and the scratch tables `sc`; the index of the
-    /// first row failing a check (or whose label is not a column: labels are checked
-    /// beforehand, so only if another thread changed it since), if any.
-    pub(crate) fn accumulate_portable<T: Score>(
+    /// [`accumulate_portable`] over one run of rows.
+    fn rows_portable<T: Score>(
         x: &Inputs<T>,
         rows: Range<usize>,
         pass: &Pass,
@@ -102,36 +136,57 @@ crate::kernels::core::simd::multiversion! {
     }
 }
 
-/// One row of a dense (`COUNT`: counted) chunk, portable: each lane (masked adds,
-/// vectorised), then the entries outside the narrowest lane in column order.
+/// One row of a dense (`COUNT`: counted) chunk, portable: each lane (masked adds of
+/// lane-biased units, vectorised; see [`LanePart`](super::LanePart)), then the entries
+/// outside the narrowest lane in column order. Pooled, the row is taken in blocks of
+/// [`BLOCK`] groups of [`LANES`] columns and a tail group padded with entries out of every
+/// lane, so that every lane cell takes one add per group, as in the AVX2 pass.
 #[inline(always)]
 #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
 fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Part, sc: &mut Scratch) {
     let thr = pass.cut.thr;
-    for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
-        let lane = |z: &mut f64, a: &mut f64, v: &T| {
-            let s = v.to_f64();
-            let f = s > thr && s < u;
-            *z += if f { s } else { 0.0 };
-            if COUNT {
-                *a += if f { 1.0 } else { 0.0 };
+    let lane = |u: f64, z: &mut i64, a: &mut f64, v: &T| {
+        let s = v.to_f64();
+        let f = s > thr && s < u;
+        *z = z.wrapping_add(lane_biased(if f { s } else { 0.0 }));
+        if COUNT {
+            *a += if f { 1.0 } else { 0.0 };
+        }
+    };
+    if pass.cc {
+        for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
+            let (run, count) = (&mut lp.run[..row.len()], &mut lp.count[..row.len()]);
+            for ((z, a), v) in run.iter_mut().zip(count.iter_mut()).zip(row) {
+                lane(u, z, a, v);
             }
-        };
-        if pass.cc {
-            let (sum0, count) = (&mut lp.sum0[..row.len()], &mut lp.count[..row.len()]);
-            for ((z, a), v) in sum0.iter_mut().zip(count.iter_mut()).zip(row) {
-                lane(z, a, v);
+        }
+    } else {
+        let n8 = row.len() / LANES * LANES;
+        for block in row[..n8].chunks(LANES * BLOCK) {
+            if part.long {
+                part.reserve(block.len() / LANES);
             }
-        } else {
-            let (sum0, count) = (&mut lp.sum0[..LANES], &mut lp.count[..LANES]);
-            let mut it = row.chunks_exact(LANES);
-            for c in &mut it {
-                for ((z, a), v) in sum0.iter_mut().zip(count.iter_mut()).zip(c) {
-                    lane(z, a, v);
+            for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
+                let (run, count) = (&mut lp.run[..LANES], &mut lp.count[..LANES]);
+                for c in block.chunks_exact(LANES) {
+                    for ((z, a), v) in run.iter_mut().zip(count.iter_mut()).zip(c) {
+                        lane(u, z, a, v);
+                    }
                 }
             }
-            for ((z, a), v) in sum0.iter_mut().zip(count.iter_mut()).zip(it.remainder()) {
-                lane(z, a, v);
+        }
+        let rest = &row[n8..];
+        if !rest.is_empty() {
+            if part.long {
+                part.reserve(1);
+            }
+            for lp in part.lanes.iter_mut() {
+                lp.run[rest.len()..LANES].iter_mut().for_each(|z| *z = z.wrapping_add(LANE_BIAS));
+            }
+            for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
+                for ((z, a), v) in lp.run.iter_mut().zip(lp.count.iter_mut()).zip(rest) {
+                    lane(u, z, a, v);
+                }
             }
         }
     }
@@ -145,6 +200,10 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Par
         }
     }
 }
+
+/// Groups of [`LANES`] columns per block of a dense row (pooled, a lane cell takes one add per
+/// group: the blocks bound the runs of long rows).
+pub(super) const BLOCK: usize = 64;
 
 /// [`accumulate_portable`], with AVX2 when available.
 pub(crate) fn accumulate<T: Score>(
@@ -160,7 +219,7 @@ pub(crate) fn accumulate<T: Score>(
         simd::record(simd::Kernel::SceRows, simd::Level::Avx2);
         // SAFETY: the CPU has AVX2, the only feature `x86::rows` is compiled for (it asserts
         // the shapes of the part and scratch tables itself).
-        return unsafe { super::x86::rows(x, rows, pass, part, sc, check) };
+        return in_runs(rows, part, |rows, part| unsafe { super::x86::rows(x, rows, pass, part, sc, check) });
     }
     simd::record(simd::Kernel::SceRows, simd::Level::Portable);
     accumulate_portable(x, rows, pass, part, sc, check)

@@ -1,7 +1,10 @@
 //! The scattered path of a pass: every entry outside the dense lanes is logged once per chunk
-//! and applied to each table's cells in a loop of its own ([`Scratch`]).
+//! and applied to each table's cells in a loop of its own ([`Scratch`]). Each cell adds its
+//! scores' units ([`units`]) exactly.
 
+use super::part::{lane_biased, LANE_BIAS};
 use super::{Layout, Mode, Part, Pass, TabPart};
+use crate::kernels::core::units;
 
 /// A thread's scattered path, for every table of a pass. The entries to scatter are logged
 /// once for all tables, as (column, score) in row and column order ([`Scratch::add`]: a
@@ -9,7 +12,6 @@ use super::{Layout, Mode, Part, Pass, TabPart};
 /// When the log is long, and at the chunk's end, each table applies it to its cells, entry by
 /// entry, in a tight loop of its own ([`Scratch::flush`]); at the chunk's end,
 /// [`Scratch::drain`] moves each table's touched slots into the chunk's part and zeroes them.
-/// Each slot's sum is still the sum of its scores in row and column order.
 #[derive(Debug)]
 pub(crate) struct Scratch {
     log: Vec<(u32, f64)>,
@@ -58,9 +60,11 @@ impl Scratch {
     }
 
     /// Applies the log, then moves every table's touched slots into the chunk's part (always:
-    /// the scratch must be all zero for the next chunk).
+    /// the scratch must be all zero for the next chunk), and folds the part's lane runs
+    /// ([`Part::fold_lanes`]): the part is then complete.
     pub(crate) fn drain(&mut self, pass: &Pass, part: &mut Part) {
         self.flush(pass, part.mode);
+        part.fold_lanes();
         for (c, p) in self.tabs.iter_mut().zip(&mut part.tabs) {
             c.drain(p);
         }
@@ -71,21 +75,47 @@ impl Scratch {
 /// (a small bitmap: marking a slot never waits for its cell, cold in cache, to be read).
 #[derive(Debug)]
 struct Cells {
-    cells: Vec<[f64; 2]>,
+    cells: Vec<Cell>,
     touched: Vec<u64>,
+    /// (slot, exact unit sum) of the full runs of [`units::RUN`] scores taken out of a cell.
+    spilled: Vec<(usize, i128)>,
+}
+
+/// A slot's count and the lane-biased units ([`lane_biased`]: scattered scores are valid
+/// scores, in [-1e-4, 1 + 1e-4], or their row fails) of its current run, the scores since
+/// its count was last a multiple of [`units::RUN`] (wrapping adds: the run's unit sum fits in
+/// an `i64`). Sixteen bytes: the cells' cache misses are the scattered path's cost.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cell {
+    count: u64,
+    run: i64,
+}
+
+impl Cell {
+    /// The exact unit sum of the current run (its `count % RUN` scores).
+    fn run_units(&self) -> i128 {
+        let n = (self.count % units::RUN as u64) as i64;
+        self.run.wrapping_sub(LANE_BIAS.wrapping_mul(n)) as i128
+    }
 }
 
 impl Cells {
     fn new(slots: usize) -> Self {
-        Cells { cells: vec![[0.0; 2]; slots], touched: vec![0; slots.div_ceil(64)] }
+        Cells { cells: vec![Cell::default(); slots], touched: vec![0; slots.div_ceil(64)], spilled: Vec::new() }
     }
 
-    /// Adds score `s` to slot `slot` (a slot of the table's [`Layout`]: panics otherwise).
+    /// Adds score `s` to slot `slot` (a slot of the table's [`Layout`]: panics otherwise); a
+    /// full run is taken out of the cell into `spilled`.
     #[inline(always)]
     fn add(&mut self, slot: usize, s: f64) {
         let c = &mut self.cells[slot];
-        c[0] += 1.0;
-        c[1] += s;
+        c.count += 1;
+        c.run = c.run.wrapping_add(lane_biased(s));
+        if c.count.is_multiple_of(units::RUN as u64) {
+            let full = c.run.wrapping_sub(LANE_BIAS.wrapping_mul(units::RUN as i64));
+            c.run = 0;
+            self.spilled.push((slot, full as i128));
+        }
         self.touched[slot / 64] |= 1 << (slot % 64);
     }
 
@@ -110,16 +140,18 @@ impl Cells {
         }
     }
 
-    /// Moves the touched slots into `p.cells` (in slot order) and zeroes them.
+    /// Moves the touched slots into `p.cells` (in slot order; then the spilled runs, with count
+    /// 0) and zeroes them.
     fn drain(&mut self, p: &mut TabPart) {
         for (w, word) in self.touched.iter_mut().enumerate() {
             let mut m = std::mem::take(word);
             while m != 0 {
                 let slot = 64 * w + m.trailing_zeros() as usize;
-                let c = std::mem::replace(&mut self.cells[slot], [0.0; 2]);
-                p.cells.push((slot, c[0], c[1]));
+                let c = std::mem::take(&mut self.cells[slot]);
+                p.cells.push((slot, c.count as f64, c.run_units()));
                 m &= m - 1;
             }
         }
+        p.cells.extend(self.spilled.drain(..).map(|(slot, u)| (slot, 0.0, u)));
     }
 }

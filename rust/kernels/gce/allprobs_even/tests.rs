@@ -1,11 +1,12 @@
 //! The all-probabilities even-bin pass (`allprobs_even`, SCE and its relatives): its AVX2 row
-//! pass is bitwise its portable one (production fallback), chunk by chunk, in both strategies,
-//! with one and several tables, on rows with a tail (K not a multiple of 8), with failing
-//! rows; the strategies and the number of tables sharing a pass never change a table; thread
-//! counts do not either; and the tables equal a direct computation.
+//! pass is bitwise its portable one (production fallback; the same exact unit sums), chunk by
+//! chunk, in every strategy, with one and several tables, on rows with a tail (K not a
+//! multiple of 8), with failing rows, with runs folded between and within rows; the
+//! strategies and the number of tables sharing a pass never change a table; thread counts do
+//! not either; and the tables equal a direct computation, unit sums exactly.
 
 use super::{self as ae, Cut, Mode, Part, Pass, Scratch};
-use crate::kernels::core::edges;
+use crate::kernels::core::{edges, units};
 use crate::kernels::core::validate::{self, Checks};
 use crate::kernels::*;
 
@@ -37,18 +38,21 @@ fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
     (p, y)
 }
 
-/// Every float of a part and its drained scratch tables, as bits, in order.
+/// Every number of a part (its lane runs folded) and its drained scratch tables, as bits, in
+/// order.
 fn bits(p: &Part) -> Vec<u64> {
-    let mut v = vec![p.rows as u64, (p.mode == Mode::Dense) as u64];
+    let mut v = vec![p.rows as u64, (p.mode == Mode::Dense) as u64, p.pending as u64];
     for l in &p.lanes {
-        v.extend(l.sum0.iter().chain(&l.count).map(|x| x.to_bits()));
+        v.extend(l.run.iter().map(|&x| x as u64));
+        v.extend(l.units.iter().flat_map(|&x| [x as u64, (x >> 64) as u64]));
+        v.extend(l.count.iter().map(|x| x.to_bits()));
         v.push(u64::MAX);
     }
     v.extend(p.dropped.iter().map(|x| x.to_bits()));
     v.push(u64::MAX);
     for t in &p.tabs {
-        for &(slot, n, s) in &t.cells {
-            v.extend([slot as u64, n.to_bits(), s.to_bits()]);
+        for &(slot, n, u) in &t.cells {
+            v.extend([slot as u64, n.to_bits(), u as u64, (u >> 64) as u64]);
         }
         v.push(u64::MAX);
         v.extend(t.outcome.iter().chain(&t.raised).map(|&o| o as u64));
@@ -150,7 +154,11 @@ fn grouping(cc: bool, thr: f64) -> Grouping {
 }
 
 fn table_bits(t: &BinStats) -> Vec<u64> {
-    t.count.iter().chain(&t.sum_score).chain(&t.sum_outcome).chain(&t.edges).map(|v| v.to_bits()).collect()
+    let mut v: Vec<u64> =
+        t.count.iter().chain(&t.sum_score).chain(&t.sum_outcome).chain(&t.edges).map(|v| v.to_bits()).collect();
+    assert_eq!(t.units.len(), t.count.len(), "a table with units");
+    v.extend(t.units.iter().flat_map(|&u| [u as u64, (u >> 64) as u64]));
+    v
 }
 
 /// Whatever the strategy, and whatever other bin counts share the pass, each table is bitwise
@@ -248,10 +256,11 @@ fn tables_do_not_depend_on_threads() {
 }
 
 /// The tables equal a direct computation (each entry binned by counting the edges <= it):
-/// counts and outcomes exactly, score sums to 1e-12 relative.
+/// counts, outcomes and unit sums exactly. (40000, 4): chunks of more than `units::RUN` rows,
+/// so runs of the lanes and of the scattered cells are folded within a chunk.
 #[test]
 fn tables_equal_a_direct_computation() {
-    for (n, k) in [(2000usize, 9usize), (400, 300)] {
+    for (n, k) in [(2000usize, 9usize), (400, 300), (40_000, 4)] {
         let (p, y) = data(n, k, 77);
         let x = Inputs::new(&p, &y, k).unwrap();
         for thr in [0.0, 0.01, 0.2] {
@@ -266,13 +275,14 @@ fn tables_equal_a_direct_computation() {
 }
 
 /// Asserts `t` is the table of (`cc`, `thr`, `b` even bins) computed directly from `p`, `y`
-/// (each kept entry binned by counting the edges <= it): counts and outcomes exactly, score
-/// sums to 1e-12 relative.
+/// (each kept entry binned by counting the edges <= it): counts, outcomes and unit sums
+/// exactly, score sums the unit sums rounded once, within 1e-12 relative of the float sums.
 #[allow(clippy::too_many_arguments)]
 fn assert_is_direct(t: &BinStats, p: &[f64], y: &[i64], k: usize, thr: f64, cc: bool, b: usize, at: &str) {
     let edges: Vec<f64> = (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect();
     let groups = if cc { k } else { 1 };
-    let (mut cnt, mut sum, mut out) = (vec![0.0; groups * (b + 1)], vec![0.0; groups * (b + 1)], vec![0.0; groups * (b + 1)]);
+    let cells = groups * (b + 1);
+    let (mut cnt, mut sum, mut out, mut du) = (vec![0.0; cells], vec![0.0; cells], vec![0.0; cells], vec![0i128; cells]);
     for (i, row) in p.chunks(k).enumerate() {
         for (c, &s) in row.iter().enumerate() {
             if s > thr {
@@ -280,14 +290,44 @@ fn assert_is_direct(t: &BinStats, p: &[f64], y: &[i64], k: usize, thr: f64, cc: 
                 let cell = if cc { c } else { 0 } * (b + 1) + bin;
                 cnt[cell] += 1.0;
                 sum[cell] += s;
+                du[cell] += units::units(s) as i128;
                 out[cell] += (c as i64 == y[i]) as u8 as f64;
             }
         }
     }
     assert_eq!(t.count, cnt, "{at}");
     assert_eq!(t.sum_outcome, out, "{at}");
-    for (a, d) in t.sum_score.iter().zip(&sum) {
+    assert_eq!(t.units, du, "{at}");
+    for ((a, d), &u) in t.sum_score.iter().zip(&sum).zip(&du) {
+        assert_eq!(a.to_bits(), units::value(u).to_bits(), "{at}");
         assert!((a - d).abs() <= 1e-12 * d.abs().max(1.0), "{at}: {a} vs {d}");
+    }
+}
+
+/// Chunks of more than `units::RUN` rows, and pooled rows longer than `units::RUN` groups of
+/// eight: the lanes' runs are folded between rows and within a row, in every strategy, and
+/// the AVX2 pass is still the portable one.
+#[test]
+fn rows_longer_than_a_run() {
+    let (n, k) = (3 * units::RUN + 17, 5);
+    let (p, y) = data(n, k, 12);
+    let x = Inputs::new(&p, &y, k).unwrap();
+    for cc in [true, false] {
+        let pass = Pass::new(cc, k, &[15, 200], Cut { thr: 0.0, raise: 0.003 });
+        for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
+            assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{cc} {mode:?}");
+        }
+    }
+    let (n, k) = (3usize, 8 * units::RUN + 1003);
+    let (p, y) = data(n, k, 11);
+    let x = Inputs::new(&p, &y, k).unwrap();
+    for thr in [0.0, 1e-7] {
+        let pass = Pass::new(false, k, &[15], Cut { thr, raise: 0.01 });
+        for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
+            assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{thr} {mode:?}");
+            let t = ae::stats_with(&x, &grouping(false, thr), &[15], &Checks::ALL, Some(mode), Cut::at(thr)).unwrap();
+            assert_is_direct(&t[0], &p, &y, k, thr, false, 15, &format!("thr={thr} {mode:?}"));
+        }
     }
 }
 

@@ -1,20 +1,23 @@
 //! The AVX2 twin of the row pass ([`rows`]): bitwise the portable pass
-//! ([`super::accumulate_portable`]), the same row checks, eight values at a time.
+//! ([`super::accumulate_portable`]) once a chunk's lane runs are folded (the same exact unit
+//! sums, counts and logged entries), the same row checks, eight values at a time.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::rows::{outcomes, outside};
+use super::part::LANE_SHIFT;
+use super::rows::{outcomes, outside, BLOCK};
 use super::{Mode, Part, Pass, Scratch};
 use crate::kernels::core::validate::{in_range, row_ok, Checks, RANGE_TOL};
 use crate::kernels::{Inputs, Score};
 
-/// [`super::accumulate_portable`] with AVX2: the same updates of every cell in the same
-/// order, and the same row checks (see the module doc). Eight values at a time: row-sum
-/// lanes as [`crate::kernels::core::validate::row_sum_and_bad`] adds them, one comparison pair
-/// per lane of the pass (masked adds into the per-class array, or, pooled, into registers
-/// holding the eight lanes), and a bit mask sending the entries outside the narrowest lane
-/// (and, with raised twins, those above the raised threshold) to the scattered path.
+/// [`super::accumulate_portable`] with AVX2: the same adds into every cell, and the same row
+/// checks (see the module doc). Eight values at a time: row-sum lanes as
+/// [`crate::kernels::core::validate::row_sum_and_bad`] adds them, one comparison pair per lane
+/// of the pass (masked adds of lane-biased units into the per-class run, or, pooled, into
+/// registers holding the eight lane cells), and a bit mask sending the entries outside the
+/// narrowest lane (and, with raised twins, those above the raised threshold) to the scattered
+/// path.
 ///
 /// Every table must have `x.k` classes, and `part`/`sc` be shaped by `pass` (asserted).
 #[target_feature(enable = "avx2")]
@@ -32,7 +35,7 @@ pub(super) fn rows<T: Score>(
     if part.mode != Mode::Sparse {
         let w = pass.width();
         assert!(part.lanes.len() == pass.bounds.len() && part.dropped.len() == w);
-        assert!(part.lanes.iter().all(|lp| lp.sum0.len() == w && lp.count.len() == w));
+        assert!(part.lanes.iter().all(|lp| lp.run.len() >= w.next_multiple_of(8) && lp.count.len() == lp.run.len()));
     }
     let raised = pass.cut.raised();
     for i in rows {
@@ -89,7 +92,10 @@ fn tail<T: Score>(row: &[T], n8: usize) -> ([f64; 8], usize) {
 /// One row of a dense (`COUNT`: counted) chunk: (row sum, some value out of range).
 /// Block by block of [`BLOCK`] groups of eight columns, and within a block lane by lane:
 /// the first (narrowest) lane's pass over a block also sums and checks it and flags the
-/// entries to scatter; the other lanes (one per other first edge) re-read it from L1.
+/// entries to scatter; the other lanes (one per other first edge) re-read it from L1. Each
+/// lane cell takes one add per row (class-conditional) or per group of eight columns, the
+/// tail's group padded (pooled), as in the portable pass; the caller folds the runs between
+/// rows, but long rows' within the row ([`Part::reserve`]).
 #[inline(always)]
 #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
 fn dense_row<T: Score, const COUNT: bool, const RAISE: bool>(
@@ -104,10 +110,13 @@ fn dense_row<T: Score, const COUNT: bool, const RAISE: bool>(
     let raise = pass.cut.raise;
     for j0 in (0..n8).step_by(8 * BLOCK) {
         let cols = j0..(j0 + 8 * BLOCK).min(n8);
+        if part.long {
+            part.reserve(cols.len() / 8);
+        }
         let mut masks = [0u8; BLOCK];
         let mut any = false;
         for (li, (lp, &u)) in part.lanes.iter_mut().zip(&pass.bounds).enumerate() {
-            let (z, a, c) = (&mut lp.sum0[..], &mut lp.count[..], cols.clone());
+            let (z, a, c) = (&mut lp.run[..], &mut lp.count[..], cols.clone());
             any |= match (li == 0, pass.cc) {
                 (true, true) => lane_block::<T, true, RAISE, COUNT, false>(row, c, thr, u, raise, z, a, &mut first, &mut masks),
                 (true, false) => lane_block::<T, true, RAISE, COUNT, true>(row, c, thr, u, raise, z, a, &mut first, &mut masks),
@@ -138,15 +147,13 @@ fn row_tail<T: Score, const COUNT: bool>(
     let thr = pass.cut.thr;
     let (v, n) = tail(row, n8);
     let narrow = pass.narrow();
-    for (c, &s) in (n8..).zip(&v[..n]) {
-        let z = pass.zero_slot(c);
-        for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
-            let fast = s > thr && s < u;
-            lp.sum0[z] += if fast { s } else { 0.0 };
-            if COUNT {
-                lp.count[z] += if fast { 1.0 } else { 0.0 };
-            }
+    if n > 0 {
+        if !pass.cc && part.long {
+            part.reserve(1);
         }
+        tail_lanes::<COUNT>(&v, n, n8, pass, part);
+    }
+    for (c, &s) in (n8..).zip(&v[..n]) {
         let fast = s > thr && s < narrow && !(s > pass.cut.raise);
         if COUNT && !(s > thr) {
             first.bad |= !(s >= -RANGE_TOL);
@@ -157,6 +164,42 @@ fn row_tail<T: Score, const COUNT: bool>(
     // SAFETY: AVX2 is available (inlined into `rows` only); register operations only.
     let low = unsafe { _mm256_movemask_pd(first.low) != 0 };
     (lane_sum(first.s0, first.s1, &v[..n]), first.bad || low)
+}
+
+/// The tail of a dense (`COUNT`: counted) row (`n` columns from `n8`, 0 < `n` < 8, as
+/// values `v` padded with zeros) into every lane, as a group of eight whose entries past the
+/// tail are in no lane: class-conditional, cells n8..n8 + 8, the tail's and padding cells
+/// (see [`LanePart`](super::LanePart)); pooled, the eight lane cells, those past the tail
+/// taking the biased units of 0.0 as in the portable pass.
+#[inline(always)]
+fn tail_lanes<const COUNT: bool>(v: &[f64; 8], n: usize, n8: usize, pass: &Pass, part: &mut Part) {
+    assert!(0 < n && n < 8);
+    let at = if pass.cc { n8 } else { 0 };
+    assert!(part.lanes.iter().all(|lp| lp.run.len() >= at + 8 && lp.count.len() >= at + 8));
+    // SAFETY: AVX2 is available (inlined into `rows` only). `v` holds 8 values; the run and
+    // count cells read and written are entries at..at + 8, within their lengths (asserted).
+    unsafe {
+        let (t0, t1) = (_mm256_loadu_pd(v.as_ptr()), _mm256_loadu_pd(v.as_ptr().add(4)));
+        let count = _mm256_set1_epi64x(n as i64);
+        let valid0 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(0, 1, 2, 3));
+        let valid1 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(4, 5, 6, 7));
+        let (thr, shift, one) = (_mm256_set1_pd(pass.cut.thr), _mm256_set1_pd(LANE_SHIFT), _mm256_set1_pd(1.0));
+        for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
+            let up = _mm256_set1_pd(u);
+            let f0 = _mm256_and_pd(_mm256_cmp_pd(t0, thr, _CMP_GT_OQ), _mm256_cmp_pd(t0, up, _CMP_LT_OQ));
+            let f1 = _mm256_and_pd(_mm256_cmp_pd(t1, thr, _CMP_GT_OQ), _mm256_cmp_pd(t1, up, _CMP_LT_OQ));
+            let (f0, f1) = (_mm256_and_pd(f0, _mm256_castsi256_pd(valid0)), _mm256_and_pd(f1, _mm256_castsi256_pd(valid1)));
+            let (b0, b1) = (lane_biased4(_mm256_and_pd(f0, t0), shift), lane_biased4(_mm256_and_pd(f1, t1), shift));
+            let (a0, a1) = (_mm256_and_pd(f0, one), _mm256_and_pd(f1, one));
+            let (r, a) = (lp.run.as_mut_ptr().add(at) as *mut __m256i, lp.count.as_mut_ptr().add(at));
+            _mm256_storeu_si256(r, _mm256_add_epi64(_mm256_loadu_si256(r), b0));
+            _mm256_storeu_si256(r.add(1), _mm256_add_epi64(_mm256_loadu_si256(r.add(1)), b1));
+            if COUNT {
+                _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), a0));
+                _mm256_storeu_pd(a.add(4), _mm256_add_pd(_mm256_loadu_pd(a.add(4)), a1));
+            }
+        }
+    }
 }
 
 /// The first lane's checks of a row, carried from block to block: the row-sum lanes, the
@@ -176,7 +219,9 @@ impl Default for RowCheck {
 }
 
 /// Columns `cols` (groups of eight, at most [`BLOCK`]) of a row into one lane (scores in
-/// (`thr`, `u`)) of a dense (`COUNT`: counted) chunk, class-conditional or `POOLED`. With
+/// (`thr`, `u`)) of a dense (`COUNT`: counted) chunk, class-conditional or `POOLED`: each
+/// entry adds its lane-biased units ([`lane_biased`]) to its lane cell's run `run` if in the
+/// lane, else those of 0.0, as the portable pass does. With
 /// `FIRST` (the narrowest lane), also the row's checks in `first` and each group's mask of
 /// the entries to scatter in `masks` (dense: all outside the lane; counted: the kept ones
 /// outside it, the dropped ones being checked against the lower bound here; with `RAISE`,
@@ -190,7 +235,7 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
     thr: f64,
     u: f64,
     raise: f64,
-    sum0: &mut [f64],
+    run: &mut [i64],
     count: &mut [f64],
     first: &mut RowCheck,
     masks: &mut [u8; BLOCK],
@@ -198,13 +243,13 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
     let k = row.len();
     let groups = cols.len() / 8;
     let j0 = cols.start;
-    // Pooled: the eight lanes; class-conditional: one entry per column.
-    assert!(sum0.len() == if POOLED { 8 } else { k } && count.len() == sum0.len());
+    // Pooled: the eight lanes; class-conditional: one entry per column (and padding).
+    assert!(run.len() >= if POOLED { 8 } else { k } && count.len() == run.len());
     assert!(cols.end <= k && cols.len().is_multiple_of(8) && groups <= BLOCK);
     // SAFETY: AVX2 is available (inlined into `rows` only). Loads read row[j..j+8] with
-    // j + 8 <= cols.end <= k (asserted); the vector loads/stores of `sum0` and `count`
-    // touch entries j..j+8 (j + 8 <= k = their length) or, pooled, 0..8 (their length,
-    // asserted above). Offsets depend only on k and `cols`, which no other thread can
+    // j + 8 <= cols.end <= k (asserted); the vector loads/stores of `run` and `count`
+    // touch entries j..j+8 (j + 8 <= k <= their length) or, pooled, 0..8 (within their
+    // length, asserted above). Offsets depend only on k and `cols`, which no other thread can
     // change; values another thread may change are only compared and added, and the
     // scattered path reads them again and tests them again, with bins clamped into the
     // table.
@@ -213,12 +258,14 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
         let (t, up, rise) = (_mm256_set1_pd(thr), _mm256_set1_pd(u), _mm256_set1_pd(raise));
         let (lo, one) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0));
         let every = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+        let shift = _mm256_set1_pd(LANE_SHIFT);
         let (mut s0, mut s1, mut low) = (first.s0, first.s1, first.low);
-        let (zp, ap) = (sum0.as_mut_ptr(), count.as_mut_ptr());
+        let (zp, ap) = (run.as_mut_ptr(), count.as_mut_ptr());
         let (mut z0, mut z1, mut a0, mut a1) = if POOLED {
-            (_mm256_loadu_pd(zp), _mm256_loadu_pd(zp.add(4)), _mm256_loadu_pd(ap), _mm256_loadu_pd(ap.add(4)))
+            let z = zp as *const __m256i;
+            (_mm256_loadu_si256(z), _mm256_loadu_si256(z.add(1)), _mm256_loadu_pd(ap), _mm256_loadu_pd(ap.add(4)))
         } else {
-            (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd())
+            (_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_pd(), _mm256_setzero_pd())
         };
         // Each group's scatter mask is stored (no branch), and the block's scattered
         // entries are handled after it, in column order.
@@ -231,21 +278,31 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
                 s0 = _mm256_add_pd(s0, v0);
                 s1 = _mm256_add_pd(s1, v1);
             }
-            let k0 = _mm256_cmp_pd(v0, t, _CMP_GT_OQ);
-            let k1 = _mm256_cmp_pd(v1, t, _CMP_GT_OQ);
-            let f0 = _mm256_and_pd(k0, _mm256_cmp_pd(v0, up, _CMP_LT_OQ));
-            let f1 = _mm256_and_pd(k1, _mm256_cmp_pd(v1, up, _CMP_LT_OQ));
+            // The entries in the lane (`f`), as values (`x`, 0.0 elsewhere), and the first
+            // lane's scatter mask before the raised threshold's (`m`): dense, every entry
+            // outside the lane, the complement of `f` (NaN included); counted, the kept ones.
+            let (x0, x1, f0, f1, m0, m1) = if FIRST && !COUNT {
+                let m0 = _mm256_or_pd(_mm256_cmp_pd(v0, t, _CMP_NGT_UQ), _mm256_cmp_pd(v0, up, _CMP_NLT_UQ));
+                let m1 = _mm256_or_pd(_mm256_cmp_pd(v1, t, _CMP_NGT_UQ), _mm256_cmp_pd(v1, up, _CMP_NLT_UQ));
+                (_mm256_andnot_pd(m0, v0), _mm256_andnot_pd(m1, v1), every, every, m0, m1)
+            } else {
+                let k0 = _mm256_cmp_pd(v0, t, _CMP_GT_OQ);
+                let k1 = _mm256_cmp_pd(v1, t, _CMP_GT_OQ);
+                let f0 = _mm256_and_pd(k0, _mm256_cmp_pd(v0, up, _CMP_LT_OQ));
+                let f1 = _mm256_and_pd(k1, _mm256_cmp_pd(v1, up, _CMP_LT_OQ));
+                (_mm256_and_pd(f0, v0), _mm256_and_pd(f1, v1), f0, f1, _mm256_andnot_pd(f0, k0), _mm256_andnot_pd(f1, k1))
+            };
             if POOLED {
-                z0 = _mm256_add_pd(z0, _mm256_and_pd(f0, v0));
-                z1 = _mm256_add_pd(z1, _mm256_and_pd(f1, v1));
+                z0 = _mm256_add_epi64(z0, lane_biased4(x0, shift));
+                z1 = _mm256_add_epi64(z1, lane_biased4(x1, shift));
                 if COUNT {
                     a0 = _mm256_add_pd(a0, _mm256_and_pd(f0, one));
                     a1 = _mm256_add_pd(a1, _mm256_and_pd(f1, one));
                 }
             } else {
-                let z = zp.add(j);
-                _mm256_storeu_pd(z, _mm256_add_pd(_mm256_loadu_pd(z), _mm256_and_pd(f0, v0)));
-                _mm256_storeu_pd(z.add(4), _mm256_add_pd(_mm256_loadu_pd(z.add(4)), _mm256_and_pd(f1, v1)));
+                let z = zp.add(j) as *mut __m256i;
+                _mm256_storeu_si256(z, _mm256_add_epi64(_mm256_loadu_si256(z), lane_biased4(x0, shift)));
+                _mm256_storeu_si256(z.add(1), _mm256_add_epi64(_mm256_loadu_si256(z.add(1)), lane_biased4(x1, shift)));
                 if COUNT {
                     let a = ap.add(j);
                     _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_and_pd(f0, one)));
@@ -253,13 +310,10 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
                 }
             }
             if FIRST {
-                let (m0, m1) = if COUNT {
+                if COUNT {
                     let out = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, lo, _CMP_NGE_UQ));
                     low = _mm256_or_pd(low, out);
-                    (_mm256_andnot_pd(f0, k0), _mm256_andnot_pd(f1, k1))
-                } else {
-                    (_mm256_andnot_pd(f0, every), _mm256_andnot_pd(f1, every))
-                };
+                }
                 // With `RAISE`, also those above the raised threshold.
                 let (m0, m1) = if RAISE {
                     (_mm256_or_pd(m0, _mm256_cmp_pd(v0, rise, _CMP_GT_OQ)), _mm256_or_pd(m1, _mm256_cmp_pd(v1, rise, _CMP_GT_OQ)))
@@ -272,8 +326,9 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
             }
         }
         if POOLED {
-            _mm256_storeu_pd(zp, z0);
-            _mm256_storeu_pd(zp.add(4), z1);
+            let z = zp as *mut __m256i;
+            _mm256_storeu_si256(z, z0);
+            _mm256_storeu_si256(z.add(1), z1);
             if COUNT {
                 _mm256_storeu_pd(ap, a0);
                 _mm256_storeu_pd(ap.add(4), a1);
@@ -286,8 +341,13 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
     }
 }
 
-/// Groups of eight per block of the dense pass.
-const BLOCK: usize = 64;
+/// The lane-biased units ([`lane_biased`], `shift` holding [`LANE_SHIFT`]) of four values:
+/// the same rounding as the portable pass.
+#[inline(always)]
+fn lane_biased4(x: __m256d, shift: __m256d) -> __m256i {
+    // SAFETY: AVX2 is available (inlined into `rows` only); register operations only.
+    unsafe { _mm256_castpd_si256(_mm256_add_pd(x, shift)) }
+}
 
 /// The entries of `row` flagged in `masks` (one byte per group of eight columns from
 /// column `j0`), in column order, through [`outside`]: whether one fails the range check.
