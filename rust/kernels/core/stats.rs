@@ -208,7 +208,7 @@ impl LaneTables {
             for j in 0..n {
                 let cell = cells[j] as usize;
                 counts[cell] += incs[j];
-                wide[cell] += biased[j].wrapping_sub(units::MAGIC_BITS) as i128;
+                wide[cell] += biased[j].wrapping_sub(units::SHIFT_BITS) as i128;
             }
             return;
         }
@@ -271,7 +271,7 @@ impl LaneTables {
                 if self.lanes > 1 {
                     // The run's biased units, less one bias per push (exact: the true sum
                     // fits in i64, and wrapping arithmetic is exact modulo 2^64).
-                    let bias = units::MAGIC_BITS.wrapping_mul(n as i64);
+                    let bias = units::SHIFT_BITS.wrapping_mul(n as i64);
                     st.units[cell] += self.sums[r.start + cell].wrapping_sub(bias) as i128;
                     self.sums[r.start + cell] = 0;
                 } else {

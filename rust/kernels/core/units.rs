@@ -12,39 +12,44 @@
 //! sum near 1; a bin's mean score is off by at most 2^-51. Scores are checked to lie in
 //! [-1e-4, 1 + 1e-4], so |units| <= 2^50 * (1 + 1e-4) < 2^51.
 //!
-//! The conversion is two float operations and no branch ([`units`]): x * 2^50 is exact (a
-//! power of two), and adding 1.5 * 2^52 rounds it to an integer held in the low bits of the
-//! result, the same in scalar code and in a vector lane ([`MAGIC`]). Kernels keep short runs
-//! in `i64` accumulators (at most [`RUN`] scores each, so they cannot overflow) and fold them
-//! into the table's `i128` cells.
+//! The conversion is one float addition and no branch ([`biased`]): for |x| < 2, `x + 6.0`
+//! lies in [4, 8), where floats are spaced by exactly one unit (2^-50), so the addition rounds
+//! x to the grid (to nearest, ties to even) and the result's bit pattern is [`SHIFT_BITS`] plus
+//! x's units, the same in scalar code and in a vector lane. Kernels add these biased values in
+//! `i64` runs (at most [`RUN`] scores each, so they cannot overflow), take the bias off by
+//! count, and fold the runs into the table's `i128` cells.
 
 /// The value of one unit: 2^-50.
 pub const GRID: f64 = 1.0 / (1u64 << 50) as f64;
 /// Units per 1.0: 2^50.
 pub const SCALE: f64 = (1u64 << 50) as f64;
 /// 1.5 * 2^52: for |y| <= 2^51, `y + MAGIC` is rounded to a whole number and its bit pattern
-/// is `MAGIC`'s plus that number.
+/// is `MAGIC`'s plus that number ([`weighted_units`]).
 pub const MAGIC: f64 = 6_755_399_441_055_744.0;
 /// The bit pattern of [`MAGIC`].
 pub const MAGIC_BITS: i64 = 0x4338_0000_0000_0000;
+/// Added to a score to round it to the grid ([`biased`]).
+pub const SHIFT: f64 = 6.0;
+/// The bit pattern of [`SHIFT`]: the bias of [`biased`].
+pub const SHIFT_BITS: i64 = 0x4018_0000_0000_0000;
 /// Scores an `i64` run accumulator may take before it is folded into an `i128` cell: each is
 /// below 2^51 units in magnitude, so 4096 of them stay below 2^63.
 pub const RUN: usize = 4096;
 
-/// The units of a score x in [-2, 2]: round(x * 2^50), ties to even. (Values outside that
+/// The units of a score x with |x| < 2: round(x * 2^50), ties to even. (Values outside that
 /// range, possible only for an input written by another thread during a call, give some
 /// number, never a panic.)
 #[inline(always)]
 pub fn units(x: f64) -> i64 {
-    biased(x).wrapping_sub(MAGIC_BITS)
+    biased(x).wrapping_sub(SHIFT_BITS)
 }
 
-/// The biased units of a score: `units(x) + MAGIC_BITS` (wrapping), one float operation less
-/// per score; a sum of n of them, less n * `MAGIC_BITS` (wrapping), is the sum of the units
+/// The biased units of a score x with |x| < 2: `units(x) + SHIFT_BITS`, the bit pattern of
+/// `x + SHIFT`; a sum of n of them, less n * `SHIFT_BITS` (wrapping), is the sum of the units
 /// whenever that fits in an `i64`.
 #[inline(always)]
 pub fn biased(x: f64) -> i64 {
-    (x * SCALE + MAGIC).to_bits() as i64
+    (x + SHIFT).to_bits() as i64
 }
 
 /// [`biased`] of each score of `xs` into `out` (a loop the compiler vectorises).
@@ -55,18 +60,22 @@ pub fn biased_into(xs: &[f64], out: &mut [i64]) {
     }
 }
 
-/// The float value of a sum of units, rounded once (to nearest).
+/// The float value of a sum of units, rounded once (to nearest). (Through `i64` when the sum
+/// fits: the same rounding, without the library routine of `i128 as f64`.)
 #[inline(always)]
 pub fn value(u: i128) -> f64 {
-    u as f64 * GRID
+    i64::try_from(u).map_or(u as f64, |v| v as f64) * GRID
 }
 
 /// The units of a weighted score: `w * units(x)` rounded to a whole number (ties to even),
 /// for a weight `w >= 0` already scaled by [`weight_scale`]. A whole-number weight m gives
-/// exactly m times the score's units (m repeated rows); weight 1 gives the score's own units,
-/// so a table with unit weights is the unweighted table bit for bit.
+/// exactly m times the score's units (m repeated rows, in integer arithmetic); weight 1 gives
+/// the score's own units, so a table with unit weights is the unweighted table bit for bit.
 #[inline(always)]
 pub fn weighted_units(w: f64, u: i64) -> i128 {
+    if w == w.trunc() && w < 9.0e18 {
+        return (w as i64 as i128) * u as i128;
+    }
     let v = w * u as f64;
     if v.abs() < 4_503_599_627_370_496.0 {
         // Below 2^52: round to a whole number (the f64 product may have a fraction).
@@ -90,14 +99,16 @@ pub fn weight_scale(max_weight: f64) -> f64 {
     let mut m = max_weight;
     // Stop below 2^1000 (a larger power of two overflows once multiplied back); weights below
     // about 1e-301 keep less resolution.
-    while m < 0.5 && s < 1e300 {
+    while m < 0.5 {
         // Steps of 2^64 first (weights as small as 1e-300 need about 1000 doublings).
-        if m < 0.5 / 1.8446744073709552e19 {
+        if m < 0.5 / 1.8446744073709552e19 && s < 1e280 {
             s *= 1.8446744073709552e19;
             m *= 1.8446744073709552e19;
-        } else {
+        } else if s < 1e300 {
             s *= 2.0;
             m *= 2.0;
+        } else {
+            break;
         }
     }
     s
@@ -120,8 +131,6 @@ mod tests {
         assert_eq!(units(-1.0), -(1 << 50));
         assert_eq!(units(0.5), 1 << 49);
         assert_eq!(units(1.0 + 1e-4), (SCALE * (1.0 + 1e-4)).round() as i64);
-        assert_eq!(units(2.0), 1 << 51);
-        assert_eq!(units(-2.0), -(1 << 51));
         // Half a unit rounds to even: 0.5 and 1.5 units.
         assert_eq!(units(0.5 * GRID), 0);
         assert_eq!(units(1.5 * GRID), 2);
@@ -132,6 +141,30 @@ mod tests {
             x = (x * 1.618_033_988_749_895) % 1.0;
             assert_eq!(units(x) as f64, (x * SCALE).round_ties_even());
         }
+    }
+
+    /// The biased units are the grid units plus [`SHIFT_BITS`]: on the grid, at ties (to
+    /// even), between, at the ends of the scores' range and beyond it up to 2.
+    #[test]
+    fn biased_units_are_the_rounded_units() {
+        assert_eq!(SHIFT.to_bits() as i64, SHIFT_BITS);
+        let g = GRID;
+        let mut xs = vec![0.0, -0.0, 1.0, -1.0, 0.5, 1.0 + 1e-4, -1e-4, 1.999_999, -1.999_999, 1e-300, 5e-324, g, 0.5 * g];
+        for k in [0.0f64, 1.0, 2.0, 3.0, 12345.0, (1u64 << 49) as f64, (1u64 << 50) as f64 - 1.0] {
+            for d in [0.25, 0.5, 0.75, 1.5] {
+                xs.extend([(k + d) * g, -(k + d) * g]);
+            }
+        }
+        let mut x = 1e-3;
+        for _ in 0..100_000 {
+            x = (x * 1.618_033_988_749_895 + 0.1) % 1.0;
+            xs.extend([x, x * 1e-6, x * 1.9, -x]);
+        }
+        for x in xs {
+            assert_eq!(units(x) as f64, (x * SCALE).round_ties_even(), "{x:e}");
+        }
+        assert_eq!(value(1 << 100), 2f64.powi(50));
+        assert_eq!(value(-(1 << 80) - 1), (-(2f64.powi(80)) - 1.0) * GRID);
     }
 
     #[test]
@@ -151,7 +184,9 @@ mod tests {
             assert_eq!(weighted_units(3.0, u), 3 * u as i128);
             assert_eq!(weighted_units(1e6, u), 1_000_000 * u as i128);
         }
-        assert_eq!(weighted_units(1e30, units(1.0)), (1e30 * SCALE) as i128);
+        assert_eq!(weighted_units(1e20, units(1.0)), (1e20 as i128) << 50);
+        assert_eq!(weighted_units(2.5, 3), 8); // 7.5 to even
+        assert_eq!(weighted_units(0.5, 3), 2); // 1.5 to even
     }
 
     #[test]

@@ -169,6 +169,7 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
         debug_assert_eq!(bin, bin_by_edges(&edges, s));
         st.push(0, bin, s, o as u8 as f64);
     }
+    st.finish();
     (adaptive_boundaries(&edges, b, threshold), st)
 }
 
@@ -200,6 +201,7 @@ fn adaptive_group_select(m: &[(f64, bool)], b: usize, threshold: f64) -> (Vec<f6
         debug_assert_eq!(bin, bin_by_edges(&edges, s));
         st.push(0, bin, s, (k & 1) as f64);
     }
+    st.finish();
     (adaptive_boundaries(&edges, b, threshold), st)
 }
 
@@ -234,9 +236,8 @@ mod tests {
                 want.finish();
                 assert_eq!(st.count, want.count, "n={n} b={b}");
                 assert_eq!(st.sum_outcome, want.sum_outcome, "n={n} b={b}");
-                for (a, w) in st.sum_score.iter().zip(&want.sum_score) {
-                    assert!((a - w).abs() <= 1e-12 * w.abs().max(1.0), "n={n} b={b}: {a} vs {w}");
-                }
+                assert_eq!(st.units, want.units, "n={n} b={b}");
+                assert_eq!(st.sum_score, want.sum_score, "n={n} b={b}");
             }
         }
     }

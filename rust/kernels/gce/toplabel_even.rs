@@ -176,7 +176,7 @@ mod x86 {
         let threshold = _mm256_set1_pd(bn.threshold);
         let k = _mm256_set1_epi64x(bn.k as i64);
         let (one, correct_inc) = (_mm256_set1_epi64x(1), _mm256_set1_epi64x(1 << 32));
-        let (scale, magic) = (_mm256_set1_pd(units::SCALE), _mm256_set1_pd(units::MAGIC));
+        let shift = _mm256_set1_pd(units::SHIFT);
         let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
         let mut bad = _mm256_setzero_si256();
         let done = n / 4 * 4;
@@ -202,7 +202,7 @@ mod x86 {
             let inc = _mm256_or_si256(one, _mm256_and_si256(correct, correct_inc));
             // The scores' biased units, as `units::biased` computes them (bitwise: the same
             // two roundings).
-            let biased = _mm256_castpd_si256(_mm256_add_pd(_mm256_mul_pd(s, scale), magic));
+            let biased = _mm256_castpd_si256(_mm256_add_pd(s, shift));
             // SAFETY: entries j..j+4 of `incs` and `biased` (length BLOCK >= n).
             unsafe {
                 _mm256_storeu_si256(b.incs.as_mut_ptr().add(j) as *mut __m256i, inc);

@@ -5,20 +5,11 @@
 use super::{Mode, Pass, LANES};
 use crate::kernels::core::units;
 
-/// `x + LANE_SHIFT` for a score x with |x| < 2 lies in [4, 8), where floats are spaced by one
-/// grid unit (2^-50): the addition rounds x to the grid (to nearest, ties to even, as
-/// [`units::units`]), and the result's bit pattern is [`LANE_BIAS`] plus x's units. One float
-/// operation per score where [`units::biased`] takes two; the dense lanes' scores lie in
-/// (threshold, first edge), inside [0, 1].
-pub(crate) const LANE_SHIFT: f64 = 6.0;
-/// The bit pattern of [`LANE_SHIFT`].
-pub(crate) const LANE_BIAS: i64 = 0x4018_0000_0000_0000;
-
-/// The lane-biased units of a score x with |x| < 2: `units::units(x) + LANE_BIAS`.
-#[inline(always)]
-pub(crate) fn lane_biased(x: f64) -> i64 {
-    (x + LANE_SHIFT).to_bits() as i64
-}
+/// The lane's conversion: [`units::biased`] (one float addition).
+pub(crate) use units::biased as lane_biased;
+/// [`units::SHIFT`] and its bit pattern, the bias of [`lane_biased`].
+pub(crate) const LANE_SHIFT: f64 = units::SHIFT;
+pub(crate) const LANE_BIAS: i64 = units::SHIFT_BITS;
 
 /// One chunk's dense lane (dense and counted modes): score sums by lane index, and
 /// (counted mode) counts. `run` and `count` have padding cells up to a multiple of eight (the
@@ -140,32 +131,5 @@ impl Part {
             lp.count[w..].fill(0.0);
         }
         self.pending = 0;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The lane-biased units are the grid units plus [`LANE_BIAS`]: on the grid, at ties
-    /// (to even), between, at the ends of the lanes' range and beyond it up to 2.
-    #[test]
-    fn lane_biased_units_are_the_units() {
-        assert_eq!(LANE_SHIFT.to_bits() as i64, LANE_BIAS);
-        let g = units::GRID;
-        let mut xs = vec![0.0, -0.0, 1.0, -1.0, 0.5, 1.0 + 1e-4, -1e-4, 1.999_999, -1.999_999, 1e-300, 5e-324, g, 0.5 * g];
-        for k in [0.0f64, 1.0, 2.0, 3.0, 12345.0, (1u64 << 49) as f64, (1u64 << 50) as f64 - 1.0] {
-            for d in [0.25, 0.5, 0.75, 1.5] {
-                xs.extend([(k + d) * g, -(k + d) * g]);
-            }
-        }
-        let mut x = 1e-3;
-        for _ in 0..100_000 {
-            x = (x * 1.618_033_988_749_895 + 0.1) % 1.0;
-            xs.extend([x, x * 1e-6, x * 1.9, -x]);
-        }
-        for x in xs {
-            assert_eq!(lane_biased(x).wrapping_sub(LANE_BIAS), units::units(x), "{x:e}");
-        }
     }
 }

@@ -94,7 +94,7 @@ impl PairTables {
                 let (n, correct) = (k & 0xffff_ffff, k >> 32);
                 st.count[cell] += n as f64;
                 st.sum_outcome[cell] += correct as f64;
-                st.units[cell] += biased.wrapping_sub(units::MAGIC_BITS.wrapping_mul(n as i64)) as i128;
+                st.units[cell] += biased.wrapping_sub(units::SHIFT_BITS.wrapping_mul(n as i64)) as i128;
                 self.data[i] = 0;
                 self.data[i + 1] = 0;
             }
@@ -309,7 +309,7 @@ pub(super) mod x86 {
             let mut four = Four::new(x, g, e, t.cells as u32);
             let drop = _mm_set1_epi32(t.cells as i32);
             let one = _mm256_set1_epi64x(1);
-            let (scale, magic) = (_mm256_set1_pd(units::SCALE), _mm256_set1_pd(units::MAGIC));
+            let shift = _mm256_set1_pd(units::SHIFT);
             let stride = t.cells + 1;
             let table = t.data.as_mut_ptr();
             let (t0, t1, t2, t3) = (table, table.add(stride * 2), table.add(stride * 4), table.add(stride * 6));
@@ -322,7 +322,7 @@ pub(super) mod x86 {
                 // half.
                 let c = _mm256_and_si256(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(c4 as i32)), one);
                 let inc = _mm256_or_si256(one, _mm256_slli_epi64(c, 32));
-                let u = _mm256_castpd_si256(_mm256_add_pd(_mm256_mul_pd(s, scale), magic));
+                let u = _mm256_castpd_si256(_mm256_add_pd(s, shift));
                 let (a, b) = (_mm256_unpacklo_epi64(inc, u), _mm256_unpackhi_epi64(inc, u));
                 let upd = |base: *mut i64, cell: i32, v: __m128i| {
                     let q = base.add(cell as usize * 2) as *mut __m128i;

@@ -54,7 +54,7 @@ impl PooledTables {
                 }
                 st.count[b] += (k0 + k1) as f64;
                 st.sum_outcome[b] += k1 as f64;
-                let sum = s0.wrapping_add(s1).wrapping_sub(units::MAGIC_BITS.wrapping_mul(k0 + k1));
+                let sum = s0.wrapping_add(s1).wrapping_sub(units::SHIFT_BITS.wrapping_mul(k0 + k1));
                 st.units[b] += sum as i128;
             }
             copy.fill(0);
@@ -210,7 +210,7 @@ mod x86 {
             let step = _mm256_set1_pd(1.0 / b as f64);
             let one = _mm256_set1_pd(1.0);
             let ones = _mm256_set1_epi64x(1);
-            let (scale, umagic) = (_mm256_set1_pd(units::SCALE), _mm256_set1_pd(units::MAGIC));
+            let shift = _mm256_set1_pd(units::SHIFT);
             let mut nan = _mm256_setzero_pd();
             let tiny = _mm256_set1_pd(f64::from_bits(1));
             let thr = _mm256_set1_pd(threshold);
@@ -268,7 +268,7 @@ mod x86 {
                     for h in 0..2 {
                         let s = T::load4(conf.add(8 * k + 4 * h));
                         // [1, biased units] per pair, as `units::biased` computes them.
-                        let u = _mm256_castpd_si256(_mm256_add_pd(_mm256_mul_pd(s, scale), umagic));
+                        let u = _mm256_castpd_si256(_mm256_add_pd(s, shift));
                         let (a, z) = (_mm256_unpacklo_epi64(ones, u), _mm256_unpackhi_epi64(ones, u));
                         for (lane, v) in [(0, _mm256_castsi256_si128(a)), (1, _mm256_castsi256_si128(z)), (2, _mm256_extracti128_si256(a, 1)), (3, _mm256_extracti128_si256(z, 1))] {
                             let q = table.add(*offs.add(8 * h + 2 * lane) as usize) as *mut __m128i;
