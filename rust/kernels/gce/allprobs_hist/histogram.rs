@@ -3,27 +3,65 @@
 //! counts are known beforehand, both in one pass.
 
 use super::Keys;
+use crate::kernels::core::units;
 use crate::kernels::Score;
 
 /// One group's histogram over the bucket keys (the last slot counts dropped entries).
 ///
-/// A bucket's score sum is kept as `sum[q][0] + sum[q][1]`: the first adds the f32-rounded high
-/// parts of the values ([`Score::split`]), which share the bucket's f32 exponent and so add
-/// exactly (up to 2^29 values per bucket), whatever the order; the second the tiny low parts
-/// (f64 input only).
-/// So only the low parts' sum rounds, and its error is ~2^-24 of a plain sum's: bucket sums
-/// stay exact to about an ulp however many equal scores a bucket holds (a plain sum of 10M
-/// equal scores drifts by ~1e-10 relative).
+/// A bucket's score sum is the exact integer sum of its scores' grid units ([`units::units`],
+/// read by [`Hist::units`]): it does not depend on the order of the values, nor on how they
+/// are cut into segments or chunks, and a bucket that lies wholly in a bin adds exactly its
+/// members' units to it, as any other path that bins those scores one by one does.
+///
+/// It is kept in [`Lanes`], exact for any number of scores a group may hold.
 pub(super) struct Hist {
     pub(super) cnt: Vec<u32>,
-    /// Per bucket `[sum of high parts, sum of low parts]`, side by side so that one update is
-    /// one two-lane add.
-    pub(super) sum: Vec<[f64; 2]>,
+    /// Per bucket: its scores' units.
+    pub(super) sum: Vec<Lanes>,
+}
+
+/// An exact sum of fewer than 2^32 scores' units, as the sums of the low and of the high 32
+/// bits of their biased units ([`units::biased`], as `u64`): each lane adds values below 2^32,
+/// so neither can overflow, and adding a score is two independent adds (one two-lane vector
+/// add of its zero-extended halves), not an `i128` add with carry. [`Lanes::units`] reads the
+/// sum, given the count.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Lanes([u64; 2]);
+
+/// The biased units of a score ([`units::biased`]) as its low and high 32 bits.
+#[inline(always)]
+pub(super) fn halves(x: f64) -> [u32; 2] {
+    let b = units::biased(x) as u64;
+    [b as u32, (b >> 32) as u32]
+}
+
+impl Lanes {
+    /// Adds a score given by its [`halves`].
+    #[inline(always)]
+    pub(super) fn add(&mut self, h: [u32; 2]) {
+        self.merge(Lanes([h[0] as u64, h[1] as u64]));
+    }
+
+    /// Adds another sum (of scores of the same group).
+    #[inline(always)]
+    pub(super) fn merge(&mut self, o: Lanes) {
+        self.0[0] = self.0[0].wrapping_add(o.0[0]);
+        self.0[1] = self.0[1].wrapping_add(o.0[1]);
+    }
+
+    /// The exact sum of the units of the `n` scores added: the sum of their biased units less
+    /// one bias each. (A count that is not the number of scores added, possible only for an
+    /// input changed by another thread, gives some number.)
+    #[inline]
+    pub(super) fn units(self, n: u64) -> i128 {
+        let [lo, hi] = self.0;
+        lo as i128 + ((hi as i128) << 32) - n as i128 * units::MAGIC_BITS as i128
+    }
 }
 
 impl Hist {
     pub(super) fn zeros(keys: Keys) -> Self {
-        Hist { cnt: vec![0; keys.nkeys() + 1], sum: vec![[0.0; 2]; keys.nkeys() + 1] }
+        Hist { cnt: vec![0; keys.nkeys() + 1], sum: vec![Lanes::default(); keys.nkeys() + 1] }
     }
 
     /// Empties the histogram, keeping its buffers (reused from group to group).
@@ -31,11 +69,16 @@ impl Hist {
         self.cnt.clear();
         self.cnt.resize(keys.nkeys() + 1, 0);
         self.sum.clear();
-        self.sum.resize(keys.nkeys() + 1, [0.0; 2]);
+        self.sum.resize(keys.nkeys() + 1, Lanes::default());
     }
 
     pub(super) fn count(&self, q: usize) -> u64 {
         self.cnt[q] as u64
+    }
+
+    /// The exact sum of bucket q's scores' units.
+    pub(super) fn units(&self, q: usize) -> i128 {
+        self.sum[q].units(self.count(q))
     }
 
     /// Adds another histogram. Counts are u32: groups of 2^32 entries or more are refused.
@@ -44,26 +87,20 @@ impl Hist {
             *a += b;
         }
         for (a, b) in self.sum.iter_mut().zip(&o.sum) {
-            a[0] += b[0];
-            a[1] += b[1];
+            a.merge(*b);
         }
     }
 }
 
 crate::kernels::core::simd::multiversion! {
-    /// Adds `vals` to the histogram in order (every bucket's sum runs in value order).
+    /// Adds `vals` to the histogram: each value's count and units to its bucket's.
     pub(super) fn hist_values<T: Score>(h: &mut Hist, keys: Keys, vals: &[T], thr: f64) -> () {
         let n = keys.nkeys() + 1;
         let (cnt, sum) = (&mut h.cnt[..n], &mut h.sum[..n]);
         for &v in vals {
             let key = keys.slot(v, thr);
-            let (hi, lo) = v.split();
             cnt[key] += 1;
-            let s = &mut sum[key];
-            s[0] += hi;
-            if T::HAS_LOW {
-                s[1] += lo;
-            }
+            sum[key].add(halves(v.to_f64()));
         }
     }
 }
@@ -103,11 +140,12 @@ crate::kernels::core::simd::multiversion! {
 
 crate::kernels::core::simd::multiversion! {
     /// [`hist_values`] and [`gather_values`] in one read, for groups whose bucket counts are
-    /// already known (counted while transposing, see [`super::transpose`]): adds the scores to
-    /// the histogram sums, in order, and appends the kept values of wanted buckets to `out`.
+    /// already known (counted while transposing, see [`super::transpose`]): adds the scores'
+    /// units to the histogram sums and appends the kept values of wanted buckets to `out`, in
+    /// order.
     ///
-    /// Works in blocks: first every value's slot (a loop the compiler vectorises), then the
-    /// sum updates and the branch-free gathering read the slots back, so the slot computation
+    /// Works in blocks: first every value's slot and units (loops the compiler vectorises),
+    /// then the sum updates and the branch-free gathering read them back, so their computation
     /// stays out of the loop that carries the read-modify-write of the sums. `wanted` has a
     /// slot per key plus the drop slot (never wanted).
     pub(super) fn sum_and_gather<T: Score>(
@@ -118,30 +156,63 @@ crate::kernels::core::simd::multiversion! {
         thr: f64,
         out: &mut Vec<f64>,
     ) -> () {
-        const BLOCK: usize = 1024;
+        // Short blocks: their buffers take little of L1 beside the histogram.
+        const BLOCK: usize = 256;
         assert!(keys.drop_slot() <= u16::MAX as usize);
         let sum = &mut h.sum[..keys.nkeys() + 1];
         let wanted = &wanted[..keys.nkeys() + 1];
         let mut slots = [0u16; BLOCK];
+        let mut us = [[0u32; 2]; BLOCK];
         let mut buf = [0.0f64; BLOCK];
         for block in vals.chunks(BLOCK) {
             for (q, &v) in slots.iter_mut().zip(block) {
                 *q = keys.slot(v, thr) as u16;
             }
+            for (u, &v) in us.iter_mut().zip(block) {
+                *u = halves(v.to_f64());
+            }
             let mut len = 0usize;
-            for (&q, &v) in slots.iter().zip(block) {
-                let s = v.to_f64();
-                let (hi, lo) = v.split();
-                let e = &mut sum[q as usize];
-                e[0] += hi;
-                if T::HAS_LOW {
-                    e[1] += lo;
-                }
-                buf[len] = s;
+            for ((&q, &u), &v) in slots.iter().zip(&us).zip(block) {
+                sum[q as usize].add(u);
+                buf[len] = v.to_f64();
                 // As in `gather_values`: len <= index within the block.
                 len += wanted[q as usize] as usize;
             }
             out.extend_from_slice(&buf[..len]);
         }
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lanes hold the exact sum of the scores' units, for scores of either sign and near the
+    /// ends of the validated range, added one by one or as merged partial sums, and many of
+    /// the largest scores (where an `i64` sum of units would overflow).
+    #[test]
+    fn lanes_sum_units_exactly() {
+        let mut draw = crate::kernels::tests::xorshift(0x5EED_1234_ABCD_0001);
+        let mut xs: Vec<f64> = (0..100_000).map(|_| draw() * (1.0 + 2e-4) - 1e-4).collect();
+        xs.extend([0.0, -0.0, -1e-4, 1.0 + 1e-4, 1.0, 1e-300, units::GRID * 1.5]);
+        let (mut one, mut parts) = (Lanes::default(), [Lanes::default(); 3]);
+        for (i, &x) in xs.iter().enumerate() {
+            one.add(halves(x));
+            parts[i % 3].add(halves(x));
+        }
+        let want: i128 = xs.iter().map(|&x| units::units(x) as i128).sum();
+        assert_eq!(one.units(xs.len() as u64), want);
+        let mut merged = Lanes::default();
+        parts.iter().for_each(|p| merged.merge(*p));
+        assert_eq!(merged.units(xs.len() as u64), want);
+        let n = 1u64 << 22;
+        let top = 1.0 + 1e-4;
+        let mut big = Lanes::default();
+        for _ in 0..n {
+            big.add(halves(top));
+        }
+        assert_eq!(big.units(n), n as i128 * units::units(top) as i128);
+        assert!(big.units(n) > i64::MAX as i128);
     }
 }

@@ -6,7 +6,7 @@
 //! Every bin edge, adaptive or even, is a value; only the entries near the edges need exact
 //! treatment, so nothing is sorted whole:
 //! 1. a histogram over a monotone bucket key of the value (the top bits of its float pattern,
-//!    see [`Score::key_bits`]) holding count and score sum per bucket;
+//!    see [`Score::key_bits`]) holding count and score sum (in grid units) per bucket;
 //! 2. prefix sums locate the bucket holding each wanted rank (adaptive edges, for every
 //!    requested bin count at once); even edges `j/B` sit in the buckets of their own keys;
 //! 3. a second pass gathers only the members of those "wanted" buckets, which are placed
@@ -14,9 +14,15 @@
 //!    edges are read by selection within their buckets;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
 //!    sums; the members of each wanted bucket are summed once, by segment between the edges of
-//!    every requested table that fall in it, in exact integer units of the bucket (see
-//!    `select::Units`: order-free, so a table is bitwise the table computed alone); outcomes (1
-//!    only at the true label) are binned from the list of true-label scores.
+//!    every requested table that fall in it; outcomes (1 only at the true label) are binned
+//!    from the list of true-label scores.
+//!
+//! Score sums follow the rule of [`crate::kernels::core::units`]: each kept score adds exactly
+//! its grid units, bucket totals and segment sums are exact integers, and a bin's sum is their
+//! exact total, rounded once. So a table is bitwise the table of any other path that bins the
+//! same scores at the same edges (the weighted kernels with unit weights, streaming, Dask
+//! tables added per chunk), whatever the order of the scores, the buckets, the other tables
+//! requested with it, the chunking or the thread count.
 //!
 //! With a threshold that drops most entries (TACE on a many-class softmax), the kept scores are
 //! first compacted, in parallel over large chunks of rows, into per-chunk lists sorted by class
@@ -26,17 +32,16 @@
 //! true-label scores are taken in the compaction, from rows in cache (`positives` reads them
 //! in parallel on the other paths): nothing runs over all rows or all kept entries on one
 //! thread.
+//!
 //! Class-conditional otherwise: blocks of classes are transposed (in parallel over row chunks,
 //! with AVX2 register-block kernels and streamed stores; `transpose`) so that each class's
-//! column is contiguous, and the bucket counts (integers, so their order does not matter) are
-//! taken during the transposition; then classes are processed in parallel, each with one pass
-//! over its column that adds the bucket sums and gathers the wanted buckets (`histogram`,
-//! `select`), on a histogram that fits in L1. Pooled: one finer histogram over row chunks,
-//! folded in chunk order.
+//! column is contiguous, and the bucket counts are taken during the transposition; then
+//! classes are processed in parallel, each with one pass over its column that adds the bucket
+//! sums and gathers the wanted buckets (`histogram`, `select`). Pooled: one finer histogram
+//! over row chunks, whose partial histograms are added.
 //!
-//! Every sum runs in an order fixed by the shape, so results do not depend on the thread count
-//! (or on the block and tile sizes): each bucket's sum adds its values in row order, whatever
-//! the path.
+//! Counts and unit sums are integers, so no result depends on the thread count, or on the
+//! block, tile and chunk sizes.
 
 mod compact;
 mod histogram;

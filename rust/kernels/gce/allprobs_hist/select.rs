@@ -1,11 +1,12 @@
 //! From a group's histogram to its bin totals: which buckets hold the wanted ranks and edges,
 //! the members of those buckets (placed bucket by bucket, never sorted), the values of the
-//! wanted ranks (selected within their buckets), and the per-bin sums.
+//! wanted ranks (selected within their buckets), and the per-bin sums: exact sums of grid
+//! units ([`crate::kernels::core::units`]), so that a bin's total is the sum of its scores'
+//! units however they were grouped into buckets and segments.
 
-use super::histogram::{gather_values, hist_values, sum_and_gather, Hist};
+use super::histogram::{gather_values, halves, hist_values, sum_and_gather, Hist, Lanes};
 use super::{GroupResult, Keys, Request};
 use crate::kernels::core::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
-use crate::kernels::core::stats::add_compensated;
 use crate::kernels::{BinStats, KernelError, Score};
 
 /// Which buckets must be resolved exactly, and where their members sit among the candidates.
@@ -64,9 +65,9 @@ impl Selection {
 
 /// The members of the wanted buckets, each bucket's in the order they were gathered (row
 /// order), and the exact values of the requested ranks, read by selection within their
-/// buckets (no bucket is sorted: run sums are exact sums of integer units, [`Units`], in any
-/// order). Reused from group to group within a worker, with the histogram and the
-/// other per-group buffers (fresh buffers would cost page faults each time).
+/// buckets (no bucket is sorted: run sums are exact sums of grid units, in any order). Reused
+/// from group to group within a worker, with the histogram and the other per-group buffers
+/// (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
     /// Members of the wanted buckets, bucket after bucket, each in gathered order.
@@ -182,64 +183,8 @@ impl Candidates {
     }
 }
 
-/// A member's score in exact integer units of its bucket: every member of a bucket has the
-/// bucket's f32 exponent once rounded to f32, so its high part (the f32 value) is a whole
-/// number of f32 ulps of that binade, below 2^24 of them, and its low part (the rest, f64 input
-/// only) a whole number of 2^-30 of those ulps, below 2^29 of them in magnitude. (Scores below
-/// the normal f32 range, 2^-126, are the exception: their low parts are truncated to whole
-/// units of the lowest binade, 2^-179, an error below 1e-53 per score.) Integer sums of these
-/// are exact in any order: a run's sum does not depend on the order of its members, nor on how
-/// the run is cut into pieces (so one pass serves every table, and a table's numbers are those
-/// of a pass for it alone).
-#[derive(Clone, Copy)]
-struct Units {
-    /// The value of one high unit and of one low unit (powers of two).
-    hi: f64,
-    lo: f64,
-    /// One low unit's inverse.
-    per_lo: f64,
-    /// The f32 bit pattern of a member, less this, is its count of high units (the bucket's
-    /// exponent bits, less the implicit leading bit of a normal f32).
-    hi_offset: u64,
-}
-
-impl Units {
-    /// The units of the bucket in slot `q` (its f32 exponent is in its key's bits).
-    fn of_bucket(keys: Keys, q: usize) -> Self {
-        let bits = ((q + keys.min) as u32).wrapping_shl(keys.shift);
-        let exp = (bits >> 23) & 0xff;
-        // Subnormal f32 values are whole multiples of 2^-149, like the lowest binade.
-        let e = exp.max(1) as i32 - 127 - 23;
-        let implicit = if exp > 0 { 1u64 << 23 } else { 0 };
-        Units { hi: 2f64.powi(e), lo: 2f64.powi(e - 30), per_lo: 2f64.powi(30 - e), hi_offset: ((exp as u64) << 23) - implicit }
-    }
-
-    /// The member `s` as (count, f32 bit pattern, low units): integer parts only, the high
-    /// part's units read off its bit pattern (see [`Units::value`]). Out-of-range values (only
-    /// from an input changed during the call) saturate: some number, never a panic.
-    #[inline(always)]
-    fn split(&self, s: f64) -> RunSum {
-        let hi = s as f32;
-        (1, hi.to_bits() as u64, ((s - hi as f64) * self.per_lo) as i64)
-    }
-
-    /// A run's (high, low) sums as f64 values.
-    fn value(&self, (c, bits, l): RunSum) -> (f64, f64) {
-        let h = bits.wrapping_sub(c.wrapping_mul(self.hi_offset));
-        (h as f64 * self.hi, l as f64 * self.lo)
-    }
-}
-
-/// A run's (count, sum of its members' f32 bit patterns, low units).
-type RunSum = (u64, u64, i64);
-
-/// Adds two (count, high units, low units) sums (wrapping: exact for any real group).
-#[inline(always)]
-fn add3(a: &mut RunSum, b: RunSum) {
-    a.0 = a.0.wrapping_add(b.0);
-    a.1 = a.1.wrapping_add(b.1);
-    a.2 = a.2.wrapping_add(b.2);
-}
+/// A run's count and its members' units.
+type RunSum = (u64, Lanes);
 
 /// For each wanted bucket holding edges of some table: those edges (every table's, sorted,
 /// distinct) and the exact sums of the members between consecutive ones.
@@ -248,8 +193,8 @@ struct Segments {
     /// Per bucket slot: its first edge in `edges` (and segment in `sums`, offset by its
     /// number of earlier buckets), `usize::MAX` if it holds no edge.
     first: Vec<usize>,
-    /// Per bucket with edges, in slot order: (first edge, number of edges, units).
-    buckets: Vec<(usize, usize, Units)>,
+    /// Per bucket with edges, in slot order: (first edge, number of edges).
+    buckets: Vec<(usize, usize)>,
     edges: Vec<f64>,
     /// Bucket b's segment i: members with exactly i of its edges <= them.
     sums: Vec<RunSum>,
@@ -288,60 +233,34 @@ impl Segments {
             let m = self.edges.len() - start;
             let at = self.sums.len();
             self.first[q] = self.buckets.len();
-            let u = Units::of_bucket(req.keys, q);
-            self.buckets.push((start, m, u));
-            self.sums.resize(at + m + 1, (0, 0, 0));
+            self.buckets.push((start, m));
+            self.sums.resize(at + m + 1, (0, Lanes::default()));
             let (es, sums) = (&self.edges[start..], &mut self.sums[at..]);
             let members = sel.members(h, &cand.placed, q);
+            let mut add = |i: usize, s: f64| {
+                let r = &mut sums[i];
+                r.0 += 1;
+                r.1.add(halves(s));
+            };
             if m == 1 {
                 let e = es[0];
                 for &s in members {
-                    add3(&mut sums[(s >= e) as usize], u.split(s));
+                    add((s >= e) as usize, s);
                 }
             } else {
                 for &s in members {
-                    add3(&mut sums[es.partition_point(|&e| e <= s)], u.split(s));
+                    add(es.partition_point(|&e| e <= s), s);
                 }
             }
         }
     }
 
-    /// Bucket q's edges, segment sums and units (q must hold edges).
-    fn of(&self, q: usize) -> (&[f64], &[RunSum], Units) {
+    /// Bucket q's edges and segment sums (q must hold edges).
+    fn of(&self, q: usize) -> (&[f64], &[RunSum]) {
         let b = self.first[q];
-        let (start, m, u) = self.buckets[b];
+        let (start, m) = self.buckets[b];
         // Segments of bucket b start after the m + 1 of each earlier bucket.
-        (&self.edges[start..start + m], &self.sums[start + b..start + b + m + 1], u)
-    }
-}
-
-/// Per-bin sums of many terms, each given as (hi, lo): the hi parts with Neumaier
-/// compensation, the small lo parts plainly.
-struct BinSums {
-    sum: Vec<f64>,
-    comp: Vec<f64>,
-}
-
-impl BinSums {
-    fn new(nb: usize) -> Self {
-        BinSums {
-            sum: vec![0.0; nb],
-            comp: vec![0.0; nb],
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, bin: usize, (hi, lo): (f64, f64)) {
-        add_compensated(&mut self.sum[bin], &mut self.comp[bin], hi);
-        self.comp[bin] += lo;
-    }
-
-    fn into_sums(self) -> Vec<f64> {
-        self.sum
-            .iter()
-            .zip(&self.comp)
-            .map(|(s, c)| s + c)
-            .collect()
+        (&self.edges[start..start + m], &self.sums[start + b..start + b + m + 1])
     }
 }
 
@@ -349,9 +268,11 @@ impl BinSums {
 /// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`. Buckets in
 /// ascending order: one holding no edge lies wholly in one bin and adds its histogram totals
 /// (whether or not it is wanted for another binning); one holding edges (it is wanted) is split
-/// into runs by those edges, each run's exact sum ([`Units`]) made of the segments between
-/// every table's edges in the bucket. So the table depends only on the values and these edges,
-/// not on which other binnings share the selection.
+/// into runs by those edges, each run's sum made of the segments between every table's edges
+/// in the bucket. All sums are exact in grid units, so each bin holds exactly the sum of its
+/// scores' units: the table depends only on the values and these edges, not on which other
+/// binnings share the selection, nor on the buckets, and is bitwise the table of any other
+/// path that bins the same scores at the same edges.
 fn fill_bins(
     h: &Hist,
     sel: &Selection,
@@ -362,7 +283,6 @@ fn fill_bins(
     nb: usize,
 ) -> BinStats {
     let mut st = BinStats::zeros(1, nb);
-    let mut sums = BinSums::new(nb);
     let mut bin = 0usize;
     for q in 0..sel.wanted.len() {
         if h.cnt[q] == 0 {
@@ -374,14 +294,14 @@ fn fill_bins(
         }
         if bin == edge_buckets.len() || edge_buckets[bin] != q {
             st.count[bin] += h.cnt[q] as f64;
-            sums.add(bin, (h.sum[q][0], h.sum[q][1]));
+            st.units[bin] += h.units(q);
             continue;
         }
         // Bucket q holds edges bin, bin + 1, ..., bin + t - 1: a member s is in bin
         // bin + (how many of them are <= s). Members below edge e are the segments before
         // the bucket's (every table's) edges above e.
         let t = edge_buckets[bin..].iter().take_while(|&&e| e == q).count();
-        let (all, seg, u) = segs.of(q);
+        let (all, seg) = segs.of(q);
         let cut = |e: f64| all.partition_point(|&a| a.to_bits() <= e.to_bits());
         let mut from = 0;
         for j in 0..=t {
@@ -390,17 +310,15 @@ fn fill_bins(
             } else {
                 seg.len()
             };
-            let mut run: RunSum = (0, 0, 0);
-            for &p in &seg[from..to.max(from)] {
-                add3(&mut run, p);
+            for &(c, u) in &seg[from..to.max(from)] {
+                st.count[bin + j] += c as f64;
+                st.units[bin + j] += u.units(c);
             }
-            st.count[bin + j] += run.0 as f64;
-            sums.add(bin + j, u.value(run));
             from = to.max(from);
         }
         bin += t;
     }
-    st.sum_score = sums.into_sums();
+    st.finish();
     for &s in positives {
         st.sum_outcome[bin_by_edges(edges, s)] += 1.0;
     }
@@ -574,27 +492,50 @@ mod tests {
             .collect()
     }
 
-    /// A member split into bucket units adds back to itself exactly (high part = its f32
-    /// rounding, low part = the rest), in every bucket, subnormal f32 range included.
+    /// Every table is bitwise the table of pushing each kept score, one by one, into its bin at
+    /// the table's edges ([`BinStats::push`]: units per score): counts, units, sums and
+    /// outcomes, for even and adaptive tables, with and without a threshold, f64 and f32
+    /// values, class and pooled buckets, many equal scores (wholly inside buckets and split
+    /// by edges) and values in the lowest buckets.
     #[test]
-    fn units_hold_members_exactly() {
-        let mut vals = spread(20_000, 0x1234_5678_9ABC_DEF1);
+    fn tables_are_the_per_score_tables() {
+        let mut vals = spread(40_000, 0x1234_5678_9ABC_DEF1);
         vals.extend([1e-40, 3e-45, 1e-300, f64::MIN_POSITIVE, 0.5, 1.0, 1.0 + 1e-12, 2f64.powi(-126)]);
-        for keys in [Keys::CLASS, Keys::POOLED, Keys::CLASS.above(0.01)] {
-            for &s in &vals {
-                if keys.min > 0 && s <= 0.01 {
-                    continue;
-                }
-                let u = Units::of_bucket(keys, keys.of(s));
-                let (c, h, l) = u.split(s);
-                let (hi, lo) = u.value((c, h, l));
-                assert_eq!(hi, (s as f32) as f64, "{s:e}");
-                // Below the normal f32 range a low part may not be whole low units of the
-                // lowest binade: it is truncated to them (an error below 2^-179).
-                if s >= 2f64.powi(-126) {
-                    assert_eq!(hi + lo, s, "{s:e}");
-                } else {
-                    assert!((hi + lo - s).abs() < 2f64.powi(-179), "{s:e}");
+        vals.extend(std::iter::repeat_n(0.7, 20_000));
+        let vals32: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+        let (even, adaptive) = ([3usize, 15, 200], [1usize, 2, 15, 100]);
+        let direct = |kept: &[f64], pos: &[f64], upper: &[f64], nb: usize| {
+            let mut st = BinStats::zeros(1, nb);
+            for &s in kept {
+                st.push(0, bin_by_edges(upper, s), s, 0.0);
+            }
+            for &s in pos {
+                st.sum_outcome[bin_by_edges(upper, s)] += 1.0;
+            }
+            st.finish();
+            st
+        };
+        for keys in [Keys::CLASS, Keys::POOLED] {
+            for thr in [0.0, 0.01] {
+                let req = Request::new(keys.above(thr), &even, &adaptive);
+                let widened: Vec<f64> = vals32.iter().map(|&v| v as f64).collect();
+                for (at, all) in [("f64", &vals), ("f32", &widened)] {
+                    let kept: Vec<f64> = all.iter().copied().filter(|&v| v > thr).collect();
+                    let pos: Vec<f64> = kept.iter().step_by(3).copied().collect();
+                    let mut sc = Candidates::default();
+                    let (e, a) = if at == "f64" {
+                        group_from_segments(&[&vals[..]], &pos, &req, thr, &mut sc).unwrap()
+                    } else {
+                        group_from_segments(&[&vals32[..]], &pos, &req, thr, &mut sc).unwrap()
+                    };
+                    for ((ev, upper, _), got) in req.even.iter().zip(&e) {
+                        let want = direct(&kept, &pos, upper, ev.num_bins());
+                        assert_eq!(got, &want, "{at} thr={thr} even {}", upper.len());
+                    }
+                    for (&b, (bounds, got)) in adaptive.iter().zip(&a) {
+                        let want = direct(&kept, &pos, &bounds[1..b], b);
+                        assert_eq!(got, &want, "{at} thr={thr} adaptive {b}");
+                    }
                 }
             }
         }

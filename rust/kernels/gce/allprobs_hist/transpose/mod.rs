@@ -11,7 +11,7 @@
 //! While the values are in registers, their bucket slots ([`Keys::slot`]) are counted per tile
 //! and column. Counts are integers, so adding the tiles' counts gives a class's bucket counts
 //! exactly, whatever the tiling; the class pass then needs one read of its column instead of
-//! two (the bucket sums, which must be added in row order, are taken in that read).
+//! two (the bucket sums are taken in that read, with the gathering that needs the counts).
 //!
 //! The input checks are taken on the way too ([`RowSums`]): each row's running sum (its values
 //! added one by one in column order, across the blocks, on every path) and whether any value
