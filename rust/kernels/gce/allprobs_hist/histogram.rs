@@ -55,7 +55,7 @@ impl Lanes {
     #[inline]
     pub(super) fn units(self, n: u64) -> i128 {
         let [lo, hi] = self.0;
-        lo as i128 + ((hi as i128) << 32) - n as i128 * units::MAGIC_BITS as i128
+        lo as i128 + ((hi as i128) << 32) - n as i128 * units::SHIFT_BITS as i128
     }
 }
 
