@@ -10,13 +10,6 @@ pub trait Score: Wide + Copy + Default + Send + Sync + 'static {
     /// right by `shift`. With shift 19 buckets hold 8 exponent and 4 mantissa bits, so each is
     /// at most 6.25% wide relative to its values, over the whole float range.
     fn key_bits(self, shift: u32) -> u32;
-    /// Whether [`Score::split`] can return a non-zero low part (f64; f32 values are their own
-    /// high part).
-    const HAS_LOW: bool;
-    /// The value as `hi + lo` exactly, `hi` the value rounded to f32 (widened back), so that the
-    /// high parts of values of one bucket (one f32 exponent, see [`Score::key_bits`]) add
-    /// exactly in f64 (up to 2^29 of them), and the low parts are ~2^-24 of the value.
-    fn split(self) -> (f64, f64);
     /// The slice as f64 values, if `Self` is f64 (for kernels written per element type).
     fn as_f64s(s: &[Self]) -> Option<&[f64]>;
     /// [`Score::as_f64s`], mutable.
@@ -41,11 +34,6 @@ impl Score for f32 {
     fn as_f32s_mut(s: &mut [f32]) -> Option<&mut [f32]> {
         Some(s)
     }
-    const HAS_LOW: bool = false;
-    #[inline(always)]
-    fn split(self) -> (f64, f64) {
-        (self as f64, 0.0)
-    }
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self as f64
@@ -68,13 +56,6 @@ impl Score for f64 {
     }
     fn as_f32s_mut(_: &mut [f64]) -> Option<&mut [f32]> {
         None
-    }
-    const HAS_LOW: bool = true;
-    #[inline(always)]
-    fn split(self) -> (f64, f64) {
-        let hi = (self as f32) as f64;
-        // Exact: hi is within half an f32 ulp of self.
-        (hi, self - hi)
     }
     #[inline(always)]
     fn to_f64(self) -> f64 {

@@ -89,7 +89,7 @@ impl BinStats {
     }
 
     /// Adds another table of the same shape, element by element (score sums exactly, in
-    /// units), and sets `sum_score` from the sum.
+    /// units). Call [`BinStats::finish`] after the last add (tables with units).
     pub fn add(&mut self, other: &BinStats) {
         debug_assert_eq!(self.count.len(), other.count.len());
         for (a, b) in self.count.iter_mut().zip(&other.count) {
@@ -102,7 +102,6 @@ impl BinStats {
             for (a, b) in self.units.iter_mut().zip(&other.units) {
                 *a += b;
             }
-            self.finish();
         } else {
             for (a, b) in self.sum_score.iter_mut().zip(&other.sum_score) {
                 *a += b;
@@ -254,7 +253,8 @@ impl LaneTables {
         }
     }
 
-    /// Folds every copy into `st` and clears the copies; then `st.sum_score` is current.
+    /// Folds every copy into `st` and clears the copies (call [`BinStats::finish`] after the
+    /// last flush).
     pub fn flush(&mut self, st: &mut BinStats) {
         debug_assert_eq!(st.count.len(), self.cells);
         let stride = self.cells + 1;
@@ -287,6 +287,5 @@ impl LaneTables {
             }
         }
         self.pending = 0;
-        st.finish();
     }
 }

@@ -92,6 +92,7 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
                 }
             }
             let mut st = total.unwrap_or_else(|| BinStats::zeros(groups, e.num_bins()));
+            st.finish();
             st.edges = e.boundaries().repeat(groups);
             st
         }
@@ -109,6 +110,7 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
                 acc.pushed(conf.len(), &mut st);
             }
             acc.flush(&mut st);
+            st.finish();
             st.edges = e.boundaries().repeat(groups);
             st
         }

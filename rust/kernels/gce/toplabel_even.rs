@@ -70,6 +70,7 @@ fn even_stats_one<T: Score>(x: &Inputs<T>, g: &Grouping, e: &EvenEdges, check: &
     }
     // `Inputs` has at least one row, so there is at least one chunk.
     let mut st = total.ok_or_else(|| KernelError::Shape("probs is empty; pass at least one row".into()))?;
+    st.finish();
     st.edges = e.boundaries().repeat(st.groups);
     Ok(st)
 }

@@ -103,7 +103,6 @@ impl PairTables {
             self.data[d + 1] = 0;
         }
         self.pending = 0;
-        st.finish();
     }
 }
 

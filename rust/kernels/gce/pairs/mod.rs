@@ -259,6 +259,7 @@ fn even_stats<T: Score>(x: &Pairs<'_, T>, g: &Grouping, e: &EvenEdges) -> Result
         return Err(x.first_error(0..x.n));
     }
     let mut st = total.expect("at least one chunk");
+    st.finish();
     st.edges = e.boundaries().repeat(st.groups);
     Ok(st)
 }

@@ -60,7 +60,6 @@ impl PooledTables {
             copy.fill(0);
         }
         self.pending = 0;
-        st.finish();
     }
 }
 

@@ -242,7 +242,8 @@ fn pooled_bits<T: Score>(x: &Pairs<'_, T>, threshold: f64, b: usize, portable: b
         pooled_chunk(x, threshold, &e, 0..x.n, push_pooled)
     }
     .ok()?;
-    Some(st.count.iter().chain(&st.sum_score).chain(&st.sum_outcome).map(|v| v.to_bits()).collect())
+    let units = st.units.iter().flat_map(|&u| [(u >> 64) as u64, u as u64]);
+    Some(st.count.iter().chain(&st.sum_outcome).map(|v| v.to_bits()).chain(units).collect())
 }
 
 #[test]
