@@ -8,27 +8,35 @@
 //!    [`grouped_bin_stats`], written once);
 //! 3. each bin is a contiguous run of the sorted order: an entry goes to the number of edges
 //!    `<=` its score, so bin j starts at the first entry whose score equals edge j (the start of
-//!    the edge's run of ties, found once); its count, score and outcome sums are compensated
-//!    sums over that run.
+//!    the edge's run of ties, found once); its count, score and outcome sums are exact sums of
+//!    grid units over that run ([`sums`](crate::kernels::weighted::sums)).
 //!
 //! No sort per resample. The edges are bitwise those of [`grouped_bin_stats`] on the same
 //! weights (same cumulative sums in the same order), so every entry falls in the same cell.
-//! The sums run in score order where the primitive sums in entry order: counts and outcome
-//! sums are bitwise equal whenever they are exact (integer multiplicities and base weights, 0/1
-//! outcomes: every unweighted interval); score sums are compensated in both, and may differ
-//! in the last bit. `tests` checks both against the primitive.
+//! Each entry's units at the base weight are computed once per call (score and outcome units,
+//! times the base weight when there is one, at the base weights' power-of-two scale
+//! [`Scales::of_terms`]); a resample adds them times the row's whole multiplicity, exactly in
+//! `i128`. So a resample's table is that of the data with each row repeated as often as the
+//! resample draws it: with no base weights, or whole ones (below 2^11), every count, score and
+//! outcome sum is bitwise that of [`grouped_bin_stats`] on the resample's weights; with
+//! fractional base weights the primitive rounds `multiplicity * weight * units` once where a
+//! resample rounds `weight * units` and multiplies, a difference of about half a unit (2^-51)
+//! per repeated entry at most. `tests` checks both against the primitive.
 //!
-//! Resample `r` uses counter stream `r` ([`bootstrap_weights`]), so resamples `first..first +
-//! n` are those of one call with `first + n` resamples, and the values never depend on the
-//! thread count or on how the resamples are split into calls (a caller can wrap chunks of
-//! resamples in a progress bar).
+//! Resample `r` uses counter stream `r` ([`bootstrap_counts`]), so resamples `first..first + n`
+//! are those of one call with `first + n` resamples, and the values never depend on the thread
+//! count or on how the resamples are split into calls (a caller can wrap chunks of resamples in
+//! a progress bar).
+
+use std::borrow::Cow;
 
 use rayon::prelude::*;
 
 use crate::kernels::core::reduce::reduce;
-use crate::kernels::core::stats::add_compensated;
+use crate::kernels::core::units;
 use crate::kernels::weighted::grouped::{edge_ranks, order_key};
-use crate::kernels::weighted::resample::{bootstrap_weights, Scheme};
+use crate::kernels::weighted::resample::{bootstrap_counts, Scheme};
+use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, Multiplicity, Scales, BIAS};
 use crate::kernels::{BinStats, KernelError, Norm};
 
 #[cfg(doc)]
@@ -43,14 +51,31 @@ pub struct Sorted {
     start: Vec<usize>,
     /// Row of the entry at each position (indexes the per-row weights).
     row: Vec<u32>,
-    score: Vec<f64>,
-    outcome: Vec<f64>,
+    /// Score units of each position (at `scales.score`) plus [`BIAS`], in two halves: the low
+    /// 32 bits and the rest (below 2^21), so that a multiplicity times each is a 32 x 32-bit
+    /// product ([`plain_sums`]).
+    lo: Vec<u32>,
+    hi: Vec<u32>,
+    /// Outcome units of each position (at `scales.outcome`).
+    outcome: Vec<i64>,
+    /// All ones where the outcome is 1, zero where it is 0; empty unless every outcome is 0 or 1.
+    hit: Vec<u32>,
     /// The first position of each position's run of equal scores (within its group).
     tie_start: Vec<u32>,
     num_groups: usize,
     n_rows: usize,
-    /// Every outcome is 0 or 1 (then whole weights give exact outcome sums).
-    binary: bool,
+    /// The value scales of the entries (weight scale 1: each call sets its own).
+    scales: Scales,
+}
+
+/// Each position's units at its row's base weight, for one call ([`Sorted::terms`]).
+struct Terms<'a> {
+    sc: Scales,
+    /// Count units per position; `None` with no base weights (every entry counts its row's
+    /// multiplicity).
+    count: Option<Vec<i64>>,
+    score: Cow<'a, [i64]>,
+    outcome: Cow<'a, [i64]>,
 }
 
 impl Sorted {
@@ -86,10 +111,16 @@ impl Sorted {
             }
             slices.par_iter_mut().for_each(|s| s.sort_unstable());
         }
+        let most = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let scales = Scales { weight: 1.0, score: Scales::of_values(most(scores)), outcome: Scales::of_values(most(outcomes)) };
         let index = |p: usize| keys[p] as u64 as usize;
         let row: Vec<u32> = (0..m).map(|p| rows[index(p)] as u32).collect();
-        let score: Vec<f64> = (0..m).map(|p| scores[index(p)]).collect();
-        let outcome: Vec<f64> = (0..m).map(|p| outcomes[index(p)]).collect();
+        let halves: Vec<(u32, u32)> = (0..m).map(|p| split(scales.score_units(scores[index(p)]))).collect();
+        let (lo, hi): (Vec<u32>, Vec<u32>) = halves.into_iter().unzip();
+        let outcome: Vec<i64> = (0..m).map(|p| scales.outcome_units(outcomes[index(p)])).collect();
+        let one = units::SCALE as i64;
+        let binary = outcome.iter().all(|&y| y == 0 || y == one);
+        let hit: Vec<u32> = if binary { outcome.iter().map(|&y| if y == one { u32::MAX } else { 0 }).collect() } else { Vec::new() };
         let mut tie_start = vec![0u32; m];
         for g in 0..num_groups {
             for p in start[g]..start[g + 1] {
@@ -97,24 +128,62 @@ impl Sorted {
                 tie_start[p] = if tied { tie_start[p - 1] } else { p as u32 };
             }
         }
-        let binary = outcomes.iter().all(|&z| z == 0.0 || z == 1.0);
-        Ok(Sorted { start, row, score, outcome, tie_start, num_groups, n_rows, binary })
+        Ok(Sorted { start, row, lo, hi, outcome, hit, tie_start, num_groups, n_rows, scales })
     }
 
-    /// The table of one resample with per-row weights `w` (length `n_rows`), `gw` scratch.
-    /// `whole`: every weight is an integer and every cumulative sum below 2^53, so sums of
-    /// weights (and of weights times 0/1 outcomes) are exact in any order: then the total and
-    /// the counts take independent partial sums, and the walk to each edge skips whole blocks
-    /// of [`SKIP`] rows (the same cumulative values, so the same edges).
+    /// The score units of position `p`.
+    #[inline(always)]
+    fn score_units(&self, p: usize) -> i64 {
+        (((self.hi[p] as u64) << 32) | self.lo[p] as u64).wrapping_sub(BIAS as u64) as i64
+    }
+
+    /// Each position's units at its row's base weight `base` (scaled by
+    /// [`Scales::of_terms`]), or the plain units with no base weights.
+    fn terms(&self, base: Option<&[f64]>) -> Terms<'_> {
+        let m = self.row.len();
+        let Some(b) = base else {
+            let score = (0..m).map(|p| self.score_units(p)).collect();
+            return Terms { sc: self.scales, count: None, score: Cow::Owned(score), outcome: Cow::Borrowed(&self.outcome) };
+        };
+        let sc = Scales { weight: Scales::of_terms(b.iter().fold(0.0f64, |m, &x| m.max(x))), ..self.scales };
+        // rows were checked; `get` keeps a row array changed during the call in bounds
+        let ws = |p: usize| b.get(self.row[p] as usize).copied().unwrap_or(0.0) * sc.weight;
+        let count = (0..m).map(|p| count_units(ws(p)) as i64).collect();
+        let score = (0..m).map(|p| weighted_units(ws(p), self.score_units(p)) as i64).collect();
+        let outcome = (0..m)
+            .map(|p| match self.outcome[p] {
+                0 => 0,
+                y if y == units::SCALE as i64 => count_units(ws(p)) as i64,
+                y => weighted_units(ws(p), y) as i64,
+            })
+            .collect();
+        Terms { sc, count: Some(count), score: Cow::Owned(score), outcome: Cow::Owned(outcome) }
+    }
+
+    /// The table of one resample with per-row multiplicities `mult` and base weights `base`
+    /// (per-row lengths `n_rows`), `gw` scratch. `whole`: every weight is an integer and every
+    /// cumulative sum below 2^53, so sums of weights are exact in any order: then the total
+    /// takes independent partial sums, and the walk to each edge skips whole blocks of
+    /// [`SKIP`] rows (the same cumulative values, so the same edges).
     #[cfg(test)]
-    fn table(&self, w: &[f64], num_bins: usize, whole: bool, st: &mut BinStats, gw: &mut Vec<f64>) {
+    fn table(&self, mult: &[f64], base: Option<&[f64]>, num_bins: usize, whole: bool, gw: &mut Vec<f64>) -> BinStats {
+        let terms = self.terms(base);
+        let w: Vec<f64> = match base {
+            Some(b) => mult.iter().zip(b).map(|(x, y)| x * y).collect(),
+            None => mult.to_vec(),
+        };
+        let m: Vec<u32> = mult.iter().map(|&x| x as u32).collect();
+        let mut st = terms.sc.table(self.num_groups, num_bins);
         for g in 0..self.num_groups {
-            self.group_table(g, w, num_bins, whole, st, gw);
+            self.group_table(g, &w, &m, &terms, num_bins, whole, &mut st, gw);
         }
+        st
     }
 
-    /// Group `g`'s cells of [`Sorted::table`].
-    fn group_table(&self, g: usize, w: &[f64], num_bins: usize, whole: bool, st: &mut BinStats, gw: &mut Vec<f64>) {
+    /// Group `g`'s cells of [`Sorted::table`]: `w` the resample's per-row weights (for the
+    /// edges), `mult` its per-row multiplicities.
+    #[allow(clippy::too_many_arguments)]
+    fn group_table(&self, g: usize, w: &[f64], mult: &[u32], terms: &Terms<'_>, num_bins: usize, whole: bool, st: &mut BinStats, gw: &mut Vec<f64>) {
         let nb = num_bins;
         let r = self.start[g]..self.start[g + 1];
         gw.clear();
@@ -127,32 +196,55 @@ impl Sorted {
         if ranks.len() + 1 < nb {
             // no positive weight (no edges although B > 1): every sum is 0
             for c in cells {
-                st.count[c] = 0.0;
-                st.sum_score[c] = 0.0;
-                st.sum_outcome[c] = 0.0;
+                terms.sc.write(st, c, 0, 0, 0);
             }
             return;
         }
-        let (score, outcome) = (&self.score[r.clone()], &self.outcome[r.clone()]);
         let mut lo = 0usize;
         // bin b ends where edge b + 1's run of ties starts; the last bin at the group's end
         let ends = ranks.iter().map(|&p| self.tie_start[r.start + p] as usize - r.start).chain(std::iter::once(r.len()));
         for (b, hi) in ends.enumerate() {
             let hi = hi.max(lo);
-            let (c, s, o) = if whole {
-                bin_sums_whole(&gw[lo..hi], &score[lo..hi], &outcome[lo..hi])
-            } else {
-                bin_sums(&gw[lo..hi], &score[lo..hi], &outcome[lo..hi])
-            };
-            st.count[g * nb + b] = c;
-            st.sum_score[g * nb + b] = s;
-            st.sum_outcome[g * nb + b] = o;
+            let run = r.start + lo..r.start + hi;
+            let count = terms.count.as_ref().map(|c| &c[run.clone()]);
+            let (c, s, o) = run_sums(&self.row[run.clone()], mult, count, &terms.score[run.clone()], &terms.outcome[run]);
+            terms.sc.write(st, g * nb + b, c, s, o);
+            lo = hi;
+        }
+    }
+
+    /// Group `g`'s cells of one resample with no base weights and 0/1 outcomes
+    /// ([`Sorted::bootstrap`]'s common case): the group's multiplicities gathered from `mult`
+    /// into `gm` (bytes when they fit), the edges of [`whole_edge_ranks`], and each bin's sums by
+    /// [`plain_sums`] (runs of at most `chunk` entries). The same table as
+    /// [`Sorted::group_table`].
+    #[allow(clippy::too_many_arguments)]
+    fn group_table_plain<M: Multiplicity>(&self, g: usize, mult: &[M], chunk: usize, num_bins: usize, st: &mut BinStats, gm: &mut Vec<M>) {
+        let nb = num_bins;
+        let r = self.start[g]..self.start[g + 1];
+        gm.clear();
+        // rows were checked; `get` keeps a row array changed during the call in bounds
+        gm.extend(self.row[r.clone()].iter().map(|&i| mult.get(i as usize).copied().unwrap_or_default()));
+        let ranks = whole_edge_ranks(gm, nb);
+        if ranks.len() + 1 < nb {
+            for c in g * nb..(g + 1) * nb {
+                self.scales.write(st, c, 0, 0, 0);
+            }
+            return;
+        }
+        let (lo_u, hi_u, hit) = (&self.lo[r.clone()], &self.hi[r.clone()], &self.hit[r.clone()]);
+        let mut lo = 0usize;
+        let ends = ranks.iter().map(|&p| self.tie_start[r.start + p] as usize - r.start).chain(std::iter::once(r.len()));
+        for (b, hi) in ends.enumerate() {
+            let hi = hi.max(lo);
+            let (c, s, o) = plain_sums(&gm[lo..hi], &lo_u[lo..hi], &hi_u[lo..hi], &hit[lo..hi], chunk);
+            self.scales.write(st, g * nb + b, c, s, o);
             lo = hi;
         }
     }
 
     /// The metric on bootstrap resamples `first..first + n` (module doc), resample `r` weighted
-    /// by [`bootstrap_weights`] of stream `r` times `base` (per row, when given).
+    /// by [`bootstrap_counts`] of stream `r` times `base` (per row, when given).
     #[allow(clippy::too_many_arguments)]
     pub fn bootstrap(
         &self,
@@ -165,7 +257,11 @@ impl Sorted {
         first: usize,
         n: usize,
     ) -> Vec<f64> {
-        let whole = self.binary && whole_weights(scheme, base, self.n_rows);
+        let whole = whole_weights(scheme, base, self.n_rows);
+        if base.is_none() && whole && !self.hit.is_empty() {
+            return self.bootstrap_plain(num_bins, norm, class_conditional, scheme, seed, first, n, u8::MAX as u32);
+        }
+        let terms = self.terms(base);
         let blocks: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK))
             .into_par_iter()
             .map(|k| {
@@ -173,27 +269,82 @@ impl Sorted {
                 // from memory once per block, not once per resample.
                 let block = k * BLOCK..((k + 1) * BLOCK).min(n);
                 let mut gw = Vec::new();
-                let ws: Vec<Vec<f64>> = block
+                let mults: Vec<Vec<u32>> = block
                     .clone()
                     .map(|j| {
-                        let mut w = vec![0.0; self.n_rows];
-                        bootstrap_weights(scheme, seed, (first + j) as u64, &mut w);
-                        if let Some(b) = base {
-                            w.iter_mut().zip(b).for_each(|(x, y)| *x *= y);
-                        }
-                        w
+                        let mut m = vec![0u32; self.n_rows];
+                        bootstrap_counts(scheme, seed, (first + j) as u64, &mut m);
+                        m
                     })
                     .collect();
-                let mut sts: Vec<BinStats> = ws.iter().map(|_| BinStats::zeros(self.num_groups, num_bins)).collect();
+                // the weights of the edges: multiplicity times base weight, as the primitive
+                // takes them
+                let ws: Vec<Vec<f64>> = mults
+                    .iter()
+                    .map(|m| match base {
+                        Some(b) => m.iter().zip(b).map(|(&x, y)| x as f64 * y).collect(),
+                        None => m.iter().map(|&x| x as f64).collect(),
+                    })
+                    .collect();
+                let mut sts: Vec<BinStats> = mults.iter().map(|_| terms.sc.table(self.num_groups, num_bins)).collect();
                 for g in 0..self.num_groups {
-                    for (w, st) in ws.iter().zip(sts.iter_mut()) {
-                        self.group_table(g, w, num_bins, whole, st, &mut gw);
+                    for (j, st) in sts.iter_mut().enumerate() {
+                        self.group_table(g, &ws[j], &mults[j], &terms, num_bins, whole, st, &mut gw);
                     }
                 }
                 sts.iter().map(|st| reduce(st, norm, class_conditional)).collect::<Vec<f64>>()
             })
             .collect();
         blocks.into_iter().flatten().collect()
+    }
+
+    /// [`Sorted::bootstrap`] with no base weights, 0/1 outcomes and whole weights: each
+    /// resample's multiplicities as bytes ([`Sorted::group_table_plain`]), or as `u32` for a
+    /// resample that draws a row more than `byte_max` (255) times (multinomial only). The same
+    /// values.
+    #[allow(clippy::too_many_arguments)]
+    fn bootstrap_plain(&self, num_bins: usize, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, first: usize, n: usize, byte_max: u32) -> Vec<f64> {
+        let blocks: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK))
+            .into_par_iter()
+            .map(|k| {
+                let block = k * BLOCK..((k + 1) * BLOCK).min(n);
+                let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, (first + j) as u64, self.n_rows, byte_max)).collect();
+                let mut sts: Vec<BinStats> = mults.iter().map(|_| self.scales.table(self.num_groups, num_bins)).collect();
+                let (mut g8, mut g32) = (Vec::new(), Vec::new());
+                for g in 0..self.num_groups {
+                    for (m, st) in mults.iter().zip(sts.iter_mut()) {
+                        match m {
+                            Mults::Bytes(m) => self.group_table_plain(g, m, plain_chunk(u8::MAX as u64), num_bins, st, &mut g8),
+                            Mults::Wide(m, most) => self.group_table_plain(g, m, plain_chunk(*most as u64), num_bins, st, &mut g32),
+                        }
+                    }
+                }
+                sts.iter().map(|st| reduce(st, norm, class_conditional)).collect::<Vec<f64>>()
+            })
+            .collect();
+        blocks.into_iter().flatten().collect()
+    }
+}
+
+/// One resample's per-row multiplicities: bytes when none passes the byte limit, else `u32`
+/// with the largest.
+enum Mults {
+    Bytes(Vec<u8>),
+    Wide(Vec<u32>, u32),
+}
+
+impl Mults {
+    /// The multiplicities of resample `r` ([`bootstrap_counts`]) of `n` rows; `byte_max` (at
+    /// most 255) is the largest kept as bytes.
+    fn draw(scheme: Scheme, seed: u64, r: u64, n: usize, byte_max: u32) -> Mults {
+        let mut m = vec![0u32; n];
+        bootstrap_counts(scheme, seed, r, &mut m);
+        let most = m.iter().copied().max().unwrap_or(0);
+        if most <= byte_max.min(u8::MAX as u32) {
+            Mults::Bytes(m.into_iter().map(|x| x as u8).collect())
+        } else {
+            Mults::Wide(m, most)
+        }
     }
 }
 
@@ -220,12 +371,12 @@ fn whole_weights(scheme: Scheme, base: Option<&[f64]>, n: usize) -> bool {
 /// [`edge_ranks`] for whole weights (see [`Sorted::table`]): every cumulative weight is an exact
 /// integer, so partial sums in any grouping give the values of the sequential walk, and the walk
 /// skips each block of [`SKIP`] rows whose weight does not reach the next target.
-fn whole_edge_ranks(w: &[f64], b: usize) -> Vec<usize> {
-    let blocks: Vec<f64> = w.chunks(SKIP).map(|c| c.iter().sum()).collect();
+fn whole_edge_ranks<T: Copy + Into<f64>>(w: &[T], b: usize) -> Vec<usize> {
+    let blocks: Vec<f64> = w.chunks(SKIP).map(|c| c.iter().fold(0.0, |a, &x| a + x.into())).collect();
     let total: f64 = blocks.iter().sum();
     let step = total / b as f64;
     let mut edges = Vec::with_capacity(b.saturating_sub(1));
-    let Some(final_positive) = w.iter().rposition(|&x| x > 0.0) else {
+    let Some(final_positive) = w.iter().rposition(|&x| x.into() > 0.0) else {
         return edges;
     };
     let (mut cum, mut p) = (0.0f64, 0usize);
@@ -240,7 +391,7 @@ fn whole_edge_ranks(w: &[f64], b: usize) -> Vec<usize> {
                     p += SKIP;
                     continue;
                 }
-                cum += w[p];
+                cum += w[p].into();
                 p += 1;
                 if cum > t {
                     last = p - 1; // a row that moves the cumulative weight past t is positive
@@ -251,49 +402,6 @@ fn whole_edge_ranks(w: &[f64], b: usize) -> Vec<usize> {
         edges.push(last);
     }
     edges
-}
-
-/// Compensated (count, score, outcome) sums of one bin's rows.
-fn bin_sums(w: &[f64], score: &[f64], outcome: &[f64]) -> (f64, f64, f64) {
-    let (mut c, mut cc, mut s, mut sc, mut o, mut oc) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for ((&x, &y), &z) in w.iter().zip(score).zip(outcome) {
-        add_compensated(&mut c, &mut cc, x);
-        add_compensated(&mut s, &mut sc, x * y);
-        add_compensated(&mut o, &mut oc, x * z);
-    }
-    (c + cc, s + sc, o + oc)
-}
-
-/// [`bin_sums`] for whole weights and 0/1 outcomes: counts and outcome sums are exact in any
-/// order (four partial sums each); score sums are four compensated partial sums (TwoSum, no
-/// branch, so the four lanes vectorise), added with compensation at the end.
-fn bin_sums_whole(w: &[f64], score: &[f64], outcome: &[f64]) -> (f64, f64, f64) {
-    let (mut c, mut o, mut s, mut e) = ([0.0f64; 4], [0.0f64; 4], [0.0f64; 4], [0.0f64; 4]);
-    let n4 = w.len() / 4 * 4;
-    for q in (0..n4).step_by(4) {
-        let (w4, s4, o4) = (&w[q..q + 4], &score[q..q + 4], &outcome[q..q + 4]);
-        for l in 0..4 {
-            let x = w4[l];
-            c[l] += x;
-            o[l] += x * o4[l];
-            let v = x * s4[l];
-            let t = s[l] + v;
-            let bv = t - s[l];
-            e[l] += (s[l] - (t - bv)) + (v - bv);
-            s[l] = t;
-        }
-    }
-    for q in n4..w.len() {
-        let x = w[q];
-        c[0] += x;
-        o[0] += x * outcome[q];
-        add_compensated(&mut s[0], &mut e[0], x * score[q]);
-    }
-    let (mut t, mut tc) = (0.0, 0.0);
-    for x in s.into_iter().chain(e) {
-        add_compensated(&mut t, &mut tc, x);
-    }
-    ((c[0] + c[1]) + (c[2] + c[3]), t + tc, (o[0] + o[1]) + (o[2] + o[3]))
 }
 
 #[cfg(test)]
@@ -313,14 +421,15 @@ mod tests {
         }
     }
 
-    /// Each resample's table: the same edges, cells, counts and outcome sums as the primitive
-    /// on the resample's weights (bitwise), score sums within an ulp; and the values do not
-    /// depend on how resamples are split into calls or on the thread count.
+    /// Each resample's table: with no or whole base weights, the primitive's table on the
+    /// resample's weights, bitwise (edges, cells, counts, score and outcome sums, units); with
+    /// fractional base weights, the primitive's table of the rows repeated as drawn, bitwise, and
+    /// its table on the weights to rounding; and the values do not depend on how resamples are
+    /// split into calls or on the thread count.
     #[test]
     fn resample_tables_are_the_primitives() {
         let mut rng = Rng(11);
-        let (mut score_bits_equal, mut score_cells) = (0usize, 0usize);
-        for trial in 0..60 {
+        for trial in 0..80 {
             let (n, ng, b) = (1 + rng.below(300) as usize, 1 + rng.below(5) as usize, 1 + rng.below(20) as usize);
             let levels = [3u64, 17, 1 << 20][trial % 3];
             let per_row = 1 + rng.below(3) as usize;
@@ -333,39 +442,70 @@ mod tests {
                     rows.push(i as i64);
                 }
             }
-            let base: Option<Vec<f64>> = (trial % 4 == 3).then(|| (0..n).map(|_| rng.below(4) as f64).collect());
+            let fractional = trial % 4 == 1;
+            let base: Option<Vec<f64>> = match trial % 4 {
+                3 => Some((0..n).map(|_| rng.below(4) as f64).collect()),
+                // dyadic weights in [1/2, 2]: cumulative sums exact either way, scale 1
+                1 => Some((0..n).map(|_| (2 + rng.below(7)) as f64 / 4.0).collect()),
+                _ => None,
+            };
             let sorted = Sorted::new(&groups, &scores, &outcomes, &rows, ng, n).unwrap();
             let scheme = if trial % 2 == 0 { Scheme::Poisson } else { Scheme::Multinomial };
-            let mut st = BinStats::zeros(ng, b);
             let mut gw = Vec::new();
             for r in 0..5 {
-                let mut w = weights_matrix(scheme, 9, r, 1, n);
-                if let Some(bw) = &base {
-                    w.iter_mut().zip(bw).for_each(|(x, y)| *x *= y);
-                }
+                let mult = weights_matrix(scheme, 9, r, 1, n);
+                let w: Vec<f64> = match &base {
+                    Some(bw) => mult.iter().zip(bw).map(|(x, y)| x * y).collect(),
+                    None => mult.clone(),
+                };
                 let whole = whole_weights(scheme, base.as_deref(), n);
-                assert!(whole);
+                assert_eq!(whole, !fractional);
                 for whole in [whole, false] {
-                sorted.table(&w, b, whole, &mut st, &mut gw);
-                let tw: Vec<f64> = rows.iter().map(|&i| w[i as usize]).collect();
-                let gr = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&tw), num_groups: ng };
-                let want = grouped_bin_stats(&gr, Binning::Adaptive, b).unwrap();
-                assert_eq!(st.count, want.count, "trial {trial} resample {r}");
-                assert_eq!(st.sum_outcome, want.sum_outcome, "trial {trial} resample {r}");
-                for (x, y) in st.sum_score.iter().zip(&want.sum_score) {
-                    assert!((x - y).abs() <= 2.0 * f64::EPSILON * y.abs(), "{x} vs {y}");
-                    score_bits_equal += (x == y) as usize;
-                    score_cells += 1;
-                }
+                    let st = sorted.table(&mult, base.as_deref(), b, whole, &mut gw);
+                    let tw: Vec<f64> = rows.iter().map(|&i| w[i as usize]).collect();
+                    let gr = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&tw), num_groups: ng };
+                    let want = grouped_bin_stats(&gr, Binning::Adaptive, b).unwrap();
+                    assert_eq!(st.count, want.count, "trial {trial} resample {r}");
+                    if !fractional {
+                        assert_eq!(st.sum_score, want.sum_score, "trial {trial} resample {r}");
+                        assert_eq!(st.sum_outcome, want.sum_outcome, "trial {trial} resample {r}");
+                        assert_eq!(st.units, want.units, "trial {trial} resample {r}");
+                        continue;
+                    }
+                    for (x, y) in st.sum_score.iter().zip(&want.sum_score) {
+                        assert!((x - y).abs() <= 1e-13 * (1.0 + y.abs()), "{x} vs {y}");
+                    }
+                    // the rows repeated as drawn, each with its base weight
+                    let (mut eg, mut es, mut eo, mut ew) = (vec![], vec![], vec![], vec![]);
+                    for e in 0..rows.len() {
+                        let i = rows[e] as usize;
+                        for _ in 0..mult[i] as usize {
+                            eg.push(groups[e]);
+                            es.push(scores[e]);
+                            eo.push(outcomes[e]);
+                            ew.push(base.as_ref().unwrap()[i]);
+                        }
+                    }
+                    let er = GroupedRows { groups: Some(&eg), scores: &es, outcomes: &eo, weights: Some(&ew), num_groups: ng };
+                    let rep = grouped_bin_stats(&er, Binning::Adaptive, b).unwrap();
+                    assert_eq!((&st.count, &st.sum_score, &st.sum_outcome, &st.units), (&rep.count, &rep.sum_score, &rep.sum_outcome, &rep.units), "trial {trial} resample {r}");
                 }
             }
             let all = sorted.bootstrap(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 0, 7);
+            if base.is_none() {
+                // the byte path (and its u32 fallback) is the general path
+                for (r, &v) in all.iter().enumerate() {
+                    let mult = weights_matrix(scheme, 9, r, 1, n);
+                    let st = sorted.table(&mult, None, b, false, &mut gw);
+                    assert_eq!(v, reduce(&st, Norm::L1, ng > 1), "trial {trial} resample {r}");
+                }
+                assert_eq!(all, sorted.bootstrap_plain(b, Norm::L1, ng > 1, scheme, 9, 0, 7, 1));
+            }
             let tail = sorted.bootstrap(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 3, 4);
             assert_eq!(&all[3..], &tail[..]);
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
             let one = pool.install(|| sorted.bootstrap(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 0, 7));
             assert_eq!(all, one);
         }
-        assert!(score_bits_equal * 10 >= score_cells * 9, "{score_bits_equal} of {score_cells}");
     }
 }

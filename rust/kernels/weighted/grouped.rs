@@ -7,9 +7,27 @@
 //!
 //! # Statistics
 //! For each (group, bin) cell: `count` = sum of the weights, `sum_score` = sum of
-//! `weight * score`, `sum_outcome` = sum of `weight * outcome`, each a Neumaier-compensated
-//! sum (accurate to about one ulp of the result however many rows fall into one cell).
-//! With no weights every weight is 1 and the counts are exact integers.
+//! `weight * score`, `sum_outcome` = sum of `weight * outcome`, each the exact `i128` sum of
+//! the rows' grid units ([`sums`](crate::kernels::weighted::sums): a row adds the whole numbers
+//! `round(w * s * 2^50)`, `w * s * units(score)` and `w * s * units(outcome)`, the products
+//! exact for a whole `w * s` and rounded once otherwise) rounded once and divided by the
+//! call's power-of-two weight scale `s`. Sums do not depend on the order of the rows, so any
+//! row order, chunking or thread count gives the same bits.
+//! - No weights, or every weight 1: the counts and 0/1 outcome sums are the exact integers and
+//!   the score sums are bit for bit those of the unweighted kernels (each score's units, as in
+//!   [`units`]): `gce(sample_weight=ones)` is `gce`.
+//! - Whole weights `m`: exactly the table of each row repeated `m` times.
+//! - `s` is 1 when the largest weight is at least 1/2 (unit and whole weights); smaller weights
+//!   are lifted to the resolution of unit weights, and weights whose total may pass 2^74 (rows
+//!   times the largest weight) are scaled down (every sum stays within `i128`). Scores or
+//!   outcomes beyond [-2, 2] (allowed here: they go to the first or last even bin) are scaled
+//!   into that range the same way.
+//!
+//! The table's `units` (each cell's score units) are filled only when every scale is 1 (no
+//! weights, or a largest weight of at least 1/2, and values within [-2, 2]): such tables from
+//! separate calls (Dask partitions, streaming batches) add exactly with [`BinStats::add`]. A
+//! scaled table has no units, and its sums add as floats: tables at different scales must not
+//! be added as units.
 //!
 //! # Bins
 //! - Even (`nb = B + 1`): SPEC's upper edges `u_j` ([`EvenEdges`]); a score goes to the number
@@ -37,22 +55,26 @@
 //! a threshold replace it by their threshold).
 //!
 //! # Determinism
-//! Rows are sorted by the total order (group, score, row index), and sums run in row order
-//! over fixed chunks folded in order ([`chunks`]), so results are bitwise identical for any
-//! number of threads. Rayon is used only for inputs of at least [`PARALLEL_ROWS`] rows.
+//! Rows are sorted by the total order (group, score, row index), and cell sums are exact
+//! integers, so results are bitwise identical for any number of threads. Rayon is used only
+//! for inputs of at least [`PARALLEL_ROWS`] rows.
 
 use rayon::prelude::*;
 
 use crate::kernels::core::chunks;
 use crate::kernels::core::edges::{adaptive_boundaries, bin_by_edges, EvenEdges};
 use crate::kernels::core::spec::{Binning, Grouping};
-use crate::kernels::core::stats::add_compensated;
+use crate::kernels::core::stats::LaneTables;
+use crate::kernels::core::units;
+use crate::kernels::weighted::sums::{count_units, weighted_units, Scales, UnitSums};
 use crate::kernels::{BinStats, KernelError, Score};
 
 /// Inputs of at least this many rows are sorted and summed with rayon.
 pub const PARALLEL_ROWS: usize = 1 << 18;
 /// Rows per chunk of the parallel sums (fixed: independent of the thread count).
 const SUM_CHUNK: usize = 1 << 16;
+/// Rows pushed to [`LaneTables`] between its checks (at most its slack).
+const LANE_BATCH: usize = 1024;
 
 /// Already-grouped rows: `scores[i]` with outcome `outcomes[i]` and weight `weights[i]` (1 when
 /// `None`) belongs to group `groups[i]` (0 when `None`) of `num_groups`.
@@ -308,68 +330,110 @@ pub(crate) fn edge_ranks(w: &[f64], total: f64, b: usize) -> Vec<usize> {
     edges
 }
 
-/// Neumaier-compensated accumulation of one quantity.
-#[derive(Clone, Copy, Default)]
-struct Comp {
-    sum: f64,
-    c: f64,
+/// The power-of-two scales of a call's rows ([`Scales`]), weights by their largest (and the
+/// bound `rows * largest` on their total), scores and outcomes by their largest magnitude;
+/// and whether every outcome is 0 or 1. One pass.
+fn scales<T: Score>(rows: &GroupedRows<T>) -> (Scales, bool) {
+    // `if a > m` (not `f64::max`): one instruction, the values being finite (checked)
+    let most = |m: f64, x: f64| if x.abs() > m { x.abs() } else { m };
+    let (mut ms, mut mo, mut mw, mut binary) = (0.0f64, 0.0f64, 0.0f64, true);
+    for (s, &o) in rows.scores.iter().zip(rows.outcomes) {
+        ms = most(ms, s.to_f64());
+        mo = most(mo, o);
+        binary &= o == 0.0 || o == 1.0;
+    }
+    let weight = match rows.weights {
+        None => 1.0,
+        Some(w) => {
+            for &x in w {
+                mw = most(mw, x);
+            }
+            Scales::of_weights(mw, w.len())
+        }
+    };
+    (Scales { weight, score: Scales::of_values(ms), outcome: Scales::of_values(mo) }, binary)
 }
 
-impl Comp {
-    #[inline(always)]
-    fn add(&mut self, x: f64) {
-        add_compensated(&mut self.sum, &mut self.c, x);
-    }
-    #[inline(always)]
-    fn value(&self) -> f64 {
-        self.sum + self.c
-    }
-}
-
-/// Compensated (count, score, outcome) sums of the rows of one range into `cells` cells.
-fn sum_range<T: Score>(rows: &GroupedRows<T>, cells: &[u32], r: std::ops::Range<usize>, ncells: usize) -> Vec<[Comp; 3]> {
-    let mut acc = vec![[Comp::default(); 3]; ncells];
-    for i in r {
-        let a = &mut acc[cells[i] as usize];
-        let w = rows.weight(i);
-        a[0].add(w);
-        a[1].add(w * rows.scores[i].to_f64());
-        a[2].add(w * rows.outcomes[i]);
+/// The (count, score, outcome) units of the rows of one range, into `ncells` cells.
+fn sum_range<T: Score>(rows: &GroupedRows<T>, sc: &Scales, binary: bool, cells: &[u32], r: std::ops::Range<usize>, ncells: usize) -> UnitSums {
+    let mut acc = UnitSums::zeros(ncells);
+    let one = units::SCALE as i128;
+    match rows.weights {
+        None if binary && sc.score == 1.0 => {
+            // the unweighted kernels' accumulators: the same units, in i64 lanes
+            let mut st = BinStats::zeros(1, ncells);
+            let mut lanes = LaneTables::new(ncells);
+            let drop = lanes.discard();
+            for q in r.clone().step_by(LANE_BATCH) {
+                let e = (q + LANE_BATCH).min(r.end);
+                lanes.push_all((q..e).map(|i| {
+                    let c = cells[i] as usize;
+                    (if c < ncells { c } else { drop }, rows.scores[i].to_f64(), rows.outcomes[i] == 1.0)
+                }));
+                lanes.pushed(e - q, &mut st);
+            }
+            lanes.flush(&mut st);
+            for c in 0..ncells {
+                acc.count[c] = st.count[c] as i128 * one;
+                acc.score[c] = st.units[c];
+                acc.outcome[c] = st.sum_outcome[c] as i128 * one;
+            }
+        }
+        None => {
+            for i in r {
+                let s = sc.score_units(rows.scores[i].to_f64()) as i128;
+                acc.add(cells[i] as usize, one, s, sc.outcome_units(rows.outcomes[i]) as i128);
+            }
+        }
+        Some(w) if binary => {
+            // a row adds its count's units to the outcome or nothing; one table entry per cell
+            let mut cell_sums = vec![[0i128; 3]; ncells];
+            for i in r {
+                let ws = w[i] * sc.weight;
+                let c = count_units(ws);
+                let s = weighted_units(ws, sc.score_units(rows.scores[i].to_f64()));
+                let o = c & -((rows.outcomes[i] == 1.0) as i128);
+                // cells are in range (computed by the caller); `get_mut` keeps them so anyway
+                if let Some(a) = cell_sums.get_mut(cells[i] as usize) {
+                    a[0] = a[0].wrapping_add(c);
+                    a[1] = a[1].wrapping_add(s);
+                    a[2] = a[2].wrapping_add(o);
+                }
+            }
+            for (c, a) in cell_sums.iter().enumerate() {
+                acc.add(c, a[0], a[1], a[2]);
+            }
+        }
+        Some(w) => {
+            for i in r {
+                let ws = w[i] * sc.weight;
+                let y = sc.outcome_units(rows.outcomes[i]);
+                acc.add(cells[i] as usize, count_units(ws), weighted_units(ws, sc.score_units(rows.scores[i].to_f64())), weighted_units(ws, y));
+            }
+        }
     }
     acc
 }
 
-/// The per-cell statistics of the rows, given each row's cell. Sums run in row order over fixed
-/// chunks; chunk results are added in chunk order (compensated), in parallel only when the
-/// table is small against the input (each chunk holds its own table).
+/// The per-cell statistics of the rows, given each row's cell: exact unit sums (module doc),
+/// over fixed chunks in parallel when the table is small against the input (each chunk holds
+/// its own table).
 fn accumulate<T: Score>(rows: &GroupedRows<T>, cells: &[u32], g: usize, nb: usize) -> BinStats {
     let (m, ncells) = (rows.scores.len(), g * nb);
+    // 0/1 outcomes (the usual case): a row adds its count's units or nothing
+    let (sc, binary) = scales(rows);
     let acc = if m >= PARALLEL_ROWS && ncells <= SUM_CHUNK / 8 {
         let ranges: Vec<_> = (0..m).step_by(SUM_CHUNK).map(|s| s..(s + SUM_CHUNK).min(m)).collect();
-        let mut total = vec![[Comp::default(); 3]; ncells];
-        let res: Result<(), KernelError> = chunks::map_fold(
-            &ranges,
-            |r| Ok(sum_range(rows, cells, r, ncells)),
-            |part| {
-                for (t, p) in total.iter_mut().zip(&part) {
-                    for q in 0..3 {
-                        t[q].add(p[q].sum);
-                        t[q].add(p[q].c);
-                    }
-                }
-            },
-        );
+        let mut total = UnitSums::zeros(ncells);
+        let res: Result<(), KernelError> =
+            chunks::map_fold(&ranges, |r| Ok(sum_range(rows, &sc, binary, cells, r, ncells)), |part| total.add_all(&part));
         debug_assert!(res.is_ok());
         total
     } else {
-        sum_range(rows, cells, 0..m, ncells)
+        sum_range(rows, &sc, binary, cells, 0..m, ncells)
     };
-    let mut st = BinStats::zeros(g, nb);
-    for (i, a) in acc.iter().enumerate() {
-        st.count[i] = a[0].value();
-        st.sum_score[i] = a[1].value();
-        st.sum_outcome[i] = a[2].value();
-    }
+    let mut st = sc.table(g, nb);
+    acc.write(&sc, &mut st);
     st
 }
 
@@ -392,7 +456,8 @@ mod tests {
         }
     }
 
-    /// SPEC's binning of one unweighted group written out directly (sort, positions, count).
+    /// SPEC's binning of one unweighted group written out directly (sort, positions, count);
+    /// score sums as the sum of each score's units ([`units::units`]), rounded once.
     fn direct(scores: &[f64], outcomes: &[f64], binning: Binning, b: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let nb = if binning == Binning::Even { b + 1 } else { b };
         let mut sorted = scores.to_vec();
@@ -401,18 +466,14 @@ mod tests {
             Binning::Even => (1..=b).map(|j| if j == b { 1.0 } else { j as f64 * (1.0 / b as f64) }).collect(),
             Binning::Adaptive => adaptive_positions(sorted.len(), b).into_iter().map(|p| sorted[p]).collect(),
         };
-        let (mut c, mut s, mut o) = (vec![0.0; nb], vec![0.0; nb], vec![0.0; nb]);
+        let (mut c, mut s, mut o) = (vec![0.0; nb], vec![0i128; nb], vec![0.0; nb]);
         for (&x, &y) in scores.iter().zip(outcomes) {
             let k = edges.iter().filter(|&&e| e <= x).count().min(nb - 1);
             c[k] += 1.0;
-            s[k] += x;
+            s[k] += units::units(x) as i128;
             o[k] += y;
         }
-        (c, s, o)
-    }
-
-    fn close(a: &[f64], b: &[f64]) -> bool {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-12 * (1.0 + y.abs()))
+        (c, s.into_iter().map(units::value).collect(), o)
     }
 
     fn case(rng: &mut Rng, m: usize, g: usize, levels: u64) -> (Vec<i64>, Vec<f64>, Vec<f64>, Vec<f64>) {
@@ -440,8 +501,8 @@ mod tests {
                     let (c, ss, so) = direct(&s, &o, binning, b);
                     let r = gi * st.nb..(gi + 1) * st.nb;
                     assert_eq!(st.count[r.clone()], c[..], "trial {trial}");
-                    assert!(close(&st.sum_score[r.clone()], &ss), "trial {trial}");
-                    assert!(close(&st.sum_outcome[r], &so), "trial {trial}");
+                    assert_eq!(st.sum_score[r.clone()], ss[..], "trial {trial}");
+                    assert_eq!(st.sum_outcome[r], so[..], "trial {trial}");
                 }
             }
         }
@@ -467,8 +528,9 @@ mod tests {
                 let r = GroupedRows { groups: Some(&rg), scores: &rs, outcomes: &ro, weights: None, num_groups: g };
                 let (a, e) = (grouped_bin_stats(&w, binning, b).unwrap(), grouped_bin_stats(&r, binning, b).unwrap());
                 assert_eq!(a.count, e.count, "trial {trial} {binning:?}");
-                assert!(close(&a.sum_score, &e.sum_score), "trial {trial}");
-                assert!(close(&a.sum_outcome, &e.sum_outcome), "trial {trial}");
+                assert_eq!(a.sum_score, e.sum_score, "trial {trial}");
+                assert_eq!(a.sum_outcome, e.sum_outcome, "trial {trial}");
+                assert_eq!(a.units, e.units, "trial {trial}");
                 let same = a.edges.iter().zip(&e.edges).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()));
                 assert!(same, "trial {trial}: {:?} vs {:?}", a.edges, e.edges);
             }
@@ -579,5 +641,87 @@ mod tests {
         let st = grouped_bin_stats(&uw, Binning::Adaptive, 3).unwrap();
         let ss: f64 = st.sum_score.iter().sum();
         assert!((ss - 0.9 * m as f64).abs() <= 1e-12 * m as f64);
+    }
+
+    /// Unit weights are no weights, bit for bit; any order of the rows, whatever the weights,
+    /// gives the same table; tables of parts add (as units) to the table of the whole.
+    #[test]
+    fn sums_do_not_depend_on_weights_of_one_or_row_order() {
+        let mut rng = Rng(3);
+        for trial in 0..100 {
+            let (m, g, b) = (1 + rng.below(80) as usize, 1 + rng.below(3) as usize, 1 + rng.below(12) as usize);
+            let (groups, scores, outcomes, _) = case(&mut rng, m, g, 1 << 30);
+            let frac: Vec<f64> = (0..m).map(|_| 0.5 + rng.below(1000) as f64 / 997.0).collect();
+            let ones = vec![1.0; m];
+            let perm: Vec<usize> = {
+                let mut p: Vec<usize> = (0..m).collect();
+                for i in (1..m).rev() {
+                    p.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                p
+            };
+            let pick = |v: &[f64]| perm.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+            let pg: Vec<i64> = perm.iter().map(|&i| groups[i]).collect();
+            let (ps, po, pw) = (pick(&scores), pick(&outcomes), pick(&frac));
+            for binning in [Binning::Even, Binning::Adaptive] {
+                let none = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: None, num_groups: g };
+                let a = grouped_bin_stats(&none, binning, b).unwrap();
+                let u = grouped_bin_stats(&GroupedRows { weights: Some(&ones), ..none }, binning, b).unwrap();
+                assert_eq!((&a.count, &a.sum_score, &a.sum_outcome, &a.units), (&u.count, &u.sum_score, &u.sum_outcome, &u.units), "trial {trial}");
+                assert_eq!(a.units.len(), a.count.len());
+                let f = grouped_bin_stats(&GroupedRows { weights: Some(&frac), ..none }, binning, b).unwrap();
+                let p = GroupedRows { groups: Some(&pg), scores: &ps, outcomes: &po, weights: Some(&pw), num_groups: g };
+                let fp = grouped_bin_stats(&p, binning, b).unwrap();
+                assert_eq!((&f.count, &f.sum_score, &f.sum_outcome, &f.units), (&fp.count, &fp.sum_score, &fp.sum_outcome, &fp.units), "trial {trial}");
+            }
+            // even bins of two halves, added as units: the score sums of the whole
+            let h = m / 2;
+            for w in [None, Some(&frac[..])] {
+                let part = |r: std::ops::Range<usize>| {
+                    let rows = GroupedRows { groups: Some(&groups[r.clone()]), scores: &scores[r.clone()], outcomes: &outcomes[r.clone()], weights: w.map(|w| &w[r]), num_groups: g };
+                    grouped_bin_stats(&rows, Binning::Even, b).unwrap()
+                };
+                let mut sum = part(0..h);
+                sum.add(&part(h..m));
+                let whole = part(0..m);
+                assert_eq!(sum.sum_score, whole.sum_score, "trial {trial}");
+                assert_eq!(sum.units, whole.units, "trial {trial}");
+                if w.is_none() {
+                    assert_eq!(sum, whole, "trial {trial}");
+                }
+            }
+        }
+    }
+
+    /// Small weights, large totals and values beyond [-2, 2] are scaled by powers of two: their
+    /// tables carry no units and keep their accuracy; no input panics.
+    #[test]
+    fn scaled_tables_have_no_units_and_stay_accurate() {
+        let s = [0.2, 0.45, 0.7, 0.9, 1.0];
+        let o = [0.0, 1.0, 1.0, 0.0, 1.0];
+        let float = |w: &[f64], s: &[f64], o: &[f64]| -> (f64, f64, f64) {
+            (w.iter().sum(), w.iter().zip(s).map(|(a, b)| a * b).sum(), w.iter().zip(o).map(|(a, b)| a * b).sum())
+        };
+        let near = |a: f64, b: f64| (a - b).abs() <= 1e-14 * b.abs();
+        let big = [3e5, -7.25, 1e10, 0.5, 2.0];
+        let half = [0.25, 0.5, 2.0, 1.5, -3.0];
+        for (w, sc, oc) in [
+            (vec![1e-9, 2e-9, 3e-9, 4e-9, 5e-9], &s, &o),
+            (vec![1e300, 2e300, 3e300, 4e300, 5e300], &s, &o),
+            (vec![0.3; 5], &big, &half),
+            (vec![1.0, 2.0, 3.0, 0.0, 1.0], &big, &o),
+            (vec![5e-324, 1e-320, 0.0, 1e-310, 5e-324], &s, &o),
+        ] {
+            let rows = GroupedRows { groups: None, scores: &sc[..], outcomes: &oc[..], weights: Some(&w), num_groups: 1 };
+            let st = grouped_bin_stats(&rows, Binning::Even, 1).unwrap();
+            assert!(st.units.is_empty(), "{w:?}");
+            let (c, ss, so) = float(&w, sc, oc);
+            let got = (st.count.iter().sum::<f64>(), st.sum_score.iter().sum::<f64>(), st.sum_outcome.iter().sum::<f64>());
+            if w[0] > 1e-300 {
+                assert!(near(got.0, c) && near(got.1, ss) && near(got.2, so), "{w:?}: {got:?} vs {:?}", (c, ss, so));
+            } else {
+                assert!(got.0.is_finite() && got.1.is_finite() && got.2.is_finite());
+            }
+        }
     }
 }

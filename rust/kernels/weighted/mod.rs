@@ -2,9 +2,11 @@
 //! `(group, score, outcome, weight)` rows -> per-(group, bin) table), each entry's cell of a
 //! table ([`cells`]), and resampling as weights on the same table ([`resample`]: bootstrap and
 //! consistency resamples; [`adaptive`]: bootstrap resamples of adaptive bins from one sorted
-//! order).
+//! order). Every table's sums are exact sums of grid units ([`sums`]), so they do not depend
+//! on the order of the rows.
 
 pub mod adaptive;
 pub mod cells;
 pub mod grouped;
 pub mod resample;
+pub mod sums;

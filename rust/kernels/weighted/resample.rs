@@ -7,6 +7,15 @@
 //! (the row's top probability; `hit = 0` when the prediction is correct); all-probability
 //! metrics use `W = K` (every column; `hit = label`).
 //!
+//! Sums are exact in grid units ([`sums`](crate::kernels::weighted::sums)): each row's count
+//! and outcome units and each entry's score units at the row's base weight are computed once
+//! per call (at the base weights' power-of-two scale, [`Scales::of_terms`]; with no base
+//! weights, `2^50` per row and each score's own units), and a resample adds them times the
+//! row's whole multiplicity in `i128`. So a resample's table is exactly the table of the data
+//! with each row repeated as often as it is drawn, in any order of the rows: with no base
+//! weights (or whole ones below 2^11) it is bitwise the table of the primitive
+//! ([`grouped_bin_stats`]) on the resample's weights.
+//!
 //! Random numbers come from a counter-based generator: the draw of row `i` in resample `r` is a
 //! hash of `(seed, r, i)` ([`uniform`]), so every resample is the same for any thread count,
 //! any block size and any order of evaluation. Each resample is reduced sequentially by one
@@ -15,10 +24,12 @@
 use rayon::prelude::*;
 
 use crate::kernels::core::spec::Grouping;
-use crate::kernels::weighted::adaptive::Sorted;
 use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
+use crate::kernels::core::units;
+use crate::kernels::weighted::adaptive::Sorted;
+use crate::kernels::weighted::sums::{count_units, plain_chunk, weighted_units, Scales, UnitSums, BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 /// Cell value of an entry that is not kept (below the threshold, or no outcome).
@@ -45,7 +56,20 @@ const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 /// `index`-th output from state `key`, so entry i of any stream is computed on its own.
 #[inline(always)]
 pub fn draw(key: u64, index: u64) -> u64 {
-    mix64(key.wrapping_add(index.wrapping_add(1).wrapping_mul(GAMMA)))
+    draw_tagged(key, tag(index))
+}
+
+/// The part of [`draw`] that depends on the entry only: loops that draw the same entries for
+/// many resamples compute it once.
+#[inline(always)]
+fn tag(index: u64) -> u64 {
+    index.wrapping_add(1).wrapping_mul(GAMMA)
+}
+
+/// [`draw`] given the entry's [`tag`].
+#[inline(always)]
+fn draw_tagged(key: u64, tag: u64) -> u64 {
+    mix64(key.wrapping_add(tag))
 }
 
 /// The 64 random bits of counter `(seed, stream, index)`.
@@ -124,11 +148,20 @@ const POISSON_LUT: [u8; LUT_SIZE] = {
 /// table lookup on the top 12 bits.
 #[inline(always)]
 pub fn poisson_of_bits(x: u64) -> f64 {
+    poisson_count(x) as f64
+}
+
+/// The largest Poisson(1) draw ([`poisson_count`]).
+pub const POISSON_MAX: u64 = 17;
+
+/// [`poisson_of_bits`] as an integer (at most [`POISSON_MAX`]).
+#[inline(always)]
+pub fn poisson_count(x: u64) -> u32 {
     let v = POISSON_LUT[(x >> (64 - LUT_BITS)) as usize];
     if v != MIXED {
-        v as f64
+        v as u32
     } else {
-        poisson1(unit(x))
+        poisson1(unit(x)) as u32
     }
 }
 
@@ -206,58 +239,92 @@ impl Cells<'_> {
         Ok(())
     }
 
-    /// Adds row `i` with multiplicity `w` and outcome column `hit` into `st`.
+    /// Each row's and entry's units at the row's base weight (module doc).
+    fn terms(&self) -> Terms {
+        let most = self.score.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let weight = self.base.map_or(1.0, |b| Scales::of_terms(b.iter().fold(0.0f64, |m, &x| m.max(x))));
+        let sc = Scales { weight, score: Scales::of_values(most), outcome: 1.0 };
+        let k = self.width;
+        let (count, score) = match self.base {
+            None => (vec![units::SCALE as i64; self.rows()], self.score.iter().map(|&x| sc.score_units(x)).collect()),
+            Some(b) => (
+                b.iter().map(|&w| count_units(w * weight) as i64).collect(),
+                self.score.iter().enumerate().map(|(e, &x)| weighted_units(b.get(e / k).map_or(0.0, |w| w * weight), sc.score_units(x)) as i64).collect(),
+            ),
+        };
+        Terms { sc, count, score }
+    }
+
+    /// Adds row `i` with multiplicity `m` and outcome column `hit` into `acc`.
     #[inline(always)]
-    fn push_row(&self, st: &mut BinStats, i: usize, w: f64, hit: u32) {
+    fn push_row(&self, t: &Terms, acc: &mut UnitSums, i: usize, m: i64, hit: u32) {
         let row = &self.cell[i * self.width..(i + 1) * self.width];
-        let sc = &self.score[i * self.width..(i + 1) * self.width];
-        // `check` validated every cell and hit; the `get`s keep an array changed by another
-        // thread during the call (the GIL is released) from indexing out of bounds.
-        let nc = st.count.len();
-        for (&c, &s) in row.iter().zip(sc) {
-            let c = c as usize;
-            if c < nc {
-                st.count[c] += w;
-                st.sum_score[c] += w * s;
-            }
+        let su = &t.score[i * self.width..(i + 1) * self.width];
+        let mc = wide(m, t.count[i]);
+        // `check` validated every cell and hit; `add_*` and the `get` keep an array changed by
+        // another thread during the call (the GIL is released) from indexing out of bounds.
+        for (&c, &u) in row.iter().zip(su) {
+            acc.add_count_score(c as usize, mc, wide(m, u));
         }
         if let Some(&c) = row.get(hit as usize) {
-            if let Some(x) = st.sum_outcome.get_mut(c as usize) {
-                *x += w;
-            }
+            acc.add_outcome(c as usize, mc);
         }
     }
 
-    fn base(&self, i: usize) -> f64 {
-        self.base.map_or(1.0, |b| b[i])
+    /// The unit sums of the data as given (base weights only).
+    fn unit_sums(&self, t: &Terms) -> UnitSums {
+        let mut acc = UnitSums::zeros(self.groups * self.nb);
+        for i in 0..self.rows() {
+            self.push_row(t, &mut acc, i, 1, self.hit[i]);
+        }
+        acc
     }
 
     /// The statistics of the data as given (base weights only).
     pub fn stats(&self) -> BinStats {
-        let mut st = BinStats::zeros(self.groups, self.nb);
-        for i in 0..self.rows() {
-            self.push_row(&mut st, i, self.base(i), self.hit[i]);
-        }
+        let t = self.terms();
+        let mut st = t.sc.table(self.groups, self.nb);
+        self.unit_sums(&t).write(&t.sc, &mut st);
         st
     }
 }
 
+/// `a * b` exactly (one 64 x 64 -> 128-bit product).
+#[inline(always)]
+fn wide(a: i64, b: i64) -> i128 {
+    a as i128 * b as i128
+}
+
+/// [`Cells`]' units at the base weights, once per call: count (and hit outcome) units per row,
+/// score units per entry.
+struct Terms {
+    sc: Scales,
+    count: Vec<i64>,
+    score: Vec<i64>,
+}
+
 /// Per-row multiplicities of bootstrap resample `r` into `w` (length N).
 pub fn bootstrap_weights(scheme: Scheme, seed: u64, r: u64, w: &mut [f64]) {
+    bootstrap_counts(scheme, seed, r, w);
+}
+
+/// [`bootstrap_weights`] as whole numbers of any type that holds them (`f64`, `u32`): the same
+/// multiplicities.
+pub fn bootstrap_counts<T: Copy + From<u32> + std::ops::AddAssign>(scheme: Scheme, seed: u64, r: u64, w: &mut [T]) {
     let n = w.len();
     match scheme {
         Scheme::Poisson => {
             let key = stream_key(seed, r);
             for (i, x) in w.iter_mut().enumerate() {
-                *x = poisson_of_bits(draw(key, i as u64));
+                *x = T::from(poisson_count(draw(key, i as u64)));
             }
         }
         Scheme::Multinomial => {
-            w.iter_mut().for_each(|x| *x = 0.0);
+            w.iter_mut().for_each(|x| *x = T::from(0));
             let key = stream_key(seed, r);
             for j in 0..n {
                 let idx = ((unit(draw(key, j as u64)) * n as f64) as usize).min(n - 1);
-                w[idx] += 1.0;
+                w[idx] += T::from(1);
             }
         }
     }
@@ -267,35 +334,181 @@ pub fn bootstrap_weights(scheme: Scheme, seed: u64, r: u64, w: &mut [f64]) {
 /// the values never do in any case: each resample is computed whole by one task).
 const BLOCK: usize = 8;
 
-fn run_blocks<F>(n_resamples: usize, f: F) -> Vec<f64>
+/// The values `f(r)` of resamples `0..n_resamples`, in blocks of [`BLOCK`] over rayon, each
+/// block with its own scratch `S`.
+fn run_blocks<S: Default, F>(n_resamples: usize, f: F) -> Vec<f64>
 where
-    F: Fn(usize, &mut BinStats, &mut Vec<f64>) -> f64 + Sync,
-    {
+    F: Fn(usize, &mut S) -> f64 + Sync,
+{
     let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
-            let mut scratch = Vec::new();
-            let mut st = BinStats::zeros(0, 0);
-            (b * BLOCK..((b + 1) * BLOCK).min(n_resamples)).map(|r| f(r, &mut st, &mut scratch)).collect()
+            let mut scratch = S::default();
+            (b * BLOCK..((b + 1) * BLOCK).min(n_resamples)).map(|r| f(r, &mut scratch)).collect()
         })
         .collect();
     blocks.into_iter().flatten().collect()
 }
 
-fn reset(st: &mut BinStats, groups: usize, nb: usize) {
-    if st.count.len() != groups * nb {
-        *st = BinStats::zeros(groups, nb);
-    } else {
-        st.count.iter_mut().for_each(|x| *x = 0.0);
-        st.sum_score.iter_mut().for_each(|x| *x = 0.0);
-        st.sum_outcome.iter_mut().for_each(|x| *x = 0.0);
+/// The kept entries of a [`Cells`] table grouped by cell (a counting sort, in row order within
+/// a cell), with what a bootstrap resample sums of each: a cell's sums are then runs of this
+/// order, summed in registers (no read-modify-write of table memory per entry).
+struct CellRuns {
+    /// Cell `c` holds positions `start[c]..start[c + 1]`.
+    start: Vec<usize>,
+    /// Row of the entry at each position.
+    row: Vec<u32>,
+    /// Each position's row as its [`tag`] (one entry per row: its multiplicity is drawn in
+    /// place), else empty.
+    tags: Vec<u64>,
+    /// No base weights (the fields `biased` and `inc`; else `count`, `score` and `hits`).
+    plain: bool,
+    /// No base weights: each entry's score units plus [`BIAS`] (below 2^53), and its count
+    /// increment, 1 plus 2^32 when it is its row's outcome column ([`plain_run`]).
+    biased: Vec<u64>,
+    inc: Vec<u64>,
+    /// Base weights: each entry's count and score units at its row's base weight, and a mask,
+    /// all ones when it is its row's outcome column (its outcome units are its count units).
+    count: Vec<i64>,
+    score: Vec<i64>,
+    hits: Vec<i64>,
+}
+
+impl CellRuns {
+    /// `drawn`: one entry per row, multiplicities drawn in place ([`CellRuns::tags`]).
+    fn new(cells: &Cells<'_>, t: &Terms, drawn: bool) -> Self {
+        let (n, k, nc) = (cells.rows(), cells.width, cells.groups * cells.nb);
+        // each cell read once (another thread may change the array during the call)
+        let cell: Vec<u32> = cells.cell.iter().map(|&c| if (c as usize) < nc { c } else { DROPPED }).collect();
+        let mut start = vec![0usize; nc + 1];
+        for &c in cell.iter().filter(|&&c| c != DROPPED) {
+            start[c as usize + 1] += 1;
+        }
+        for c in 0..nc {
+            start[c + 1] += start[c];
+        }
+        let m = start[nc];
+        let mut fill = start.clone();
+        let plain = cells.base.is_none();
+        let (pm, wm) = if plain { (m, 0) } else { (0, m) };
+        let mut runs = CellRuns {
+            row: vec![0; m],
+            tags: vec![0; if drawn { m } else { 0 }],
+            biased: vec![0; pm],
+            inc: vec![0; pm],
+            count: vec![0; wm],
+            score: vec![0; wm],
+            hits: vec![0; wm],
+            start,
+            plain,
+        };
+        for i in 0..n {
+            for (col, e) in (i * k..(i + 1) * k).enumerate() {
+                let c = cell[e];
+                if c == DROPPED {
+                    continue;
+                }
+                let p = fill[c as usize];
+                fill[c as usize] += 1;
+                runs.row[p] = i as u32;
+                if drawn {
+                    runs.tags[p] = tag(i as u64);
+                }
+                let hit = cells.hit[i] as usize == col;
+                if plain {
+                    runs.biased[p] = t.score[e].wrapping_add(BIAS) as u64;
+                    runs.inc[p] = 1 | (hit as u64) << 32;
+                } else {
+                    runs.count[p] = t.count[i];
+                    runs.score[p] = t.score[e];
+                    runs.hits[p] = -(hit as i64);
+                }
+            }
+        }
+        runs
     }
+
+    /// The table of one resample into `st`: `m_of(row)` the multiplicity of a row (given as
+    /// its [`tag`] when the runs have tags), at most `max_m`.
+    #[inline(always)]
+    fn table(&self, sc: &Scales, max_m: u64, st: &mut BinStats, m_of: impl Fn(u64) -> u64) {
+        if self.tags.is_empty() {
+            self.table_by(&self.row, sc, max_m, st, m_of)
+        } else {
+            self.table_by(&self.tags, sc, max_m, st, m_of)
+        }
+    }
+
+    /// [`CellRuns::table`] with each position's row as `rows` gives it.
+    #[inline(always)]
+    fn table_by<R: Copy + Into<u64>>(&self, rows: &[R], sc: &Scales, max_m: u64, st: &mut BinStats, m_of: impl Fn(u64) -> u64) {
+        for c in 0..self.start.len() - 1 {
+            let r = self.start[c]..self.start[c + 1];
+            let (n, s, o) = if self.plain {
+                let (rows, b, inc) = (&rows[r.clone()], &self.biased[r.clone()], &self.inc[r]);
+                if max_m < 1 << 11 {
+                    plain_run::<false, R>(rows, b, inc, plain_chunk(max_m), &m_of)
+                } else {
+                    plain_run::<true, R>(rows, b, inc, plain_chunk(max_m), &m_of)
+                }
+            } else {
+                let (mut n, mut s, mut o) = (0i128, 0i128, 0i128);
+                let terms = self.count[r.clone()].iter().zip(&self.score[r.clone()]).zip(&self.hits[r.clone()]);
+                for (&i, ((&c1, &u), &h)) in rows[r].iter().zip(terms) {
+                    let m = m_of(i.into()) as i64;
+                    let mc = wide(m, c1);
+                    n = n.wrapping_add(mc);
+                    s = s.wrapping_add(wide(m, u));
+                    o = o.wrapping_add(mc & h as i128);
+                }
+                (n, s, o)
+            };
+            sc.write(st, c, n, s, o);
+        }
+    }
+}
+
+/// (count, score, outcome) units of a run of entries with no base weights ([`CellRuns`]), each
+/// entry's multiplicity `m_of(row)`: `sum m * inc` holds the count and the outcome count (low
+/// and high 32 bits; runs of `chunk` entries, [`plain_chunk`], keep each below 2^32) and
+/// `sum m * biased` the score units plus `count * BIAS`, in `u128`. `WIDE`: multiplicities of
+/// 2^11 or more, whose products with biased units need 128 bits.
+#[inline(always)]
+fn plain_run<const WIDE: bool, R: Copy + Into<u64>>(rows: &[R], biased: &[u64], inc: &[u64], chunk: usize, m_of: impl Fn(u64) -> u64) -> (i128, i128, i128) {
+    let (mut count, mut score, mut outcome) = (0i128, 0i128, 0i128);
+    for ((r, b), c) in rows.chunks(chunk).zip(biased.chunks(chunk)).zip(inc.chunks(chunk)) {
+        let (mut no, mut s) = (0u64, 0u128);
+        for ((&i, &u), &k) in r.iter().zip(b).zip(c) {
+            let m = m_of(i.into());
+            no = no.wrapping_add(m.wrapping_mul(k));
+            let mu = if WIDE { m as u128 * u as u128 } else { m.wrapping_mul(u) as u128 };
+            s = s.wrapping_add(mu);
+        }
+        let n = (no & 0xffff_ffff) as i128;
+        count += n;
+        outcome += (no >> 32) as i128;
+        score += (s as i128).wrapping_sub(n << 51);
+    }
+    let one = units::SCALE as i128;
+    (count * one, score, outcome * one)
+}
+
+/// A bootstrap task's scratch: the table and the multiplicities.
+#[derive(Default)]
+struct BootScratch {
+    st: Option<BinStats>,
+    m: Vec<u32>,
 }
 
 /// The metric on `n_resamples` bootstrap resamples (rows reweighted, bins fixed per entry).
 ///
 /// Valid when the bin of an entry does not depend on the other rows: even binning. Resample
 /// `r` uses counter stream `r`, so a prefix of resamples is the same whatever `n_resamples`.
+/// Exact unit sums in one of three loops, the same numbers: one entry per row with Poisson
+/// weights, each resample sums the runs of the entries grouped by cell (`CellRuns`), each
+/// multiplicity drawn in place; with no base weights otherwise, the rows drawn at least once
+/// are added row by row into packed `u64` sums (`bootstrap_rows`); else the cell runs again,
+/// each multiplicity read from the resample's per-row multiplicities.
 pub fn bootstrap(
     cells: &Cells<'_>,
     norm: Norm,
@@ -305,71 +518,176 @@ pub fn bootstrap(
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
     cells.check()?;
-    if cells.width == 1 && scheme == Scheme::Poisson && cells.groups * cells.nb <= FAST_CELLS {
-        return Ok(bootstrap_top(cells, norm, class_conditional, seed, n_resamples));
+    let t = cells.terms();
+    let drawn = cells.width == 1 && scheme == Scheme::Poisson;
+    let most = match scheme {
+        Scheme::Poisson => POISSON_MAX,
+        Scheme::Multinomial => 1, // the multiplicities of a resample sum to n
+    };
+    let entries = cells.rows().saturating_mul(cells.width) as u64;
+    if !drawn && cells.base.is_none() && entries.saturating_mul(most) < 1 << 32 {
+        return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
     }
+    let runs = CellRuns::new(cells, &t, drawn);
     let n = cells.rows();
-    Ok(run_blocks(n_resamples, |r, st, w| {
-        reset(st, cells.groups, cells.nb);
-        w.resize(n, 0.0);
-        bootstrap_weights(scheme, seed, r as u64, w);
-        for (i, &wi) in w.iter().enumerate() {
-            let m = wi * cells.base(i);
-            if m != 0.0 {
-                cells.push_row(st, i, m, cells.hit[i]);
-            }
+    Ok(run_blocks(n_resamples, |r, s: &mut BootScratch| {
+        let st = s.st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
+        if drawn {
+            let key = stream_key(seed, r as u64);
+            runs.table(&t.sc, POISSON_MAX, st, |g| poisson_count(draw_tagged(key, g)) as u64);
+        } else {
+            s.m.resize(n, 0);
+            bootstrap_counts(scheme, seed, r as u64, &mut s.m);
+            let most = s.m.iter().copied().max().unwrap_or(0) as u64;
+            // rows were checked; `get` keeps them in bounds in any case
+            let m = &s.m;
+            runs.table(&t.sc, most, st, |i| m.get(i as usize).map_or(0, |&x| x as u64));
         }
         reduce(st, norm, class_conditional)
     }))
 }
 
-/// Resamples sharing one pass over the rows in [`bootstrap_top`].
-const LANES: usize = 8;
-/// Largest table of the one-entry-per-row loops ([`bootstrap_top`], [`consistency_top`]): they
-/// hold `LANES` copies of it per block, so larger tables (up to the metric kernels' limit) take
-/// the general loops, which hold one (same numbers either way).
+/// [`bootstrap`] with no base weights, row by row (rows drawn 0 times skipped), into per-cell
+/// `u64` sums: the count and outcome count packed in one (low and high 32 bits), and the
+/// products of multiplicity and biased score units (below 2^53, [`BIAS`]) in their low 32 bits
+/// and the rest, so that no sum can wrap while the multiplicities of a resample sum to less
+/// than 2^32 per cell (the caller checks entries times the largest multiplicity, or times 1
+/// for multinomial resamples, whose multiplicities sum to n).
+fn bootstrap_rows(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Vec<f64> {
+    let (n, nc) = (cells.rows(), cells.groups * cells.nb);
+    let biased: Vec<u64> = t.score.iter().map(|&u| u.wrapping_add(BIAS) as u64).collect();
+    run_blocks(n_resamples, |r, s: &mut (Vec<u32>, Vec<[u64; 3]>, Option<BinStats>)| {
+        let (m, acc, st) = s;
+        m.resize(n, 0);
+        bootstrap_counts(scheme, seed, r as u64, m);
+        acc.clear();
+        acc.resize(nc, [0; 3]);
+        // below 2^11 a multiplicity times biased units (below 2^53) fits in 64 bits
+        if m.iter().all(|&x| x < 1 << 11) {
+            rows_into::<false>(cells, m, &biased, acc);
+        } else {
+            rows_into::<true>(cells, m, &biased, acc);
+        }
+        let st = st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
+        let one = units::SCALE as i128;
+        for (c, a) in acc.iter().enumerate() {
+            let count = (a[0] & 0xffff_ffff) as i128;
+            let score = ((a[2] as i128) << 32) + a[1] as i128 - (count << 51);
+            t.sc.write(st, c, count * one, score, (a[0] >> 32) as i128 * one);
+        }
+        reduce(st, norm, class_conditional)
+    })
+}
+
+/// The sums of [`bootstrap_rows`] of every row with multiplicities `m` into `acc`. `WIDE`:
+/// some multiplicity is 2^11 or more (products in 128 bits).
+#[inline(always)]
+fn rows_into<const WIDE: bool>(cells: &Cells<'_>, m: &[u32], biased: &[u64], acc: &mut [[u64; 3]]) {
+    let k = cells.width;
+    for (i, &mi) in m.iter().enumerate() {
+        if mi == 0 {
+            continue;
+        }
+        let mi = mi as u64;
+        let row = &cells.cell[i * k..(i + 1) * k];
+        // cells were checked; `get_mut` keeps an array changed during the call in bounds
+        for (&c, &u) in row.iter().zip(&biased[i * k..(i + 1) * k]) {
+            let p = if WIDE { mi as u128 * u as u128 } else { mi.wrapping_mul(u) as u128 };
+            if let Some(a) = acc.get_mut(c as usize) {
+                a[0] = a[0].wrapping_add(mi);
+                a[1] = a[1].wrapping_add(p as u32 as u64);
+                a[2] = a[2].wrapping_add((p >> 32) as u64);
+            }
+        }
+        if let Some(a) = row.get(cells.hit[i] as usize).and_then(|&c| acc.get_mut(c as usize)) {
+            a[0] = a[0].wrapping_add(mi << 32);
+        }
+    }
+}
+
+/// The draws below which a top-label row of confidence `s` is redrawn correct: [`redraw`]'s
+/// test `u < s`, with `u = k * 2^-53` for the 53-bit integer `k = x >> 11` of the random bits
+/// `x` ([`unit`]), is `k < hit_threshold(s)` (`k < s * 2^53` exactly, the scaling being exact,
+/// and for a whole `k` that is `k < ceil(s * 2^53)`; no hit for `s <= 0` or NaN). An integer
+/// compare per draw instead of a conversion and a float compare.
+#[inline]
+fn hit_threshold(s: f64) -> u64 {
+    let y = s * (1u64 << 53) as f64;
+    if y > 0.0 {
+        // beyond 2^53 every draw hits
+        y.ceil().min((1u64 << 53) as f64 + 1.0) as u64
+    } else {
+        0
+    }
+}
+
+/// Largest table of [`consistency_top`] (one copy per resample task; larger tables, up to the
+/// metric kernels' limit, take the general loop: the same numbers).
 const FAST_CELLS: usize = 1 << 16;
 
-/// [`bootstrap`] for one entry per row and Poisson weights: `LANES` resamples share each read
-/// of a row (independent accumulators, so the adds of different resamples overlap), each row's
-/// cell is read once per block, and a dropped row goes to a spare cell instead of a branch.
-/// Same numbers as the general loop: each resample's sums are taken in row order.
-fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
-    let n = cells.rows();
+/// [`consistency`] for one entry per row (top-label): counts and score sums are the data's,
+/// only the outcome sums are redrawn. The rows are grouped by cell, and each resample sums a
+/// cell's hits over its run in registers ([`hit_threshold`]: an integer test per row). Same
+/// numbers as the general loop (exact unit sums).
+fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
     let nc = cells.groups * cells.nb;
-    // DROPPED (and anything out of range) goes to the spare cell `nc`.
-    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c as usize >= nc { nc as u32 } else { c }).collect();
-    let out: Vec<f64> = cells.hit.iter().map(|&h| if h == 0 { 1.0 } else { 0.0 }).collect();
-    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(LANES))
+    let base = cells.unit_sums(t);
+    // rows grouped by cell (dropped rows left out): (row's tag, hit threshold, count units)
+    let mut start = vec![0usize; nc + 1];
+    let cell: Vec<u32> = cells.cell.iter().map(|&c| if (c as usize) < nc { c } else { DROPPED }).collect();
+    for &c in cell.iter().filter(|&&c| c != DROPPED) {
+        start[c as usize + 1] += 1;
+    }
+    for c in 0..nc {
+        start[c + 1] += start[c];
+    }
+    let mut fill = start.clone();
+    let mut rows = vec![(0u64, 0u64, 0i64); start[nc]];
+    for (i, &c) in cell.iter().enumerate().filter(|(_, &c)| c != DROPPED) {
+        rows[fill[c as usize]] = (tag(i as u64), hit_threshold(cells.score[i]), t.count[i]);
+        fill[c as usize] += 1;
+    }
+    let plain = cells.base.is_none();
+    // TOP_LANES resamples per pass over the rows (each row read once for them)
+    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(TOP_LANES))
         .into_par_iter()
         .map(|b| {
-            let r0 = b * LANES;
-            let lanes = LANES.min(n_resamples - r0);
-            let mut keys = [0u64; LANES];
+            let r0 = b * TOP_LANES;
+            let lanes = TOP_LANES.min(n_resamples - r0);
+            let mut keys = [0u64; TOP_LANES];
             for (j, k) in keys.iter_mut().enumerate() {
                 *k = stream_key(seed, (r0 + j) as u64);
             }
-            // acc[(cell * LANES + j) * 3 + {count, score, outcome}]
-            let mut acc = vec![0.0f64; (nc + 1) * LANES * 3];
-            for i in 0..n {
-                let c = cell[i] as usize;
-                let (s, o, base) = (cells.score[i], out[i], cells.base(i));
-                let a = &mut acc[c * LANES * 3..(c + 1) * LANES * 3];
-                for j in 0..LANES {
-                    let w = poisson_of_bits(draw(keys[j], i as u64)) * base;
-                    a[3 * j] += w;
-                    a[3 * j + 1] += w * s;
-                    a[3 * j + 2] += w * o;
+            let mut ys = vec![[0i128; TOP_LANES]; nc];
+            for (c, y) in ys.iter_mut().enumerate() {
+                let run = &rows[start[c]..start[c + 1]];
+                if plain {
+                    // with no base weights a hit adds one row's 2^50 units: count the hits
+                    let mut h = [0u64; TOP_LANES];
+                    for &(g, thr, _) in run {
+                        for j in 0..TOP_LANES {
+                            h[j] += ((draw_tagged(keys[j], g) >> 11) < thr) as u64;
+                        }
+                    }
+                    for j in 0..TOP_LANES {
+                        y[j] = h[j] as i128 * units::SCALE as i128;
+                    }
+                } else {
+                    for &(g, thr, c1) in run {
+                        for j in 0..TOP_LANES {
+                            // all ones on a hit: the sign of k - thr (both below 2^54), as
+                            // arithmetic (a select compiles to a branch the draws mispredict)
+                            let hit = ((draw_tagged(keys[j], g) >> 11) as i64).wrapping_sub(thr as i64) >> 63;
+                            y[j] = y[j].wrapping_add((c1 & hit) as i128);
+                        }
+                    }
                 }
             }
-            let mut st = BinStats::zeros(cells.groups, cells.nb);
+            let mut st = t.sc.table(cells.groups, cells.nb);
             (0..lanes)
                 .map(|j| {
-                    for c in 0..nc {
-                        let a = &acc[(c * LANES + j) * 3..(c * LANES + j) * 3 + 3];
-                        st.count[c] = a[0];
-                        st.sum_score[c] = a[1];
-                        st.sum_outcome[c] = a[2];
+                    for (c, y) in ys.iter().enumerate() {
+                        t.sc.write(&mut st, c, base.count[c], base.score[c], y[j]);
                     }
                     reduce(&st, norm, class_conditional)
                 })
@@ -379,46 +697,8 @@ fn bootstrap_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u
     blocks.into_iter().flatten().collect()
 }
 
-/// [`consistency`] for one entry per row (top-label): `LANES` resamples share each read of a
-/// row; counts and score sums are the data's, only the outcome sums are redrawn. Same numbers
-/// as the general loop (each resample's outcome sums are taken in row order).
-fn consistency_top(cells: &Cells<'_>, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
-    let nc = cells.groups * cells.nb;
-    // DROPPED (and anything out of range) goes to the spare cell `nc`.
-    let cell: Vec<u32> = cells.cell.iter().map(|&c| if c as usize >= nc { nc as u32 } else { c }).collect();
-    let base = cells.stats();
-    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(LANES))
-        .into_par_iter()
-        .map(|b| {
-            let r0 = b * LANES;
-            let lanes = LANES.min(n_resamples - r0);
-            let mut keys = [0u64; LANES];
-            for (j, k) in keys.iter_mut().enumerate() {
-                *k = stream_key(seed, (r0 + j) as u64);
-            }
-            let mut acc = vec![0.0f64; (nc + 1) * LANES];
-            for (i, &ci) in cell.iter().enumerate() {
-                let c = ci as usize;
-                let (s, w) = (cells.score[i], cells.base(i));
-                let a = &mut acc[c * LANES..(c + 1) * LANES];
-                for j in 0..LANES {
-                    let hit = redraw(&[s], unit(draw(keys[j], i as u64))) == 0;
-                    a[j] += if hit { w } else { 0.0 };
-                }
-            }
-            let mut st = base.clone();
-            (0..lanes)
-                .map(|j| {
-                    for c in 0..nc {
-                        st.sum_outcome[c] = acc[c * LANES + j];
-                    }
-                    reduce(&st, norm, class_conditional)
-                })
-                .collect()
-        })
-        .collect();
-    blocks.into_iter().flatten().collect()
-}
+/// Resamples sharing each pass of [`consistency_top`] over the rows.
+const TOP_LANES: usize = 4;
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
 /// predicted distribution, scores and bins unchanged.
@@ -435,29 +715,38 @@ pub fn consistency(
     n_resamples: usize,
 ) -> Result<Vec<f64>, KernelError> {
     cells.check()?;
+    let t = cells.terms();
     if cells.width == 1 && cells.groups * cells.nb <= FAST_CELLS {
-        return Ok(consistency_top(cells, norm, class_conditional, seed, n_resamples));
+        return Ok(consistency_top(cells, &t, norm, class_conditional, seed, n_resamples));
     }
     let n = cells.rows();
     let k = cells.width;
-    let base = cells.stats();
-    Ok(run_blocks(n_resamples, |r, st, _| {
-        if st.count.len() != base.count.len() {
-            *st = base.clone();
-        } else {
-            st.count.copy_from_slice(&base.count);
-            st.sum_score.copy_from_slice(&base.sum_score);
-        }
-        st.sum_outcome.iter_mut().for_each(|x| *x = 0.0);
+    let nc = cells.groups * cells.nb;
+    let base = cells.unit_sums(&t);
+    let plain = cells.base.is_none();
+    // with no base weights a hit adds one row's 2^50 units: count the hits
+    Ok(run_blocks(n_resamples, |r, s: &mut (Vec<u64>, Vec<i128>, Option<BinStats>)| {
+        let (hits, acc, st) = s;
+        hits.clear();
+        hits.resize(if plain { nc } else { 0 }, 0);
+        acc.clear();
+        acc.resize(if plain { 0 } else { nc }, 0);
         let key = stream_key(seed, r as u64);
         for i in 0..n {
             let hit = redraw(&cells.score[i * k..(i + 1) * k], unit(draw(key, i as u64)));
             if (hit as usize) < k {
                 let c = cells.cell[i * k + hit as usize] as usize;
-                if let Some(x) = st.sum_outcome.get_mut(c) {
-                    *x += cells.base(i);
+                if let Some(h) = hits.get_mut(c) {
+                    *h += 1;
+                } else if let Some(o) = acc.get_mut(c) {
+                    *o = o.wrapping_add(t.count[i] as i128);
                 }
             }
+        }
+        let st = st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
+        for c in 0..nc {
+            let y = if plain { hits[c] as i128 * units::SCALE as i128 } else { acc[c] };
+            t.sc.write(st, c, base.count[c], base.score[c], y);
         }
         reduce(st, norm, class_conditional)
     }))
@@ -676,6 +965,86 @@ mod tests {
         assert!(consistency_draws(&[0.5; 4], 1, 0, 0, 1 << 60).is_err());
     }
 
+    /// The integer hit test of the top-label consistency loop is `redraw`'s, for every score
+    /// (edges of the grid of draws, tiny, negative, beyond 1, NaN) and random draws.
+    #[test]
+    fn hit_threshold_is_the_redraw_test() {
+        let k53 = (1u64 << 53) as f64;
+        let mut scores = vec![0.0, -0.0, 1.0, 0.5, 1.0 + 1e-4, -1e-4, 5e-324, 1e-300, 2.0, 1e300, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
+        for k in [1u64, 2, 3, 12345, (1 << 52) + 1, (1 << 53) - 1] {
+            let y = k as f64 / k53;
+            scores.extend([y, y.next_up(), y.next_down()]);
+        }
+        scores.extend((0..2000).map(|i| uniform(5, 1, i)));
+        for &s in &scores {
+            let t = hit_threshold(s);
+            let mut xs: Vec<u64> = (0..200).map(|i| bits(9, 2, i)).collect();
+            // the draws next to the threshold
+            for k in [t.saturating_sub(1), t, t + 1] {
+                xs.extend([k << 11, (k << 11) | 0x7ff]);
+            }
+            for x in xs {
+                assert_eq!((x >> 11) < t, redraw(&[s], unit(x)) == 0, "s {s:e} x {x}");
+            }
+        }
+    }
+
+    /// The per-row and per-run sums take any multiplicity, large ones included (a multinomial
+    /// resample may draw a row thousands of times): the exact sums of multiplicity times units.
+    #[test]
+    fn large_multiplicities_sum_exactly() {
+        let (k, groups, nb) = (3usize, 2usize, 3usize);
+        let cell = [0u32, 4, DROPPED, 1, 1, 5, 2, 3, 0, DROPPED, 5, 4];
+        let score = [0.9, 0.05, 0.05, 0.3, 0.3, 0.4, 1.0, 0.0, 0.0, 0.2, 0.7, 0.1];
+        let hit = [0u32, 2, DROPPED, 1];
+        let cells = Cells { cell: &cell, score: &score, hit: &hit, base: None, width: k, groups, nb };
+        let t = cells.terms();
+        let biased: Vec<u64> = t.score.iter().map(|&u| u.wrapping_add(BIAS) as u64).collect();
+        for m in [[3u32, 0, 17, 1], [5000, 70_000, 1, 2047], [u32::MAX >> 8, 0, 2048, 9]] {
+            let nc = groups * nb;
+            let (mut c, mut s, mut o) = (vec![0i128; nc], vec![0i128; nc], vec![0i128; nc]);
+            for i in 0..4 {
+                for e in i * k..(i + 1) * k {
+                    if cell[e] != DROPPED {
+                        c[cell[e] as usize] += m[i] as i128;
+                        s[cell[e] as usize] += m[i] as i128 * units::units(score[e]) as i128;
+                        if hit[i] as usize == e - i * k {
+                            o[cell[e] as usize] += m[i] as i128;
+                        }
+                    }
+                }
+            }
+            let one = units::SCALE as i128;
+            let check = |st: &BinStats| {
+                for j in 0..nc {
+                    assert_eq!((st.count[j], st.units[j], st.sum_outcome[j]), (units::value(c[j] * one), s[j], units::value(o[j] * one)), "{m:?} cell {j}");
+                }
+            };
+            for wide in [false, true] {
+                if !wide && m.iter().any(|&x| x >= 1 << 11) {
+                    continue;
+                }
+                let mut acc = vec![[0u64; 3]; nc];
+                if wide {
+                    rows_into::<true>(&cells, &m, &biased, &mut acc);
+                } else {
+                    rows_into::<false>(&cells, &m, &biased, &mut acc);
+                }
+                let mut st = t.sc.table(groups, nb);
+                for (j, a) in acc.iter().enumerate() {
+                    let n = (a[0] & 0xffff_ffff) as i128;
+                    t.sc.write(&mut st, j, n * one, ((a[2] as i128) << 32) + a[1] as i128 - (n << 51), (a[0] >> 32) as i128 * one);
+                }
+                check(&st);
+            }
+            let runs = CellRuns::new(&cells, &t, false);
+            let mut st = t.sc.table(groups, nb);
+            let most = *m.iter().max().unwrap() as u64;
+            runs.table(&t.sc, most, &mut st, |i| m[i as usize] as u64);
+            check(&st);
+        }
+    }
+
     #[test]
     fn poisson_mean_and_variance() {
         let n = 200_000u64;
@@ -702,7 +1071,7 @@ mod tests {
     }
 
     #[test]
-    fn fast_top_label_loop_equals_general_loop() {
+    fn bootstrap_tables_are_the_repeated_rows() {
         let (c, s, h) = toy();
         let base = [1.0, 2.0, 0.0, 1.5, 1.0, 3.0];
         for b in [None, Some(&base[..])] {
@@ -711,40 +1080,130 @@ mod tests {
             for (r, v) in fast.iter().enumerate() {
                 let mut w = vec![0.0; 6];
                 bootstrap_weights(Scheme::Poisson, 9, r as u64, &mut w);
+                assert_eq!(reduce(&repeated(&cells, &w).stats(), Norm::L2, false), *v, "resample {r}");
+                // the table on the weights m * b: the same up to the rounding of m * b * units
                 let m: Vec<f64> = w.iter().zip(0..6).map(|(x, i)| x * b.map_or(1.0, |b| b[i])).collect();
                 let one = Cells { base: Some(&m), ..Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 3 } };
-                assert_eq!(reduce(&one.stats(), Norm::L2, false), *v, "resample {r}");
+                assert!((reduce(&one.stats(), Norm::L2, false) - v).abs() <= 1e-15, "resample {r}");
             }
+        }
+    }
+
+    /// The rows of `cells` repeated as often as the multiplicities `m` say, each with its base
+    /// weight (owned arrays leaked: test only).
+    fn repeated(cells: &Cells<'_>, m: &[f64]) -> Cells<'static> {
+        let k = cells.width;
+        let (mut c, mut s, mut h, mut b) = (vec![], vec![], vec![], vec![]);
+        for (i, &mi) in m.iter().enumerate() {
+            for _ in 0..mi as usize {
+                c.extend_from_slice(&cells.cell[i * k..(i + 1) * k]);
+                s.extend_from_slice(&cells.score[i * k..(i + 1) * k]);
+                h.push(cells.hit[i]);
+                b.push(cells.base.map_or(1.0, |b| b[i]));
+            }
+        }
+        let leak = |v: Vec<f64>| &*Box::leak(v.into_boxed_slice());
+        Cells {
+            cell: Box::leak(c.into_boxed_slice()),
+            score: leak(s),
+            hit: Box::leak(h.into_boxed_slice()),
+            base: cells.base.map(|_| leak(b)),
+            width: k,
+            groups: cells.groups,
+            nb: cells.nb,
+        }
+    }
+
+    /// Every bootstrap loop gives each resample the table of the rows repeated as drawn
+    /// (exact unit sums), whatever the base weights; unit base weights are no base weights, for
+    /// the bootstrap and for consistency resampling.
+    #[test]
+    fn resamples_are_the_repeated_rows() {
+        let mut x = 5u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let n = 60;
+        for k in [1usize, 3] {
+            let (groups, nb) = (2, 4);
+            let cell: Vec<u32> = (0..n * k).map(|_| if next(7) == 0 { DROPPED } else { next((groups * nb) as u64) as u32 }).collect();
+            let score: Vec<f64> = (0..n * k).map(|_| next(1 << 40) as f64 / (1u64 << 40) as f64).collect();
+            let hit: Vec<u32> = (0..n).map(|_| if next(4) == 0 { DROPPED } else { next(k as u64) as u32 }).collect();
+            let frac: Vec<f64> = (0..n).map(|_| 0.5 + next(1000) as f64 / 331.0).collect();
+            let ones = vec![1.0; n];
+            for scheme in [Scheme::Poisson, Scheme::Multinomial] {
+                let none = Cells { cell: &cell, score: &score, hit: &hit, base: None, width: k, groups, nb };
+                let plain = bootstrap(&none, Norm::L1, true, scheme, 3, 12).unwrap();
+                assert_eq!(plain, bootstrap(&Cells { base: Some(&ones), ..none }, Norm::L1, true, scheme, 3, 12).unwrap());
+                for b in [None, Some(&frac[..])] {
+                    let cells = Cells { base: b, ..none };
+                    let v = bootstrap(&cells, Norm::L1, true, scheme, 3, 12).unwrap();
+                    let w = weights_matrix(scheme, 3, 0, 12, n);
+                    for r in 0..12 {
+                        let want = reduce(&repeated(&cells, &w[r * n..(r + 1) * n]).stats(), Norm::L1, true);
+                        assert_eq!(v[r], want, "k {k} {scheme:?} resample {r}");
+                    }
+                }
+            }
+            let none = Cells { cell: &cell, score: &score, hit: &hit, base: None, width: k, groups, nb };
+            let c = consistency(&none, Norm::L2, true, 8, 10).unwrap();
+            assert_eq!(c, consistency(&Cells { base: Some(&ones), ..none }, Norm::L2, true, 8, 10).unwrap());
+            let st = none.stats();
+            assert_eq!(st, Cells { base: Some(&ones), ..none }.stats());
+            assert_eq!(st.units.len(), st.count.len());
+            assert!(Cells { base: Some(&frac), ..none }.stats().units.len() == st.count.len());
         }
     }
 
     #[test]
     fn fast_consistency_equals_a_direct_redraw() {
         let (c, s, h) = toy();
-        let cells = Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 3 };
-        let fast = consistency(&cells, Norm::L1, false, 4, 19).unwrap();
-        for (r, v) in fast.iter().enumerate() {
-            let key = stream_key(4, r as u64);
-            let hit: Vec<u32> = (0..6).map(|i| if unit(draw(key, i as u64)) < s[i] { 0 } else { DROPPED }).collect();
-            let one = Cells { cell: &c, score: &s, hit: &hit, base: None, width: 1, groups: 1, nb: 3 };
-            assert_eq!(reduce(&one.stats(), Norm::L1, false), *v, "resample {r}");
+        let base = [1.0, 2.5, 0.0, 1.5, 0.75, 3.0];
+        for b in [None, Some(&base[..])] {
+            let cells = Cells { cell: &c, score: &s, hit: &h, base: b, width: 1, groups: 1, nb: 3 };
+            let fast = consistency(&cells, Norm::L1, false, 4, 19).unwrap();
+            for (r, v) in fast.iter().enumerate() {
+                let key = stream_key(4, r as u64);
+                let hit: Vec<u32> = (0..6).map(|i| if unit(draw(key, i as u64)) < s[i] { 0 } else { DROPPED }).collect();
+                let one = Cells { cell: &c, score: &s, hit: &hit, base: b, width: 1, groups: 1, nb: 3 };
+                assert_eq!(reduce(&one.stats(), Norm::L1, false), *v, "resample {r}");
+            }
         }
     }
 
+    /// With whole base weights, each resample is the primitive on the resample's weights,
+    /// bitwise; with fractional ones, the primitive on the rows repeated as drawn (bitwise), and
+    /// the primitive on the weights to rounding.
     #[test]
     fn grouped_bootstrap_equals_the_primitive_with_the_weights() {
         let groups = [0i64, 0, 1, 1, 1, 0];
         let scores = [0.2, 0.6, 0.3, 0.9, 0.5, 0.7];
         let outcomes = [0.0, 1.0, 1.0, 1.0, 0.0, 1.0];
         let rows = [0i64, 1, 2, 3, 4, 5];
-        let base = [1.0, 2.0, 0.5, 1.0, 3.0, 1.0];
-        let t = Triples { groups: &groups, scores: &scores, outcomes: &outcomes, rows: &rows, base: Some(&base), n_rows: 6, num_groups: 2 };
-        let v = bootstrap_grouped(&t, Binning::Adaptive, 2, Norm::L1, true, Scheme::Poisson, 3, 9).unwrap();
-        for (r, x) in v.iter().enumerate() {
-            let w = weights_matrix(Scheme::Poisson, 3, r, 1, 6);
-            let tw: Vec<f64> = (0..6).map(|i| w[i] * base[i]).collect();
-            let g = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&tw), num_groups: 2 };
-            assert_eq!(reduce(&grouped_bin_stats(&g, Binning::Adaptive, 2).unwrap(), Norm::L1, true), *x);
+        for base in [[1.0f64, 2.0, 0.0, 1.0, 3.0, 1.0], [1.0, 2.0, 0.5, 1.0, 3.0, 1.0]] {
+            let whole = base.iter().all(|x| x.fract() == 0.0);
+            let t = Triples { groups: &groups, scores: &scores, outcomes: &outcomes, rows: &rows, base: Some(&base), n_rows: 6, num_groups: 2 };
+            let v = bootstrap_grouped(&t, Binning::Adaptive, 2, Norm::L1, true, Scheme::Poisson, 3, 9).unwrap();
+            for (r, x) in v.iter().enumerate() {
+                let w = weights_matrix(Scheme::Poisson, 3, r, 1, 6);
+                let tw: Vec<f64> = (0..6).map(|i| w[i] * base[i]).collect();
+                let g = GroupedRows { groups: Some(&groups), scores: &scores, outcomes: &outcomes, weights: Some(&tw), num_groups: 2 };
+                let on_weights = reduce(&grouped_bin_stats(&g, Binning::Adaptive, 2).unwrap(), Norm::L1, true);
+                if whole {
+                    assert_eq!(on_weights, *x);
+                    continue;
+                }
+                assert!((on_weights - x).abs() <= 1e-15, "{on_weights} vs {x}");
+                let rep: Vec<usize> = (0..6).flat_map(|i| std::iter::repeat_n(i, w[i] as usize)).collect();
+                let pick = |v: &[f64]| rep.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+                let rg: Vec<i64> = rep.iter().map(|&i| groups[i]).collect();
+                let (rs, ro, rw) = (pick(&scores), pick(&outcomes), pick(&base));
+                let g = GroupedRows { groups: Some(&rg), scores: &rs, outcomes: &ro, weights: Some(&rw), num_groups: 2 };
+                assert_eq!(reduce(&grouped_bin_stats(&g, Binning::Adaptive, 2).unwrap(), Norm::L1, true), *x);
+            }
         }
     }
 

@@ -1,0 +1,431 @@
+//! Exact weighted cell sums in grid units ([`units`]): the arithmetic the weighted primitive
+//! ([`crate::kernels::weighted::grouped`]) and the resamplers
+//! ([`crate::kernels::weighted::resample`], [`crate::kernels::weighted::adaptive`]) share.
+//!
+//! A row of weight `w`, score `x` and outcome `y` adds three whole numbers to its cell, each
+//! computed from the row alone:
+//! - count units `round(w * s * 2^50)` ([`count_units`]),
+//! - score units `w * s * units(x * t)` ([`weighted_units`]: exact for a whole `w * s`, else
+//!   the float product rounded to a whole number),
+//! - outcome units `w * s * units(y * t_y)` (the same),
+//!
+//! rounded to nearest, ties to even. `s`, `t` and `t_y` are powers of two chosen once per call
+//! ([`Scales`]): `s` lifts small weights to the resolution of unit weights and keeps every
+//! sum within `i128`; `t` and `t_y` are 1 for values in [-2, 2] (every score and 0/1 outcome:
+//! then the units are those of the unweighted kernels) and bring larger values into that
+//! range. The cells hold `i128` sums, so a table does not depend on the order of its rows, on
+//! chunking or on threads; its float sums are the unit sums rounded once and divided by the
+//! scales again (exact: powers of two).
+//!
+//! Weight 1 gives `units(x)` and `2^50`, so a table with unit weights is the unweighted table
+//! bit for bit; a whole weight `m` gives exactly `m` times a row's units (the row repeated `m`
+//! times).
+
+use crate::kernels::core::units;
+use crate::kernels::BinStats;
+
+/// 2^51: below it, adding [`units::MAGIC`] rounds a float to a whole number exactly.
+const TWO51: f64 = 2_251_799_813_685_248.0;
+/// 2^52: from it on, every float is a whole number.
+const TWO52: f64 = 4_503_599_627_370_496.0;
+/// 2^63.
+const TWO63: f64 = 9_223_372_036_854_775_808.0;
+/// Largest `s * rows * (largest weight)` of a call (a bound on its scaled total weight): every
+/// sum of its terms, each below `w * s * 2^51` in magnitude, then stays below 2^126 (`i128`
+/// cannot overflow).
+const WEIGHT_LIMIT: f64 = 18_889_465_931_478_580_854_784.0; // 2^74
+/// Largest `s * (largest weight)` of the resamplers' per-row terms: they then fit in `i64`
+/// (a term is below 2^11 * 2^51 = 2^62 in magnitude).
+const TERM_LIMIT: f64 = 2048.0;
+
+/// The whole number nearest to `v` (ties to even), exactly, for any float; saturating beyond
+/// `i128` (NaN gives 0).
+#[inline(always)]
+pub fn round_units(v: f64) -> i128 {
+    let a = v.abs();
+    if a < TWO51 {
+        // `v + MAGIC` is rounded to a whole number held in the low bits (ties to even).
+        ((v + units::MAGIC).to_bits() as i64).wrapping_sub(units::MAGIC_BITS) as i128
+    } else if a >= TWO52 || a.is_nan() {
+        v as i128
+    } else {
+        // A multiple of 1/2 (the spacing of floats in [2^51, 2^52)): h = 2v is exact.
+        let h = (v * 2.0) as i128;
+        let q = h >> 1;
+        q + (h & q & 1)
+    }
+}
+
+/// Count units of a scaled weight `w` (the weight times the call's [`Scales::weight`]):
+/// `round(w * 2^50)`, exactly (`w * 2^50` is exact: a power of two).
+#[inline(always)]
+pub fn count_units(w: f64) -> i128 {
+    round_units(w * units::SCALE)
+}
+
+/// The units of a weighted value: a scaled weight `w` (the weight times the call's
+/// [`Scales::weight`]) times the value's units `u`, as a whole number. A whole `w` gives
+/// exactly `w * u` (a row of whole weight `m` is `m` rows; weight 1 is the unweighted row);
+/// otherwise the float product `w * u` (one rounding, a relative error of at most 2^-53) is
+/// rounded to the nearest whole number, ties to even. Either way the result depends on the
+/// row alone. A weight that is negative or not finite (possible only for an input written by
+/// another thread during a call) gives some number, never a panic.
+#[inline(always)]
+pub fn weighted_units(w: f64, u: i64) -> i128 {
+    let v = w * u as f64;
+    if v.abs() < TWO51 {
+        // For a whole `w` the product is a whole number below 2^51, so the float product is
+        // exact; either way `v + MAGIC` rounds it to a whole number (ties to even).
+        return ((v + units::MAGIC).to_bits() as i64).wrapping_sub(units::MAGIC_BITS) as i128;
+    }
+    large_weighted_units(w, u, v)
+}
+
+/// [`weighted_units`] for products of 2^51 or more (or NaN), `v` the float product.
+#[inline(never)]
+fn large_weighted_units(w: f64, u: i64, v: f64) -> i128 {
+    // below 2^52, adding 2^52 rounds to a whole number: exact only for a whole `w`
+    let whole = w >= TWO52 || (w + TWO52) - TWO52 == w;
+    if whole && w < TWO63 {
+        (w as i64 as i128) * u as i128
+    } else if whole {
+        // 2^63 or more: only for a single weight near the 2^74 total the scales allow
+        (w as i128).wrapping_mul(u as i128)
+    } else {
+        round_units(v)
+    }
+}
+
+/// Halves `s` while `x * s > limit` (at most 2100 times: a NaN or infinite `x`, possible only
+/// for an input written during a call, stops there).
+fn lower(mut s: f64, x: f64, limit: f64) -> f64 {
+    for _ in 0..2100 {
+        // (a NaN product ends the loop too)
+        if x * s > limit {
+            s *= 0.5;
+        } else {
+            break;
+        }
+    }
+    s
+}
+
+/// [`units::weight_scale`], kept finite for the smallest subnormal weights (2^1000 then).
+fn lift(max_weight: f64) -> f64 {
+    let s = units::weight_scale(max_weight);
+    if s.is_finite() {
+        s
+    } else {
+        2f64.powi(1000)
+    }
+}
+
+/// The power-of-two scales of one call (module doc).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scales {
+    /// Multiplies every weight.
+    pub weight: f64,
+    /// Multiplies every score before [`units::units`].
+    pub score: f64,
+    /// Multiplies every outcome before [`units::units`].
+    pub outcome: f64,
+}
+
+impl Scales {
+    /// Unit weights, scores and outcomes in [-2, 2]: every scale 1.
+    pub const ONE: Scales = Scales { weight: 1.0, score: 1.0, outcome: 1.0 };
+
+    /// The scale of values whose largest magnitude is `max_abs`: 1 within [-2, 2] (the range
+    /// of [`units::units`]), else the power of two that brings them into it.
+    pub fn of_values(max_abs: f64) -> f64 {
+        lower(1.0, max_abs, 2.0)
+    }
+
+    /// The weight scale of the primitive for `rows` weights of which the largest is
+    /// `max_weight`: [`units::weight_scale`] of it (1 when it is at least 1/2), lowered while
+    /// the scaled bound `rows * max_weight` on the total weight passes 2^74.
+    pub fn of_weights(max_weight: f64, rows: usize) -> f64 {
+        lower(lift(max_weight), max_weight, WEIGHT_LIMIT / (rows.max(1) as f64))
+    }
+
+    /// The weight scale of the resamplers' per-row terms: as [`Scales::of_weights`], but
+    /// lowered while the largest scaled weight is 2^11 or more, so that each term fits in an
+    /// `i64` (a resample multiplies it by a whole multiplicity into an `i128` sum).
+    pub fn of_terms(max_weight: f64) -> f64 {
+        let s = lower(lift(max_weight), max_weight, TERM_LIMIT);
+        if max_weight * s >= TERM_LIMIT {
+            s * 0.5
+        } else {
+            s
+        }
+    }
+
+    /// Whether tables of this call may be added as units to unscaled tables of other calls.
+    pub fn is_one(&self) -> bool {
+        *self == Scales::ONE
+    }
+
+    /// The units of a score.
+    #[inline(always)]
+    pub fn score_units(&self, x: f64) -> i64 {
+        units::units(x * self.score)
+    }
+
+    /// The units of an outcome.
+    #[inline(always)]
+    pub fn outcome_units(&self, y: f64) -> i64 {
+        units::units(y * self.outcome)
+    }
+
+    /// Writes cell `i` of `st` from its unit sums: counts, score and outcome sums, each rounded
+    /// once and divided by the scales; the score units too when every scale is 1.
+    #[inline]
+    pub fn write(&self, st: &mut BinStats, i: usize, count: i128, score: i128, outcome: i128) {
+        st.count[i] = units::value(count) / self.weight;
+        st.sum_score[i] = units::value(score) / self.weight / self.score;
+        st.sum_outcome[i] = units::value(outcome) / self.weight / self.outcome;
+        if let Some(u) = st.units.get_mut(i) {
+            *u = score;
+        }
+    }
+
+    /// A zero table of `groups x nb` cells for this call: with units when every scale is 1,
+    /// else without (a scaled table must not be added as units to another).
+    pub fn table(&self, groups: usize, nb: usize) -> BinStats {
+        let mut st = BinStats::zeros(groups, nb);
+        if !self.is_one() {
+            st.units = Vec::new();
+        }
+        st
+    }
+}
+
+/// Per-cell unit sums (count, score, outcome), added with wrapping `i128` arithmetic (the
+/// scales keep true sums far from overflow; wrapping keeps an input written during a call from
+/// panicking).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnitSums {
+    pub count: Vec<i128>,
+    pub score: Vec<i128>,
+    pub outcome: Vec<i128>,
+}
+
+impl UnitSums {
+    pub fn zeros(cells: usize) -> Self {
+        UnitSums { count: vec![0; cells], score: vec![0; cells], outcome: vec![0; cells] }
+    }
+
+    /// Adds `(count, score, outcome)` units to cell `c` (ignored beyond the table).
+    #[inline(always)]
+    pub fn add(&mut self, c: usize, count: i128, score: i128, outcome: i128) {
+        if c < self.count.len() {
+            self.count[c] = self.count[c].wrapping_add(count);
+            self.score[c] = self.score[c].wrapping_add(score);
+            self.outcome[c] = self.outcome[c].wrapping_add(outcome);
+        }
+    }
+
+    /// Adds count and score units to cell `c` (ignored beyond the table).
+    #[inline(always)]
+    pub fn add_count_score(&mut self, c: usize, count: i128, score: i128) {
+        if c < self.count.len() && c < self.score.len() {
+            self.count[c] = self.count[c].wrapping_add(count);
+            self.score[c] = self.score[c].wrapping_add(score);
+        }
+    }
+
+    /// Adds outcome units to cell `c` (ignored beyond the table).
+    #[inline(always)]
+    pub fn add_outcome(&mut self, c: usize, outcome: i128) {
+        if let Some(x) = self.outcome.get_mut(c) {
+            *x = x.wrapping_add(outcome);
+        }
+    }
+
+    /// Adds another table's sums, cell by cell.
+    pub fn add_all(&mut self, other: &UnitSums) {
+        for (a, b) in [(&mut self.count, &other.count), (&mut self.score, &other.score), (&mut self.outcome, &other.outcome)] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = x.wrapping_add(*y);
+            }
+        }
+    }
+
+    /// Writes every cell into `st` ([`Scales::write`]).
+    pub fn write(&self, sc: &Scales, st: &mut BinStats) {
+        for i in 0..self.count.len().min(st.count.len()) {
+            sc.write(st, i, self.count[i], self.score[i], self.outcome[i]);
+        }
+    }
+}
+
+/// Added to score units before they are split into two halves ([`split`]), so that both are
+/// non-negative: units are within [-2^51, 2^51].
+pub const BIAS: i64 = 1 << 51;
+
+/// The biased units `u + BIAS` as (low 32 bits, the rest): a multiplicity times each half is a
+/// 32 x 32-bit product ([`plain_sums`]).
+#[inline(always)]
+pub fn split(u: i64) -> (u32, u32) {
+    let b = u.wrapping_add(BIAS) as u64;
+    (b as u32, (b >> 32) as u32)
+}
+
+/// A resample's multiplicities, as bytes when they fit (the gathers stay in cache) or as
+/// `u32`.
+pub trait Multiplicity: Copy + Default + Into<u64> + Into<f64> + Send + Sync {}
+impl Multiplicity for u8 {}
+impl Multiplicity for u32 {}
+
+/// The longest run [`plain_sums`] may take when no multiplicity passes `max_m`: its sums of
+/// `m * low` then stay below 2^64.
+pub fn plain_chunk(max_m: u64) -> usize {
+    (u32::MAX as u64 / max_m.max(1)).clamp(1, 1 << 30) as usize
+}
+
+/// (count, score, outcome) units of a run of entries with no base weights, given each entry's
+/// multiplicity `m`, its biased score units in halves ([`split`]) and a `hit` mask (all ones
+/// where its outcome is 1, else 0): the sums `sum m`, `sum m * low`, `sum m * high` and
+/// `sum m` over the hits, in `u64`, for at most `chunk` entries at a time ([`plain_chunk`]);
+/// the score units are `(high << 32) + low - count * BIAS`. Integer sums in independent
+/// lanes: the compiler vectorises the loop (32 x 32-bit products).
+#[inline]
+pub fn plain_sums<M: Multiplicity>(m: &[M], lo: &[u32], hi: &[u32], hit: &[u32], chunk: usize) -> (i128, i128, i128) {
+    let (mut count, mut score, mut outcome) = (0i128, 0i128, 0i128);
+    let n = m.len().min(lo.len()).min(hi.len()).min(hit.len());
+    for q in (0..n).step_by(chunk.max(1)) {
+        let e = (q + chunk.max(1)).min(n);
+        let (mut c, mut sl, mut sh, mut o) = (0u64, 0u64, 0u64, 0u64);
+        for (((&k, &l), &h), &y) in m[q..e].iter().zip(&lo[q..e]).zip(&hi[q..e]).zip(&hit[q..e]) {
+            let k: u64 = k.into();
+            c = c.wrapping_add(k);
+            sl = sl.wrapping_add(k * l as u64);
+            sh = sh.wrapping_add(k * h as u64);
+            o = o.wrapping_add(k & y as u64);
+        }
+        count += c as i128;
+        score += ((sh as i128) << 32) + sl as i128 - ((c as i128) << 51);
+        outcome += o as i128;
+    }
+    let one = units::SCALE as i128;
+    (count * one, score, outcome * one)
+}
+
+/// (count, score, outcome) units of a run of entries: `rows` their rows, `mult` the rows'
+/// multiplicities, `count`, `score` and `outcome` the entries' units at their base weights
+/// (`count` `None`: no base weights, each entry counts its multiplicity). Each term is a whole
+/// multiplicity times an `i64`, summed exactly in `i128` registers.
+#[inline]
+pub fn run_sums(rows: &[u32], mult: &[u32], count: Option<&[i64]>, score: &[i64], outcome: &[i64]) -> (i128, i128, i128) {
+    // rows were checked; `get` keeps a row array changed during the call in bounds
+    let m_of = |r: u32| mult.get(r as usize).map_or(0, |&x| x as i64);
+    let (mut s, mut o) = (0i128, 0i128);
+    let c = match count {
+        None => {
+            let mut c = 0i64;
+            for ((&r, &u), &y) in rows.iter().zip(score).zip(outcome) {
+                let k = m_of(r);
+                c = c.wrapping_add(k);
+                s = s.wrapping_add(k as i128 * u as i128);
+                o = o.wrapping_add(k as i128 * y as i128);
+            }
+            c as i128 * units::SCALE as i128
+        }
+        Some(count) => {
+            let mut c = 0i128;
+            for (((&r, &n), &u), &y) in rows.iter().zip(count).zip(score).zip(outcome) {
+                let k = m_of(r);
+                c = c.wrapping_add(k as i128 * n as i128);
+                s = s.wrapping_add(k as i128 * u as i128);
+                o = o.wrapping_add(k as i128 * y as i128);
+            }
+            c
+        }
+    };
+    (c, s, o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `round(w * u)` by exact rational arithmetic on the float's parts (the reference).
+    fn exact(w: f64, u: i64) -> i128 {
+        let (m, e) = {
+            let b = w.to_bits();
+            let be = ((b >> 52) & 0x7ff) as i32;
+            let f = (b & ((1 << 52) - 1)) as i128;
+            if be == 0 { (f, -1074) } else { (f | (1 << 52), be - 1075) }
+        };
+        let p = m * u as i128 * if w < 0.0 { -1 } else { 1 };
+        if e >= 0 {
+            return p << e;
+        }
+        let d = 1i128 << (-e).min(126);
+        let q = p.div_euclid(d);
+        let r = p.rem_euclid(d);
+        q + ((2 * r > d) || (2 * r == d && q % 2 != 0)) as i128
+    }
+
+    #[test]
+    fn whole_weights_repeat_and_fractional_ones_round_once() {
+        let us = [0i64, 1, -1, 3, 1 << 50, -(1 << 50), (1 << 51) - 1, 337_769_972_052_787, 1_125_899_906_842_623];
+        for &u in &us {
+            // a whole weight is the row repeated, exactly (also where the float product is not)
+            for m in [0i64, 1, 2, 3, 7, 16, 17, 1000, 123_457, 1 << 40, (1 << 53) + 2] {
+                assert_eq!(weighted_units(m as f64, u), m as i128 * u as i128, "{m} * {u}");
+            }
+            assert_eq!(weighted_units(2f64.powi(70), u), (1i128 << 70) * u as i128);
+            // fractional weights: the float product rounded, within one unit of the exact one
+            for w in [0.5, 1.5, 0.1, 0.3, 1e-9, 2.5e-16, 0.75, 1.0 - f64::EPSILON, 3.3, 2047.9] {
+                let got = weighted_units(w, u);
+                assert_eq!(got, round_units(w * u as f64), "{w} * {u}");
+                assert!((got - exact(w, u)).abs() <= 1, "{w} * {u}");
+            }
+        }
+        // ties go to even
+        assert_eq!(weighted_units(0.5, 1), 0);
+        assert_eq!(weighted_units(0.5, 3), 2);
+        assert_eq!(weighted_units(0.5, -3), -2);
+        assert_eq!(weighted_units(0.25, 6), 2);
+        // no panic on what validated weights never are
+        for w in [f64::NAN, f64::INFINITY, -1.5, -3.0, f64::MAX, 1e300] {
+            let _ = weighted_units(w, 1 << 50);
+        }
+    }
+
+    #[test]
+    fn count_units_round_exactly() {
+        for w in [0.0, 1.0, 2.0, 3.0, 0.1, 1.5, 1.0 + f64::EPSILON, 2.0 + 4.0 * f64::EPSILON, 3.0 - 2.0 * f64::EPSILON, 1e6 / 3.0, 1e10, 5e-324] {
+            assert_eq!(count_units(w), exact(w, 1 << 50), "{w}");
+        }
+        // the values between 2^51 and 2^52 are multiples of 1/2: ties to even
+        assert_eq!(round_units(TWO51 + 0.5), TWO51 as i128);
+        assert_eq!(round_units(TWO51 + 1.5), TWO51 as i128 + 2);
+        assert_eq!(round_units(-(TWO51 + 1.5)), -(TWO51 as i128) - 2);
+        assert_eq!(round_units(f64::NAN), 0);
+    }
+
+    #[test]
+    fn scales_are_one_for_plain_inputs() {
+        assert_eq!(Scales::of_values(1.0 + 1e-4), 1.0);
+        assert_eq!(Scales::of_values(2.0), 1.0);
+        assert_eq!(Scales::of_values(3.0), 0.5);
+        assert!(Scales::of_values(1e300) * 1e300 <= 2.0);
+        assert_eq!(Scales::of_values(f64::NAN), 1.0);
+        assert_eq!(Scales::of_weights(1.0, 1_000_000), 1.0);
+        assert_eq!(Scales::of_weights(3.0, 1_000_000_000), 1.0);
+        assert_eq!(Scales::of_weights(0.1, 100), 8.0);
+        for (w, n) in [(1e300, 1usize), (1e308, 5), (f64::MAX, 1 << 40)] {
+            let s = Scales::of_weights(w, n);
+            assert!(s > 0.0 && w * s * n as f64 <= WEIGHT_LIMIT && w * s * n as f64 > WEIGHT_LIMIT / 2.0, "{w} {n}: {s}");
+        }
+        assert!(Scales::of_weights(f64::INFINITY, 3).is_finite());
+        assert_eq!(Scales::of_terms(1.0), 1.0);
+        assert_eq!(Scales::of_terms(2047.0), 1.0);
+        assert_eq!(Scales::of_terms(2048.0), 0.5);
+        assert_eq!(Scales::of_terms(0.2), 4.0);
+        assert!(Scales::of_terms(1e300) * 1e300 < TERM_LIMIT);
+        assert!(Scales::of_terms(f64::MAX).is_finite());
+    }
+}
