@@ -683,6 +683,7 @@ mod tests {
                 };
                 let mut sum = part(0..h);
                 sum.add(&part(h..m));
+                sum.finish();
                 let whole = part(0..m);
                 assert_eq!(sum.sum_score, whole.sum_score, "trial {trial}");
                 assert_eq!(sum.units, whole.units, "trial {trial}");
