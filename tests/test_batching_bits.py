@@ -2,12 +2,9 @@
 batchings and ``calibkit.dask`` over random chunkings against ``gce`` (via ``evaluate``, which
 is bitwise ``gce``), 80 values.
 
-A strict xfail until every table builder sums its cells order-independently: today a cell's
-score sum depends on where the batches or chunks cut the rows (each batch's table is rounded,
-then the tables are added), so about a quarter of these values differ from ``gce`` in the last
-bits (20 of 80 on 2026-11-27). Streaming ACE/TACE already agree (kept scores binned once);
-Dask's adaptive tables are per chunk, added, so they do not. See docs/performance.md,
-"Order-independent cell sums".
+Every table builder keeps exact cell sums in grid units (docs/spec.md, "Cell sums"), and
+batch and chunk tables carry them (``CalibrationBins.score_units``), so the values are
+``gce``'s bits whatever the cuts. (Before, 20 of these 80 values differed in the last bits.)
 """
 
 from __future__ import annotations
@@ -48,7 +45,6 @@ def _values():
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="cell sums depend on the batching (issue 29 item 3)")
 def test_streaming_and_dask_equal_gce_bitwise_for_any_batching():
     values = _values()
     assert len(values) == 80
