@@ -20,12 +20,13 @@
 //! - `s` is 1 when the largest weight is at least 1/2 (unit and whole weights); smaller weights
 //!   are lifted to the resolution of unit weights, and weights whose total may pass 2^74 (rows
 //!   times the largest weight) are scaled down (every sum stays within `i128`). Scores or
-//!   outcomes beyond [-2, 2] (allowed here: they go to the first or last even bin) are scaled
-//!   into that range the same way.
+//!   outcomes of magnitude 2 or more (allowed here: they go to the first or last even bin) are
+//!   scaled into (-2, 2) the same way.
 //!
 //! The table's `units` (each cell's score units) are filled only when every scale is 1 (no
-//! weights, or a largest weight of at least 1/2, and values within [-2, 2]): such tables from
-//! separate calls (Dask partitions, streaming batches) add exactly with [`BinStats::add`]. A
+//! weights, or a largest weight of at least 1/2, and values within (-2, 2)): such tables from
+//! separate calls (Dask partitions, streaming batches) add exactly with [`BinStats::add`]
+//! (then [`BinStats::finish`]). A
 //! scaled table has no units, and its sums add as floats: tables at different scales must not
 //! be added as units.
 //!
@@ -694,7 +695,7 @@ mod tests {
         }
     }
 
-    /// Small weights, large totals and values beyond [-2, 2] are scaled by powers of two: their
+    /// Small weights, large totals and values of magnitude 2 or more are scaled by powers of two: their
     /// tables carry no units and keep their accuracy; no input panics.
     #[test]
     fn scaled_tables_have_no_units_and_stay_accurate() {

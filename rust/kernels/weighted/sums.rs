@@ -11,7 +11,7 @@
 //!
 //! rounded to nearest, ties to even. `s`, `t` and `t_y` are powers of two chosen once per call
 //! ([`Scales`]): `s` lifts small weights to the resolution of unit weights and keeps every
-//! sum within `i128`; `t` and `t_y` are 1 for values in [-2, 2] (every score and 0/1 outcome:
+//! sum within `i128`; `t` and `t_y` are 1 for values in (-2, 2) (every score and 0/1 outcome:
 //! then the units are those of the unweighted kernels) and bring larger values into that
 //! range. The cells hold `i128` sums, so a table does not depend on the order of its rows, on
 //! chunking or on threads; its float sums are the unit sums rounded once and divided by the
@@ -132,13 +132,14 @@ pub struct Scales {
 }
 
 impl Scales {
-    /// Unit weights, scores and outcomes in [-2, 2]: every scale 1.
+    /// Unit weights, scores and outcomes in (-2, 2): every scale 1.
     pub const ONE: Scales = Scales { weight: 1.0, score: 1.0, outcome: 1.0 };
 
-    /// The scale of values whose largest magnitude is `max_abs`: 1 within [-2, 2] (the range
+    /// The scale of values whose largest magnitude is `max_abs`: 1 within (-2, 2) (the range
     /// of [`units::units`]), else the power of two that brings them into it.
     pub fn of_values(max_abs: f64) -> f64 {
-        lower(1.0, max_abs, 2.0)
+        // halved while `max_abs * s >= 2`
+        lower(1.0, max_abs, 2.0f64.next_down())
     }
 
     /// The weight scale of the primitive for `rows` weights of which the largest is
@@ -260,7 +261,7 @@ impl UnitSums {
 }
 
 /// Added to score units before they are split into two halves ([`split`]), so that both are
-/// non-negative: units are within [-2^51, 2^51].
+/// non-negative: units are within (-2^51, 2^51).
 pub const BIAS: i64 = 1 << 51;
 
 /// The biased units `u + BIAS` as (low 32 bits, the rest): a multiplicity times each half is a
@@ -409,9 +410,10 @@ mod tests {
     #[test]
     fn scales_are_one_for_plain_inputs() {
         assert_eq!(Scales::of_values(1.0 + 1e-4), 1.0);
-        assert_eq!(Scales::of_values(2.0), 1.0);
+        assert_eq!(Scales::of_values(2.0f64.next_down()), 1.0);
+        assert_eq!(Scales::of_values(2.0), 0.5);
         assert_eq!(Scales::of_values(3.0), 0.5);
-        assert!(Scales::of_values(1e300) * 1e300 <= 2.0);
+        assert!(Scales::of_values(1e300) * 1e300 < 2.0);
         assert_eq!(Scales::of_values(f64::NAN), 1.0);
         assert_eq!(Scales::of_weights(1.0, 1_000_000), 1.0);
         assert_eq!(Scales::of_weights(3.0, 1_000_000_000), 1.0);
