@@ -24,7 +24,7 @@ pub const GRID: f64 = 1.0 / (1u64 << 50) as f64;
 /// Units per 1.0: 2^50.
 pub const SCALE: f64 = (1u64 << 50) as f64;
 /// 1.5 * 2^52: for |y| <= 2^51, `y + MAGIC` is rounded to a whole number and its bit pattern
-/// is `MAGIC`'s plus that number ([`weighted_units`]).
+/// is `MAGIC`'s plus that number (the weighted sums' rounding, `weighted::sums`).
 pub const MAGIC: f64 = 6_755_399_441_055_744.0;
 /// The bit pattern of [`MAGIC`].
 pub const MAGIC_BITS: i64 = 0x4338_0000_0000_0000;
@@ -67,26 +67,8 @@ pub fn value(u: i128) -> f64 {
     i64::try_from(u).map_or(u as f64, |v| v as f64) * GRID
 }
 
-/// The units of a weighted score: `w * units(x)` rounded to a whole number (ties to even),
-/// for a weight `w >= 0` already scaled by [`weight_scale`]. A whole-number weight m gives
-/// exactly m times the score's units (m repeated rows, in integer arithmetic); weight 1 gives
-/// the score's own units, so a table with unit weights is the unweighted table bit for bit.
-#[inline(always)]
-pub fn weighted_units(w: f64, u: i64) -> i128 {
-    if w == w.trunc() && w < 9.0e18 {
-        return (w as i64 as i128) * u as i128;
-    }
-    let v = w * u as f64;
-    if v.abs() < 4_503_599_627_370_496.0 {
-        // Below 2^52: round to a whole number (the f64 product may have a fraction).
-        ((v + MAGIC).to_bits() as i64).wrapping_sub(MAGIC_BITS) as i128
-    } else {
-        // A float of magnitude >= 2^52 is a whole number; `as` saturates beyond i128.
-        v as i128
-    }
-}
-
-/// The power of two that weights are multiplied by before [`weighted_units`]: 1 when the
+/// The power of two that weights are multiplied by before their units are taken
+/// (`weighted::sums`): 1 when the
 /// largest weight is at least 1/2, else 2^e lifting it into [1/2, 1), so that small weights
 /// (say 1e-9 each) keep the resolution of unit weights. The metrics are ratios of weighted
 /// sums, so an exact power-of-two scale does not change them; tables report sums divided by
@@ -174,19 +156,6 @@ mod tests {
         let backward: i128 = xs.iter().rev().map(|&x| units(x) as i128).sum();
         assert_eq!(forward, backward);
         assert!((value(forward) - xs.iter().sum::<f64>()).abs() < 1e-9);
-    }
-
-    #[test]
-    fn weighted_units_of_whole_weights_repeat_the_score() {
-        for x in [0.0, 0.3, 0.999_999, 1.0, 1e-9] {
-            let u = units(x);
-            assert_eq!(weighted_units(1.0, u), u as i128);
-            assert_eq!(weighted_units(3.0, u), 3 * u as i128);
-            assert_eq!(weighted_units(1e6, u), 1_000_000 * u as i128);
-        }
-        assert_eq!(weighted_units(1e20, units(1.0)), (1e20 as i128) << 50);
-        assert_eq!(weighted_units(2.5, 3), 8); // 7.5 to even
-        assert_eq!(weighted_units(0.5, 3), 2); // 1.5 to even
     }
 
     #[test]
