@@ -642,9 +642,9 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
         start[c + 1] += start[c];
     }
     let mut fill = start.clone();
-    let mut rows = vec![(0u64, 0u64, 0i64); start[nc]];
+    let mut rows = vec![(0u64, 0u64, 0u64); start[nc]];
     for (i, &c) in cell.iter().enumerate().filter(|(_, &c)| c != DROPPED) {
-        rows[fill[c as usize]] = (tag(i as u64), hit_threshold(cells.score[i]), t.count[i]);
+        rows[fill[c as usize]] = (tag(i as u64), hit_threshold(cells.score[i]), t.count[i] as u64);
         fill[c as usize] += 1;
     }
     let plain = cells.base.is_none();
@@ -673,13 +673,20 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                         y[j] = h[j] as i128 * units::SCALE as i128;
                     }
                 } else {
+                    // the hits' count units (below 2^62) in their low 32 bits and the rest: `u64`
+                    // sums that cannot wrap below 2^32 rows
+                    let (mut lo, mut hi) = ([0u64; TOP_LANES], [0u64; TOP_LANES]);
                     for &(g, thr, c1) in run {
                         for j in 0..TOP_LANES {
                             // all ones on a hit: the sign of k - thr (both below 2^54), as
                             // arithmetic (a select compiles to a branch the draws mispredict)
-                            let hit = ((draw_tagged(keys[j], g) >> 11) as i64).wrapping_sub(thr as i64) >> 63;
-                            y[j] = y[j].wrapping_add((c1 & hit) as i128);
+                            let hit = (((draw_tagged(keys[j], g) >> 11) as i64).wrapping_sub(thr as i64) >> 63) as u64;
+                            lo[j] = lo[j].wrapping_add(c1 & hit & 0xffff_ffff);
+                            hi[j] = hi[j].wrapping_add((c1 & hit) >> 32);
                         }
+                    }
+                    for j in 0..TOP_LANES {
+                        y[j] = ((hi[j] as i128) << 32) + lo[j] as i128;
                     }
                 }
             }
