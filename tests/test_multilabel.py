@@ -321,6 +321,7 @@ def test_multilabel_is_a_leaf_module():
     # accuracy_interval / error(debias=) / overconfidence (imported inside those methods)
     leaves = {"bin_intervals", "debias", "masses"}
     assert imports("table.py") <= ({(2, None), (2, "_validate"), (2, "_params"), (2, "errors"),
-                                    (2, "_budget")} | {(1, leaf) for leaf in leaves})
+                                    (2, "_budget"), (1, "units")} | {(1, leaf) for leaf in leaves})
     for leaf in leaves:
         assert imports(leaf + ".py") <= {(2, "errors"), (2, "_params")}, leaf
+    assert imports("units.py") <= {(2, None)}  # the exact score sums: the native module only

@@ -235,7 +235,9 @@ def test_exact_mode_holds_the_kept_scores_compactly():
     p64 = probs.astype(np.float64)
     assert Accumulator("RMSCE").update(labels, p64).nbytes == 8 * 5000
     even = Accumulator(["ECE", "SCE"], num_bins=15).update(labels, probs)
-    assert even.nbytes == (1 + 8) * 16 * (8 + 8 + 8)  # tables only, independent of N
+    # tables only, independent of N: int64 counts, exact score sums (two int64 words per cell,
+    # docs/spec.md "Cell sums"), float64 outcome sums
+    assert even.nbytes == (1 + 8) * 16 * (8 + 16 + 8)
     assert even.update(labels, probs).nbytes == even.nbytes
 
 

@@ -75,7 +75,7 @@ fn dispatch<'py>(
     let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
     let mut items = vec![count.into_any(), ss.into_any(), so.into_any(), edges.into_any()];
     if let Some(u) = u {
-        items.push(u.map_or_else(|| py.None().into_bound(py), |a| a));
+        items.push(u.unwrap_or_else(|| py.None().into_bound(py)));
     }
     PyTuple::new(py, items)
 }
@@ -107,6 +107,7 @@ pub fn grouped_bin_stats<'py>(
 /// -> as grouped_bin_stats, binned against given upper edges (G, B - 1): nb = B.
 #[pyfunction]
 #[pyo3(signature = (groups, scores, outcomes, weights, num_groups, edges, units=false))]
+#[allow(clippy::too_many_arguments)]
 pub fn grouped_bin_stats_at<'py>(
     py: Python<'py>,
     groups: Option<PyReadonlyArray1<'py, i64>>,

@@ -100,7 +100,7 @@ pub(crate) fn stats_to_py<'py>(py: Python<'py>, st: BinStats, with_units: bool) 
     let edges: Bound<'py, PyArray2<f64>> = st.edges.into_pyarray(py).reshape([st.groups, st.nb + 1])?;
     let mut items = vec![count.into_any(), ss.into_any(), so.into_any(), edges.into_any()];
     if let Some(u) = u {
-        items.push(u.map_or_else(|| py.None().into_bound(py), |a| a));
+        items.push(u.unwrap_or_else(|| py.None().into_bound(py)));
     }
     PyTuple::new(py, items)
 }

@@ -139,8 +139,8 @@ def mce(y_true, y_prob, *, pos_label=None, num_bins: NumBins = 15, sample_weight
     Examples
     --------
     >>> import calibkit
-    >>> calibkit.binary.mce([0, 1, 1, 0], [0.0, 1.0, 0.8, 0.3], num_bins=5)
-    0.3
+    >>> calibkit.binary.mce([0, 1, 1, 0], [0.0, 1.0, 0.75, 0.375], num_bins=5)
+    0.375
     """
     return _error(y_true, y_prob, pos_label, "mce", num_bins, sample_weight)
 

@@ -69,11 +69,8 @@ class ScoreUnits:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __getstate__(self):
-        return self.words
-
-    def __setstate__(self, state):
-        self.words = state
+    def __reduce__(self):
+        return (ScoreUnits, (self.words,))
 
     def __repr__(self) -> str:
         return f"ScoreUnits(value={self.value().tolist()!r})"

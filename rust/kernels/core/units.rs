@@ -74,7 +74,7 @@ pub fn value(u: i128) -> f64 {
 /// sums, so an exact power-of-two scale does not change them; tables report sums divided by
 /// it again (exact).
 pub fn weight_scale(max_weight: f64) -> f64 {
-    if !(max_weight > 0.0) || max_weight >= 0.5 || !max_weight.is_finite() {
+    if max_weight.is_nan() || max_weight <= 0.0 || max_weight >= 0.5 || !max_weight.is_finite() {
         return 1.0;
     }
     let mut s = 1.0;
