@@ -118,3 +118,13 @@ def test_unit_tables_of_other_shapes_are_refused():
         _native.units_add(a, np.zeros((2, 3, 2), np.int64))
     with pytest.raises(ShapeMismatchError, match=r"\(G, nb, 2\)"):
         _native.units_value(np.zeros((1, 3, 3), np.int64))
+
+
+def test_units_only_for_calls_on_the_unit_grid():
+    s, o = np.array([0.2, 0.7]), np.array([0.0, 1.0])
+    kw = dict(binning="even", num_bins=3, units=True)
+    assert grouped_bin_stats(None, s, o, **kw)[4] is not None
+    assert grouped_bin_stats(None, s, o, np.array([0.3, 0.6]), **kw)[4] is not None
+    # scores beyond +-2 are scaled into range, weights below 1/2 lifted: no units
+    assert grouped_bin_stats(None, np.array([0.2, 3.0]), o, **kw)[4] is None
+    assert grouped_bin_stats(None, s, o, np.array([0.1, 0.2]), **kw)[4] is None

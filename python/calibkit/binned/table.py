@@ -341,8 +341,9 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
         edges for a group of total weight 0).
     units : ScoreUnits or None
         Only with ``units=True``: the exact score sums (:class:`calibkit.binned.units.ScoreUnits`),
-        which add exactly to those of other calls; None when the weights were rescaled (the
-        largest below 1/2), whose sums are not on the unit-weight grid.
+        which add exactly to those of other calls; None when the call scaled its values by a
+        power of two (the largest weight below 1/2, a total weight beyond about 2**74, or
+        scores or outcomes beyond +-2), whose sums are not on the unit-weight grid.
 
     Raises
     ------

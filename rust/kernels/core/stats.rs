@@ -2,20 +2,6 @@
 
 use super::units;
 
-/// Adds `v` to `*sum` with Neumaier compensation into `*comp` (add `*comp` to the sum at the
-/// end): the one compensated-sum step of the kernels, so that long sequential sums (millions of
-/// scores into one bin) stay accurate to ~1 ulp. Both candidate terms are computed, then one
-/// is selected: no data-dependent branch.
-#[inline(always)]
-pub fn add_compensated(sum: &mut f64, comp: &mut f64, v: f64) {
-    let s = *sum;
-    let t = s + v;
-    let a = (s - t) + v;
-    let b = (v - t) + s;
-    *comp += if s.abs() >= v.abs() { a } else { b };
-    *sum = t;
-}
-
 /// Statistics of `groups` groups of `nb` bins each, group-major.
 ///
 /// Score sums are kept exactly as whole grid units ([`units`]) and reported rounded once in

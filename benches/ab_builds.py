@@ -1,0 +1,95 @@
+"""A/B two builds of the native module in one process: the same calls on the same arrays,
+alternating between the builds, min of 15 runs each; prints new / old per case.
+
+Keep a copy of the old build first (``cp python/calibkit/_native.abi3.so /tmp/old.so``), build
+the new one (``cargo build --release --features python --lib``), then::
+
+    RAYON_NUM_THREADS=1 python benches/ab_builds.py /tmp/old.so target/release/libcalibkit.so \\
+        ECE,SCE,ACE,TACE 10000x10,10000x100 float64,float32
+
+Cases: ECE, CCECE (class-conditional), SCE, ACE, TACE, topACE (adaptive top-label), EVAL
+(``evaluate`` of the 32 metrics), PAIRS, PAIRSCC (top-label pairs). Both builds must take the
+native call signatures used here (``_native.gce``, ``evaluate``, ``pairs_gce``).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # idle BLAS threads spin on small machines
+
+import argparse  # noqa: E402
+import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from _machine import cpu_model  # noqa: E402
+
+SPECS = [(b, mp, cc, t, n) for b in ("even", "adaptive") for mp in (True, False)
+         for cc in (True, False) for t in (0.0, 0.01) for n in ("l1", "l2")]
+
+CALLS = {
+    "ECE": lambda m, y, p, pr: m.gce(y, p, "even", True, False, 0.0, "l1", 15),
+    "CCECE": lambda m, y, p, pr: m.gce(y, p, "even", True, True, 0.0, "l1", 15),
+    "SCE": lambda m, y, p, pr: m.gce(y, p, "even", False, True, 0.0, "l1", 15),
+    "ACE": lambda m, y, p, pr: m.gce(y, p, "adaptive", False, True, 0.0, "l1", 15),
+    "TACE": lambda m, y, p, pr: m.gce(y, p, "adaptive", False, True, 0.01, "l1", 15),
+    "topACE": lambda m, y, p, pr: m.gce(y, p, "adaptive", True, False, 0.0, "l1", 15),
+    "EVAL": lambda m, y, p, pr: m.evaluate(y, p, SPECS, [15]),
+    "PAIRS": lambda m, y, p, pr: m.pairs_gce(*pr, "even", False, 0.0, "l1", 15),
+    "PAIRSCC": lambda m, y, p, pr: m.pairs_gce(*pr, "even", True, 0.0, "l1", 15),
+}
+
+
+def load(path: str, name: str):
+    """The extension at ``path`` as module ``<name>._native`` (its init symbol's name)."""
+    loader = importlib.machinery.ExtensionFileLoader(f"{name}._native", path)
+    spec = importlib.util.spec_from_file_location(f"{name}._native", path, loader=loader)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("cases", help=",".join(CALLS))
+    ap.add_argument("shapes", help="NxK[,NxK...]")
+    ap.add_argument("dtypes", nargs="?", default="float64")
+    ap.add_argument("--repeat", type=int, default=15)
+    a = ap.parse_args()
+    old, new = load(a.old, "a"), load(a.new, "b")
+    print(f"CPU: {cpu_model()}; RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'all')}")
+    rng = np.random.default_rng(0)
+    for shape in a.shapes.split(","):
+        n, k = map(int, shape.split("x"))
+        for dt in a.dtypes.split(","):
+            x = rng.normal(size=(n, k)) * 3
+            p = np.exp(x - x.max(1, keepdims=True))
+            p = (p / p.sum(1, keepdims=True)).astype(dt)
+            y = rng.integers(0, k, n)
+            pred = p.argmax(1)
+            pr = (np.ascontiguousarray(p.max(1)), (pred == y).astype(np.uint8),
+                  pred.astype(np.int64), k)
+            for case in a.cases.split(","):
+                f = CALLS[case]
+                reps = max(1, int(3e6 // (n * k)))
+                best = {"old": np.inf, "new": np.inf}
+                for r in range(a.repeat):
+                    order = (("old", old), ("new", new)) if r % 2 else (("new", new), ("old", old))
+                    for key, m in order:
+                        t = time.perf_counter()
+                        for _ in range(reps):
+                            f(m, y, p, pr)
+                        best[key] = min(best[key], (time.perf_counter() - t) / reps)
+                same = np.array_equal(f(old, y, p, pr), f(new, y, p, pr))
+                print(f"{case:7s} ({n}, {k}) {dt}: old {best['old'] * 1e6:10.1f} us, new "
+                      f"{best['new'] * 1e6:10.1f} us, new/old {best['new'] / best['old']:.3f}"
+                      f"{'' if same else '  (values differ)'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
