@@ -1,12 +1,13 @@
 //! Weighted readings of grouped scores: the weighted binning primitive ([`grouped`]:
 //! `(group, score, outcome, weight)` rows -> per-(group, bin) table), each entry's cell of a
 //! table ([`cells`]), and resampling as weights on the same table ([`resample`]: bootstrap and
-//! consistency resamples; [`adaptive`]: bootstrap resamples of adaptive bins from one sorted
+//! consistency resamples, with the counter-based draws of [`draws`]; [`adaptive`]: bootstrap resamples of adaptive bins from one sorted
 //! order). Every table's sums are exact sums of grid units ([`sums`]), so they do not depend
 //! on the order of the rows.
 
 pub mod adaptive;
 pub mod cells;
+pub mod draws;
 pub mod grouped;
 pub mod resample;
 pub mod sums;
