@@ -8,7 +8,9 @@ the new one (``cargo build --release --features python --lib``), then::
         ECE,SCE,ACE,TACE 10000x10,10000x100 float64,float32
 
 Cases: ECE, CCECE (class-conditional), SCE, ACE, TACE, topACE (adaptive top-label), EVAL
-(``evaluate`` of the 32 metrics), PAIRS, PAIRSCC (top-label pairs). Both builds must take the
+(``evaluate`` of the 32 metrics), PAIRS, PAIRSCC (top-label pairs), and the trust kernels
+(100 resamples): BOOT, BOOTW (with sample weights), BOOTWM (multinomial), CONS (calibration
+test), CONSW on the ECE cells, BOOTSCE, BOOTWSCE, CONSSCE on the SCE cells. Both builds must take the
 native call signatures used here (``_native.gce``, ``evaluate``, ``pairs_gce``).
 """
 
@@ -39,7 +41,37 @@ CALLS = {
     "EVAL": lambda m, y, p, pr: m.evaluate(y, p, SPECS, [15]),
     "PAIRS": lambda m, y, p, pr: m.pairs_gce(*pr, "even", False, 0.0, "l1", 15),
     "PAIRSCC": lambda m, y, p, pr: m.pairs_gce(*pr, "even", True, 0.0, "l1", 15),
+    "BOOT": lambda m, y, p, pr: _trust(m, y, p, False, False),
+    "BOOTW": lambda m, y, p, pr: _trust(m, y, p, True, False),
+    "BOOTWM": lambda m, y, p, pr: _trust(m, y, p, True, False, scheme="multinomial"),
+    "BOOTSCE": lambda m, y, p, pr: _trust(m, y, p, False, False, top=False),
+    "BOOTWSCE": lambda m, y, p, pr: _trust(m, y, p, True, False, top=False),
+    "CONS": lambda m, y, p, pr: _trust(m, y, p, False, True),
+    "CONSW": lambda m, y, p, pr: _trust(m, y, p, True, True),
+    "CONSSCE": lambda m, y, p, pr: _trust(m, y, p, False, True, top=False),
 }
+
+_CELLS: dict = {}
+
+
+def _trust(m, y, p, weighted: bool, test: bool, scheme: str = "poisson", top: bool = True):
+    """100 bootstrap (or consistency) resamples of ECE (``top=False``: SCE) on the cells
+    calibkit builds for (y, p) (built once per input, by the installed calibkit: the same
+    cells for both builds)."""
+    key = (id(y), id(p), weighted, top)
+    if key not in _CELLS:
+        from calibkit.binned.spec import MetricSpec
+        from calibkit.trust.cells import row_cells
+
+        w = np.random.default_rng(1).uniform(0.5, 2.0, y.shape[0]) if weighted else None
+        spec = MetricSpec("even", top, not top, 0.0, "l1")
+        _CELLS[key] = (row_cells(y, p, spec, 15, w), w)
+    rc, w = _CELLS[key]
+    if test:
+        return m.resample_consistency(rc.cell, rc.score, rc.hit, w, rc.groups, rc.nb, "l1",
+                                      not top, 7, 100)
+    return m.resample_bootstrap(rc.cell, rc.score, rc.hit, w, rc.groups, rc.nb, "l1", not top,
+                                scheme, 7, 100)
 
 
 def load(path: str, name: str):

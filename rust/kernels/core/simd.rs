@@ -230,6 +230,28 @@ macro_rules! multiversion {
             inner($($arg),*)
         }
     };
+    // The same without a type parameter, with a return type.
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) -> $ret {
+            #[inline(always)]
+            fn inner($($arg: $ty),*) -> $ret $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) -> $ret {
+                    inner($($arg),*)
+                }
+                if $crate::kernels::core::simd::avx2() {
+                    $crate::kernels::core::simd::record($crate::kernels::core::simd::Kernel::Multiversion, $crate::kernels::core::simd::Level::Avx2);
+                    // SAFETY: as above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $crate::kernels::core::simd::record($crate::kernels::core::simd::Kernel::Multiversion, $crate::kernels::core::simd::Level::Portable);
+            inner($($arg),*)
+        }
+    };
 }
 
 pub(crate) use multiversion;

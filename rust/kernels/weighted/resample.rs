@@ -29,7 +29,7 @@ use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
 use crate::kernels::core::units;
 use crate::kernels::weighted::adaptive::Sorted;
-use crate::kernels::weighted::sums::{count_units, plain_chunk, weighted_units, Scales, UnitSums, BIAS};
+use crate::kernels::weighted::sums::{count_units, plain_chunk, term_sums, weighted_units, Scales, UnitSums, BIAS, TERM_BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 // The draws moved to their own module; their paths here stay (the glue and other modules use
@@ -110,27 +110,20 @@ impl Cells<'_> {
         Terms { sc, count, score }
     }
 
-    /// Adds row `i` with multiplicity `m` and outcome column `hit` into `acc`.
-    #[inline(always)]
-    fn push_row(&self, t: &Terms, acc: &mut UnitSums, i: usize, m: i64, hit: u32) {
-        let row = &self.cell[i * self.width..(i + 1) * self.width];
-        let su = &t.score[i * self.width..(i + 1) * self.width];
-        let mc = wide(m, t.count[i]);
-        // `check` validated every cell and hit; `add_*` and the `get` keep an array changed by
-        // another thread during the call (the GIL is released) from indexing out of bounds.
-        for (&c, &u) in row.iter().zip(su) {
-            acc.add_count_score(c as usize, mc, wide(m, u));
-        }
-        if let Some(&c) = row.get(hit as usize) {
-            acc.add_outcome(c as usize, mc);
-        }
-    }
-
     /// The unit sums of the data as given (base weights only).
     fn unit_sums(&self, t: &Terms) -> UnitSums {
         let mut acc = UnitSums::zeros(self.groups * self.nb);
-        for i in 0..self.rows() {
-            self.push_row(t, &mut acc, i, 1, self.hit[i]);
+        let k = self.width;
+        for (i, (&h, &n)) in self.hit.iter().zip(&t.count).enumerate() {
+            let row = &self.cell[i * k..(i + 1) * k];
+            // `check` validated every cell and hit; `add_*` and the `get` keep an array changed
+            // by another thread during the call from indexing out of bounds
+            for (&c, &u) in row.iter().zip(&t.score[i * k..(i + 1) * k]) {
+                acc.add_count_score(c as usize, n as i128, u as i128);
+            }
+            if let Some(&c) = row.get(h as usize) {
+                acc.add_outcome(c as usize, n as i128);
+            }
         }
         acc
     }
@@ -142,12 +135,6 @@ impl Cells<'_> {
         self.unit_sums(&t).write(&t.sc, &mut st);
         st
     }
-}
-
-/// `a * b` exactly (one 64 x 64 -> 128-bit product).
-#[inline(always)]
-fn wide(a: i64, b: i64) -> i128 {
-    a as i128 * b as i128
 }
 
 /// [`Cells`]' units at the base weights, once per call: count (and hit outcome) units per row,
@@ -189,17 +176,20 @@ struct CellRuns {
     /// Each position's row as its [`tag`] (one entry per row: its multiplicity is drawn in
     /// place), else empty.
     tags: Vec<u64>,
-    /// No base weights (the fields `biased` and `inc`; else `count`, `score` and `hits`).
+    /// No base weights (the fields `biased` and `inc`; else the halves).
     plain: bool,
     /// No base weights: each entry's score units plus [`BIAS`] (below 2^53), and its count
     /// increment, 1 plus 2^32 when it is its row's outcome column ([`plain_run`]).
     biased: Vec<u64>,
     inc: Vec<u64>,
-    /// Base weights: each entry's count and score units at its row's base weight, and a mask,
-    /// all ones when it is its row's outcome column (its outcome units are its count units).
-    count: Vec<i64>,
-    score: Vec<i64>,
-    hits: Vec<i64>,
+    /// Base weights: each entry's count units and score units plus [`TERM_BIAS`] (below 2^63)
+    /// at its row's base weight.
+    score: Vec<u64>,
+    count: Vec<u64>,
+    /// Within cell `c`, the entries that are their row's outcome column come first, at
+    /// positions `start[c]..hits_end[c]`: a cell's outcome units are the count units of that
+    /// prefix.
+    hits_end: Vec<usize>,
 }
 
 impl CellRuns {
@@ -216,7 +206,16 @@ impl CellRuns {
             start[c + 1] += start[c];
         }
         let m = start[nc];
+        // the outcome columns first within each cell (each row's `hit` read once)
+        let hit: Vec<usize> = (0..n).map(|i| cells.hit.get(i).map_or(usize::MAX, |&h| h as usize)).collect();
+        let mut hits_end = start[..nc].to_vec();
+        for (i, &h) in hit.iter().enumerate() {
+            if let Some(&c) = (h < k).then(|| &cell[i * k + h]).filter(|&&c| c != DROPPED) {
+                hits_end[c as usize] += 1;
+            }
+        }
         let mut fill = start.clone();
+        let mut fill_hit = start.clone();
         let plain = cells.base.is_none();
         let (pm, wm) = if plain { (m, 0) } else { (0, m) };
         let mut runs = CellRuns {
@@ -224,32 +223,34 @@ impl CellRuns {
             tags: vec![0; if drawn { m } else { 0 }],
             biased: vec![0; pm],
             inc: vec![0; pm],
-            count: vec![0; wm],
             score: vec![0; wm],
-            hits: vec![0; wm],
+            count: vec![0; wm],
             start,
+            hits_end: hits_end.clone(),
             plain,
         };
+        // non-hits after the cell's hits
+        fill[..nc].copy_from_slice(&hits_end);
         for i in 0..n {
             for (col, e) in (i * k..(i + 1) * k).enumerate() {
                 let c = cell[e];
                 if c == DROPPED {
                     continue;
                 }
-                let p = fill[c as usize];
-                fill[c as usize] += 1;
+                let hit = hit[i] == col;
+                let f = if hit { &mut fill_hit } else { &mut fill };
+                let p = f[c as usize];
+                f[c as usize] += 1;
                 runs.row[p] = i as u32;
                 if drawn {
                     runs.tags[p] = tag(i as u64);
                 }
-                let hit = cells.hit[i] as usize == col;
                 if plain {
                     runs.biased[p] = t.score[e].wrapping_add(BIAS) as u64;
                     runs.inc[p] = 1 | (hit as u64) << 32;
                 } else {
-                    runs.count[p] = t.count[i];
-                    runs.score[p] = t.score[e];
-                    runs.hits[p] = -(hit as i64);
+                    runs.count[p] = t.count[i] as u64;
+                    runs.score[p] = t.score[e].wrapping_add(TERM_BIAS) as u64;
                 }
             }
         }
@@ -280,21 +281,57 @@ impl CellRuns {
                     plain_run::<true, R>(rows, b, inc, plain_chunk(max_m), &m_of)
                 }
             } else {
-                let (mut n, mut s, mut o) = (0i128, 0i128, 0i128);
-                let terms = self.count[r.clone()].iter().zip(&self.score[r.clone()]).zip(&self.hits[r.clone()]);
-                for (&i, ((&c1, &u), &h)) in rows[r].iter().zip(terms) {
-                    let m = m_of(i.into()) as i64;
-                    let mc = wide(m, c1);
-                    n = n.wrapping_add(mc);
-                    s = s.wrapping_add(wide(m, u));
-                    o = o.wrapping_add(mc & h as i128);
-                }
-                (n, s, o)
+                self.weighted_cell(rows, c, max_m, &m_of)
             };
             sc.write(st, c, n, s, o);
         }
     }
+
+    /// (count, score, outcome) units of cell `c` with base weights: the outcome units are the
+    /// count units of the cell's hits (its first entries). Not inlined into
+    /// [`CellRuns::table_by`], whose loop with no base weights is the hot one.
+    #[inline(never)]
+    fn weighted_cell<R: Copy + Into<u64>>(&self, rows: &[R], c: usize, max_m: u64, m_of: impl Fn(u64) -> u64) -> (i128, i128, i128) {
+        let r = self.start[c]..self.start[c + 1];
+        let h = self.hits_end[c].clamp(r.start, r.end);
+        let (n1, s1) = self.weighted_run(&rows[r.start..h], r.start, max_m, &m_of);
+        let (n2, s2) = self.weighted_run(&rows[h..r.end], h, max_m, &m_of);
+        (n1.wrapping_add(n2), s1.wrapping_add(s2), n1)
+    }
+
+    /// (count, score) units of the run of entries with base weights at positions
+    /// `at..at + rows.len()`, each entry's multiplicity `m_of(row)` (at most `max_m`): the
+    /// multiplicities of up to [`RUN`] entries at a time gathered, then summed
+    /// by halves ([`term_sums`]); multiplicities of 2^11 or more in whole `i128` products.
+    #[inline(always)]
+    fn weighted_run<R: Copy + Into<u64>>(&self, rows: &[R], at: usize, max_m: u64, m_of: impl Fn(u64) -> u64) -> (i128, i128) {
+        let (mut n, mut s) = (0i128, 0i128);
+        if max_m >= 1 << 11 {
+            for (q, &i) in rows.iter().enumerate() {
+                let p = at + q;
+                let m = m_of(i.into()) as i128;
+                n = n.wrapping_add(m * self.count[p] as i128);
+                s = s.wrapping_add(m * (self.score[p] as i128 - TERM_BIAS as i128));
+            }
+            return (n, s);
+        }
+        let mut bm = [0u32; RUN];
+        for (q, part) in rows.chunks(RUN).enumerate() {
+            let p = at + q * RUN..at + q * RUN + part.len();
+            for (b, &i) in bm.iter_mut().zip(part) {
+                *b = m_of(i.into()) as u32;
+            }
+            let (a, b) = term_sums(&bm[..part.len()], &self.count[p.clone()], &self.score[p]);
+            n = n.wrapping_add(a);
+            s = s.wrapping_add(b);
+        }
+        (n, s)
+    }
 }
+
+/// Entries whose multiplicities [`CellRuns::weighted_run`] gathers at a time (within
+/// [`TERM_CHUNK`](crate::kernels::weighted::sums::TERM_CHUNK)).
+const RUN: usize = 256;
 
 /// (count, score, outcome) units of a run of entries with no base weights ([`CellRuns`]), each
 /// entry's multiplicity `m_of(row)`: `sum m * inc` holds the count and the outcome count (low
@@ -353,8 +390,10 @@ pub fn bootstrap(
         Scheme::Multinomial => 1, // the multiplicities of a resample sum to n
     };
     let entries = cells.rows().saturating_mul(cells.width) as u64;
-    if !drawn && cells.base.is_none() && entries.saturating_mul(most) < 1 << 32 {
-        return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
+    if !drawn && entries.saturating_mul(most) < 1 << 32 {
+        if cells.base.is_none() {
+            return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
+        }
     }
     let runs = CellRuns::new(cells, &t, drawn);
     let n = cells.rows();
@@ -441,12 +480,13 @@ fn rows_into<const WIDE: bool>(cells: &Cells<'_>, m: &[u32], biased: &[u64], acc
 #[inline]
 fn hit_threshold(s: f64) -> u64 {
     let y = s * (1u64 << 53) as f64;
-    if y > 0.0 {
-        // beyond 2^53 every draw hits
-        y.ceil().min((1u64 << 53) as f64 + 1.0) as u64
-    } else {
-        0
+    if !(y > 0.0) {
+        return 0;
     }
+    // beyond 2^53 every draw hits; below, the ceiling by a truncation (no libm call)
+    let y = y.min((1u64 << 53) as f64 + 1.0);
+    let t = y as u64;
+    t + ((t as f64) < y) as u64
 }
 
 /// Largest table of [`consistency_top`] (one copy per resample task; larger tables, up to the
@@ -501,21 +541,30 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                         y[j] = h[j] as i128 * units::SCALE as i128;
                     }
                 } else {
-                    // the hits' count units (below 2^62) in their low 32 bits and the rest: `u64`
-                    // sums that cannot wrap below 2^32 rows
-                    let (mut lo, mut hi) = ([0u64; TOP_LANES], [0u64; TOP_LANES]);
-                    for &(g, thr, c1) in run {
+                    // the hits' count units (each below 2^61, [`Scales::of_terms`]) summed in
+                    // `u64` over runs of HIT_RUN rows, then folded into `i128`
+                    let mut wide = [0i128; TOP_LANES];
+                    let add = |sum: &mut [u64; TOP_LANES], &(g, thr, c1): &(u64, u64, u64)| {
                         for j in 0..TOP_LANES {
-                            // all ones on a hit: the sign of k - thr (both below 2^54), as
-                            // arithmetic (a select compiles to a branch the draws mispredict)
-                            let hit = (((draw_tagged(keys[j], g) >> 11) as i64).wrapping_sub(thr as i64) >> 63) as u64;
-                            lo[j] = lo[j].wrapping_add(c1 & hit & 0xffff_ffff);
-                            hi[j] = hi[j].wrapping_add((c1 & hit) >> 32);
+                            // a product by the 0/1 test, not a select (which compiles to a
+                            // branch the draws mispredict)
+                            let hit = ((draw_tagged(keys[j], g) >> 11) < thr) as u64;
+                            sum[j] = sum[j].wrapping_add(c1 * hit);
+                        }
+                    };
+                    let parts = run.chunks_exact(HIT_RUN);
+                    let rest = parts.remainder();
+                    for part in parts.map(Some).chain(std::iter::once(None)) {
+                        let mut sum = [0u64; TOP_LANES];
+                        match part {
+                            Some(part) => part.iter().for_each(|e| add(&mut sum, e)),
+                            None => rest.iter().for_each(|e| add(&mut sum, e)),
+                        }
+                        for j in 0..TOP_LANES {
+                            wide[j] = wide[j].wrapping_add(sum[j] as i128);
                         }
                     }
-                    for j in 0..TOP_LANES {
-                        y[j] = ((hi[j] as i128) << 32) + lo[j] as i128;
-                    }
+                    *y = wide;
                 }
             }
             let mut st = t.sc.table(cells.groups, cells.nb);
@@ -533,7 +582,9 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
 }
 
 /// Resamples sharing each pass of [`consistency_top`] over the rows.
-const TOP_LANES: usize = 4;
+const TOP_LANES: usize = 8;
+/// Rows whose count units (each below 2^61) [`consistency_top`] sums in one `u64`.
+const HIT_RUN: usize = 4;
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
 /// predicted distribution, scores and bins unchanged.
@@ -877,6 +928,32 @@ mod tests {
             let most = *m.iter().max().unwrap() as u64;
             runs.table(&t.sc, most, &mut st, |i| m[i as usize] as u64);
             check(&st);
+            // with base weights: the cell runs' sums by halves (or whole i128 products from
+            // 2^11 on) equal the exact sums of multiplicity times the terms
+            let base = [0.3, 1.7, 2.0, 2047.5];
+            let wc = Cells { base: Some(&base), ..cells };
+            let wt = wc.terms();
+            let (mut c, mut s, mut o) = (vec![0i128; nc], vec![0i128; nc], vec![0i128; nc]);
+            for i in 0..4 {
+                for e in i * k..(i + 1) * k {
+                    if cell[e] != DROPPED {
+                        let j = cell[e] as usize;
+                        c[j] += m[i] as i128 * wt.count[i] as i128;
+                        s[j] += m[i] as i128 * wt.score[e] as i128;
+                        if hit[i] as usize == e - i * k {
+                            o[j] += m[i] as i128 * wt.count[i] as i128;
+                        }
+                    }
+                }
+            }
+            let runs = CellRuns::new(&wc, &wt, false);
+            let mut got = wt.sc.table(groups, nb);
+            runs.table(&wt.sc, most, &mut got, |i| m[i as usize] as u64);
+            let mut want = wt.sc.table(groups, nb);
+            for j in 0..nc {
+                wt.sc.write(&mut want, j, c[j], s[j], o[j]);
+            }
+            assert_eq!(got, want, "{m:?} with base weights");
         }
     }
 

@@ -312,6 +312,38 @@ pub fn plain_sums<M: Multiplicity>(m: &[M], lo: &[u32], hi: &[u32], hit: &[u32],
     (count * one, score, outcome * one)
 }
 
+/// Added to a resampler's per-entry score units (below 2^62 in magnitude with the weight scale
+/// of [`Scales::of_terms`]) so that they are non-negative, below 2^63 ([`term_sums`]).
+pub const TERM_BIAS: i64 = 1 << 62;
+
+/// Entries per call of [`term_sums`] at most: products of a multiplicity below 2^11 and a
+/// 32-bit half are below 2^43, so the sums of 2^20 of them stay below 2^63.
+pub const TERM_CHUNK: usize = 1 << 20;
+
+crate::kernels::core::simd::multiversion! {
+    /// (count, score) units of a run of entries with base weights: `m` their multiplicities
+    /// (each below 2^11; at most [`TERM_CHUNK`] entries), `count` their count units and
+    /// `score` their score units plus [`TERM_BIAS`] (each below 2^63). Each term is split into
+    /// its low 32 bits and the rest, and `m` times each half summed in `u64` lanes (32 x 32-bit
+    /// products and independent adds the compiler vectorises, where whole `i128` products would
+    /// be one serial add-with-carry chain); the halves are put together once.
+    pub fn term_sums(m: &[u32], count: &[u64], score: &[u64]) -> (i128, i128) {
+        let (mut ms, mut cl, mut ch, mut sl, mut sh) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let n = m.len().min(count.len()).min(score.len());
+        let (m, count, score) = (&m[..n], &count[..n], &score[..n]);
+        for i in 0..n {
+            let k = m[i] as u64;
+            ms = ms.wrapping_add(k);
+            cl = cl.wrapping_add(k * (count[i] as u32 as u64));
+            ch = ch.wrapping_add(k * (count[i] >> 32));
+            sl = sl.wrapping_add(k * (score[i] as u32 as u64));
+            sh = sh.wrapping_add(k * (score[i] >> 32));
+        }
+        let join = |lo: u64, hi: u64| ((hi as i128) << 32) + lo as i128;
+        (join(cl, ch), join(sl, sh).wrapping_sub((ms as i128) << 62))
+    }
+}
+
 /// (count, score, outcome) units of a run of entries: `rows` their rows, `mult` the rows'
 /// multiplicities, `count`, `score` and `outcome` the entries' units at their base weights
 /// (`count` `None`: no base weights, each entry counts its multiplicity). Each term is a whole
