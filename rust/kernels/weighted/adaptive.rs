@@ -36,7 +36,7 @@ use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
 use crate::kernels::weighted::grouped::{edge_ranks, order_key};
 use crate::kernels::weighted::resample::{bootstrap_counts, Scheme};
-use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, Multiplicity, Scales, BIAS};
+use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, BlockSum, Multiplicity, Scales, BIAS};
 use crate::kernels::{BinStats, KernelError, Norm};
 
 #[cfg(doc)]
@@ -371,8 +371,8 @@ fn whole_weights(scheme: Scheme, base: Option<&[f64]>, n: usize) -> bool {
 /// [`edge_ranks`] for whole weights (see [`Sorted::table`]): every cumulative weight is an exact
 /// integer, so partial sums in any grouping give the values of the sequential walk, and the walk
 /// skips each block of [`SKIP`] rows whose weight does not reach the next target.
-fn whole_edge_ranks<T: Copy + Into<f64>>(w: &[T], b: usize) -> Vec<usize> {
-    let blocks: Vec<f64> = w.chunks(SKIP).map(|c| c.iter().fold(0.0, |a, &x| a + x.into())).collect();
+fn whole_edge_ranks<T: BlockSum>(w: &[T], b: usize) -> Vec<usize> {
+    let blocks: Vec<f64> = w.chunks(SKIP).map(T::block_sum).collect();
     let total: f64 = blocks.iter().sum();
     let step = total / b as f64;
     let mut edges = Vec::with_capacity(b.saturating_sub(1));

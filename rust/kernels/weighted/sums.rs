@@ -272,9 +272,34 @@ pub fn split(u: i64) -> (u32, u32) {
     (b as u32, (b >> 32) as u32)
 }
 
+/// Whole weights as the adaptive resampler's edge walk reads them: a block's sum, exact (integers below
+/// 2^53 in any grouping), so it may be taken in whatever order is fastest.
+pub trait BlockSum: Copy + Into<f64> {
+    fn block_sum(c: &[Self]) -> f64;
+}
+
+impl BlockSum for f64 {
+    fn block_sum(c: &[f64]) -> f64 {
+        c.iter().sum()
+    }
+}
+
+impl BlockSum for u8 {
+    /// Integer adds (a vector loop, where float adds form one serial chain).
+    fn block_sum(c: &[u8]) -> f64 {
+        c.iter().map(|&x| x as u32).sum::<u32>() as f64
+    }
+}
+
+impl BlockSum for u32 {
+    fn block_sum(c: &[u32]) -> f64 {
+        c.iter().map(|&x| x as u64).sum::<u64>() as f64
+    }
+}
+
 /// A resample's multiplicities, as bytes when they fit (the gathers stay in cache) or as
 /// `u32`.
-pub trait Multiplicity: Copy + Default + Into<u64> + Into<f64> + Send + Sync {}
+pub trait Multiplicity: BlockSum + Default + Into<u64> + Send + Sync {}
 impl Multiplicity for u8 {}
 impl Multiplicity for u32 {}
 
@@ -284,32 +309,33 @@ pub fn plain_chunk(max_m: u64) -> usize {
     (u32::MAX as u64 / max_m.max(1)).clamp(1, 1 << 30) as usize
 }
 
-/// (count, score, outcome) units of a run of entries with no base weights, given each entry's
-/// multiplicity `m`, its biased score units in halves ([`split`]) and a `hit` mask (all ones
-/// where its outcome is 1, else 0): the sums `sum m`, `sum m * low`, `sum m * high` and
-/// `sum m` over the hits, in `u64`, for at most `chunk` entries at a time ([`plain_chunk`]);
-/// the score units are `(high << 32) + low - count * BIAS`. Integer sums in independent
-/// lanes: the compiler vectorises the loop (32 x 32-bit products).
-#[inline]
-pub fn plain_sums<M: Multiplicity>(m: &[M], lo: &[u32], hi: &[u32], hit: &[u32], chunk: usize) -> (i128, i128, i128) {
-    let (mut count, mut score, mut outcome) = (0i128, 0i128, 0i128);
-    let n = m.len().min(lo.len()).min(hi.len()).min(hit.len());
-    for q in (0..n).step_by(chunk.max(1)) {
-        let e = (q + chunk.max(1)).min(n);
-        let (mut c, mut sl, mut sh, mut o) = (0u64, 0u64, 0u64, 0u64);
-        for (((&k, &l), &h), &y) in m[q..e].iter().zip(&lo[q..e]).zip(&hi[q..e]).zip(&hit[q..e]) {
-            let k: u64 = k.into();
-            c = c.wrapping_add(k);
-            sl = sl.wrapping_add(k * l as u64);
-            sh = sh.wrapping_add(k * h as u64);
-            o = o.wrapping_add(k & y as u64);
+crate::kernels::core::simd::multiversion! {
+    /// (count, score, outcome) units of a run of entries with no base weights, given each entry's
+    /// multiplicity `m`, its biased score units in halves ([`split`]) and a `hit` mask (all ones
+    /// where its outcome is 1, else 0): the sums `sum m`, `sum m * low`, `sum m * high` and
+    /// `sum m` over the hits, in `u64`, for at most `chunk` entries at a time ([`plain_chunk`]);
+    /// the score units are `(high << 32) + low - count * BIAS`. Integer sums in independent
+    /// lanes: the compiler vectorises the loop (32 x 32-bit products).
+    pub fn plain_sums<M: Multiplicity>(m: &[M], lo: &[u32], hi: &[u32], hit: &[u32], chunk: usize) -> (i128, i128, i128) {
+        let (mut count, mut score, mut outcome) = (0i128, 0i128, 0i128);
+        let n = m.len().min(lo.len()).min(hi.len()).min(hit.len());
+        for q in (0..n).step_by(chunk.max(1)) {
+            let e = (q + chunk.max(1)).min(n);
+            let (mut c, mut sl, mut sh, mut o) = (0u64, 0u64, 0u64, 0u64);
+            for (((&k, &l), &h), &y) in m[q..e].iter().zip(&lo[q..e]).zip(&hi[q..e]).zip(&hit[q..e]) {
+                let k: u64 = k.into();
+                c = c.wrapping_add(k);
+                sl = sl.wrapping_add(k * l as u64);
+                sh = sh.wrapping_add(k * h as u64);
+                o = o.wrapping_add(k & y as u64);
+            }
+            count += c as i128;
+            score += ((sh as i128) << 32) + sl as i128 - ((c as i128) << 51);
+            outcome += o as i128;
         }
-        count += c as i128;
-        score += ((sh as i128) << 32) + sl as i128 - ((c as i128) << 51);
-        outcome += o as i128;
+        let one = units::SCALE as i128;
+        (count * one, score, outcome * one)
     }
-    let one = units::SCALE as i128;
-    (count * one, score, outcome * one)
 }
 
 /// Added to a resampler's per-entry score units (below 2^62 in magnitude with the weight scale
