@@ -169,3 +169,28 @@ def test_reduce_bins_takes_score_sums_just_below_zero():
         0.125 + 3 / 4 * 2 * tol / 3, abs=1e-15)
     with pytest.raises(calibkit.InvalidParameterError, match=r"sum_score\[0, 0\] is -0.5"):
         calibkit.reduce_bins([[1, 2]], [[-0.5, 1.0]], [[0.0, 1.0]])
+
+
+@pytest.mark.parametrize("cc", [False, True])
+def test_pairs_just_below_zero_add_exactly_across_batches(pairs, cc):
+    # confidences below 0 within the tolerance (kept at threshold 0) join bin 0 with their exact
+    # units: any batching gives the bits of one call (they used to add in floating point)
+    conf, ok = pairs
+    conf = conf.copy()
+    conf[400:460] = -3.3e-7 * np.arange(1, 61)
+    pred = np.arange(conf.size) % 4 if cc else None
+    kw = dict(confidence=conf, correct=ok, predicted=pred, num_classes=4 if cc else None)
+    metric = "CCE" if cc else "ECE"
+    whole = calibkit.evaluate(space=[metric], num_bins=15, **kw).values[0, 0]
+    one = calibkit.calibration_bins(max_prob=True, class_conditional=cc, **kw)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        cuts = np.sort(rng.choice(np.arange(1, conf.size), size=4, replace=False))
+        acc = calibkit.streaming.Accumulator(metric)
+        for part in np.split(np.arange(conf.size), cuts):
+            acc.update(confidence=conf[part], correct=ok[part],
+                       predicted=None if pred is None else pred[part],
+                       num_classes=4 if cc else None)
+        assert acc.compute() == whole
+    # the table's score sums are the exact units rounded once
+    assert np.array_equal(np.asarray(one.score_units), one.sum_score)

@@ -125,43 +125,49 @@ def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: 
     The kernel keeps ``confidence > threshold``. At threshold 0 the rule keeps every pair, so
     when the kernel's counts fall short of N (a confidence of 0, or below it within the
     tolerance; no extra pass otherwise): even bins add those pairs to bin 0 of their group,
-    where the even bin rule puts them (for exact zeros the bits a kernel keeping them would
-    give: adding 0.0 changes no sum); adaptive bins (edges depend on every kept score) bin the
+    where the even bin rule puts them, exactly (the bits of a kernel keeping them); adaptive
+    bins (edges depend on every kept score) bin the
     kept rows by the one weighted primitive (unit weights). With ``units`` a fifth element
-    holds the exact score units (:mod:`calibkit.binned.units`), None where the pairs added here
-    have scores other than 0 (their table then adds to others in floating point)."""
+    holds the exact score units (:mod:`calibkit.binned.units`); the pairs added to even bins
+    add theirs exactly, so the table is bitwise that of a kernel keeping them."""
+    from .binned.units import ScoreUnits
+
+    want = units
+    # the even branch below adds exactly, so it needs the units even when not asked for them
+    units = units or (threshold == 0.0 and binning == "even")
     c, s, o, e, *u = _native.pairs_bin_stats(*pairs.native_args(), binning,
                                              bool(class_conditional), threshold, num_bins,
                                              units=units)
     if u and u[0] is not None:
-        from .binned.units import ScoreUnits
-
         u = [ScoreUnits(u[0])]
     if threshold != 0.0 or int(c.sum()) == pairs.n:
-        return (c, s, o, e, *u)
+        return (c, s, o, e, *u) if want else (c, s, o, e)
     if binning == "even":
+        from .binned.table import grouped_bin_stats
+
+        # The pairs the kernel dropped, binned by the one primitive (the even bin rule puts
+        # them in bin 0) with their exact units, added to the kernel's table exactly: the
+        # bits of a kernel that kept them.
         low = np.flatnonzero(pairs.confidence <= 0)
-        ok = pairs.correct[low].astype(np.float64)
-        score = pairs.confidence[low].astype(np.float64)
-        if class_conditional:
-            assert pairs.predicted is not None  # require_top_label
-            g, k = pairs.predicted[low], c.shape[0]
-            c[:, 0] += np.bincount(g, minlength=k).astype(c.dtype)
-            o[:, 0] += np.bincount(g, weights=ok, minlength=k)
-            s[:, 0] += np.bincount(g, weights=score, minlength=k)
-        else:
-            c[0, 0] += low.size
-            o[0, 0] += ok.sum()
-            s[0, 0] += score.sum()
-        if u and np.any(score != 0):
-            u = [None]  # units of 0 change no sum; others would need the kernel's rounding
-        return (c, s, o, e, *u)
+        g = pairs.predicted[low] if class_conditional else None
+        lc, _, lo, _, lu = grouped_bin_stats(
+            g, pairs.confidence[low], pairs.correct[low].astype(np.float64), None,
+            num_groups=c.shape[0], binning="even", num_bins=num_bins, units=True)
+        c = c + lc.astype(c.dtype)
+        o = o + lo
+        total = u[0] + lu if u and u[0] is not None and lu is not None else None
+        if total is not None:
+            s = total.value()
+        else:  # pragma: no cover - unit tables are returned for scores within (-2, 2)
+            s = s + np.asarray(grouped_bin_stats(g, pairs.confidence[low], np.zeros(low.size),
+                                                 num_groups=c.shape[0], num_bins=num_bins)[1])
+        return (c, s, o, e, total) if want else (c, s, o, e)
     from .binned.table import grouped_bin_stats
 
     group, score, outcome, _ = rows(pairs, class_conditional, threshold)
     c, s, o, e, *u = grouped_bin_stats(group, score, outcome, None,
                                        num_groups=pairs.k if class_conditional else 1,
-                                       binning=binning, num_bins=num_bins, units=units)
+                                       binning=binning, num_bins=num_bins, units=want)
     e[:, 0] = threshold
     return (c.astype(np.int64), s, o, e, *u)
 
