@@ -1,7 +1,9 @@
 //! Every kernel entry on valid inputs against the sort-based reference (fuzz/src/lib.rs):
 //! `gce`, `bin_stats`, `evaluate`, each per-path kernel (fused top-label even, top-label
 //! summary, all-probabilities even, histogram selection) and the grouped primitive, in f32 and
-//! f64. Counts and edges must agree exactly, sums and metric values to 1e-9.
+//! f64. Counts, edges and sums must agree exactly (every table builder and the reference sum
+//! scores by the exact cell-sum rule), `evaluate` and `gce` bit for bit, values against the
+//! reference's reduction to 1e-9.
 #![no_main]
 
 use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
@@ -24,7 +26,7 @@ fn check<T: Score>(probs: &[T], wide: &[f64], labels: &[i64], k: usize, g: Group
 
     // the entry points
     let st = kernels::bin_stats(&x, &g, b, &c).expect("bin_stats on valid input");
-    assert_same_stats(&format!("bin_stats {name}"), &st, &want, TOL, false);
+    assert_same_stats(&format!("bin_stats {name}"), &st, &want, EXACT, false);
     let v = kernels::gce(&x, &GceSpec { grouping: g, norm, num_bins: b }, &c).expect("gce");
     let r = reference_reduce(&want, norm);
     assert!(close(v, r, TOL), "gce {name} {norm:?}: {v} vs reference {r}");
@@ -36,17 +38,17 @@ fn check<T: Score>(probs: &[T], wide: &[f64], labels: &[i64], k: usize, g: Group
         for (j, &bj) in bins.iter().enumerate() {
             let one = kernels::gce(&x, &GceSpec { grouping: gm, norm: nm, num_bins: bj }, &c).expect("gce");
             let e = ev[m * bins.len() + j];
-            assert!(close(e, one, TOL), "evaluate vs gce {gm:?} {nm:?} B={bj}: {e} vs {one}");
+            assert!(close(e, one, EXACT), "evaluate vs gce {gm:?} {nm:?} B={bj}: {e} vs {one}");
         }
     }
 
     // every path that can compute this grouping
     if g.max_prob {
         let top = toplabel::summarise(&x, &c).expect("summarise");
-        assert_same_stats(&format!("toplabel::stats {name}"), &toplabel::stats(&top, k, &g, b), &want, TOL, false);
+        assert_same_stats(&format!("toplabel::stats {name}"), &toplabel::stats(&top, k, &g, b), &want, EXACT, false);
         if g.binning == Binning::Even && toplabel_even::fused_even_fits(&g, k, &[b]) {
             let s = toplabel_even::even_stats(&x, &g, &[b], &c).expect("even_stats").pop().unwrap();
-            assert_same_stats(&format!("toplabel_even {name}"), &s, &want, TOL, false);
+            assert_same_stats(&format!("toplabel_even {name}"), &s, &want, EXACT, false);
         }
     } else {
         let (even, adaptive) = match g.binning {
@@ -55,10 +57,10 @@ fn check<T: Score>(probs: &[T], wide: &[f64], labels: &[i64], k: usize, g: Group
         };
         let (e, a) = allprobs_hist::stats(&x, g.class_conditional, g.threshold, &even, &adaptive, &c).expect("allprobs_hist");
         let s = if g.binning == Binning::Even { &e[0] } else { &a[0] };
-        assert_same_stats(&format!("allprobs_hist {name}"), s, &want, TOL, false);
+        assert_same_stats(&format!("allprobs_hist {name}"), s, &want, EXACT, false);
         if g.binning == Binning::Even {
             let s = allprobs_even::stats(&x, &g, &[b], &c).expect("allprobs_even").pop().unwrap();
-            assert_same_stats(&format!("allprobs_even {name}"), &s, &want, TOL, false);
+            assert_same_stats(&format!("allprobs_even {name}"), &s, &want, EXACT, false);
         }
     }
 
@@ -68,7 +70,7 @@ fn check<T: Score>(probs: &[T], wide: &[f64], labels: &[i64], k: usize, g: Group
     let oc: Vec<f64> = rows.iter().map(|r| r.2).collect();
     let gr = GroupedRows { groups: Some(&gid), scores: &sc, outcomes: &oc, weights: None, num_groups: ng };
     let s = grouped_bin_stats(&gr, g.binning, b).expect("grouped_bin_stats");
-    assert_same_stats(&format!("grouped {name}"), &s, &want, TOL, g.binning == Binning::Adaptive);
+    assert_same_stats(&format!("grouped {name}"), &s, &want, EXACT, g.binning == Binning::Adaptive);
 }
 
 fuzz_target!(|data: &[u8]| {

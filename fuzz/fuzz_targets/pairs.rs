@@ -1,7 +1,7 @@
 //! Top-label pairs (`kernels/pairs/`: confidence, correct[, predicted]) against the matrix-form
 //! top-label kernels on a matrix built from the pairs (the predicted class holds the confidence,
 //! the rest share 1 - confidence below it), and against the sort-based reference: tables
-//! (counts and edges exactly, sums to 1e-9), `gce` and `evaluate` (1e-9), every top-label
+//! (counts, edges and sums exactly), `gce` (bit for bit) and `evaluate` (1e-9), every top-label
 //! grouping, threshold and bin count, float32 and float64, confidences on bin edges, at 1 and
 //! just above 1. Then arbitrary pairs (NaN, out of range, bad outcomes and classes, any number
 //! of classes and bins): an error exactly when a pair or an argument is invalid, never a panic.
@@ -27,15 +27,15 @@ fn compare<T: Score>(conf: &[T], correct: &[u8], pred: &[i64], m: &[T], labels: 
     }
     let got = pairs::bin_stats(&p, &g, b).expect("pairs bin_stats on valid pairs");
     let want = kernels::bin_stats(&x, &g, b, &Checks::ALL).expect("matrix bin_stats on a valid matrix");
-    assert_same_stats(&format!("pairs vs matrix {name}"), &got, &want, TOL, false);
+    assert_same_stats(&format!("pairs vs matrix {name}"), &got, &want, EXACT, false);
     let wide: Vec<f64> = m.iter().map(|v| v.to_f64()).collect();
     let rows = groups_of(&wide, labels, k, &g);
     let reference = reference_stats(&rows, g.groups(k), g.binning, b, g.threshold);
-    assert_same_stats(&format!("pairs vs reference {name}"), &got, &reference, TOL, false);
+    assert_same_stats(&format!("pairs vs reference {name}"), &got, &reference, EXACT, false);
     let spec = GceSpec { grouping: g, norm, num_bins: b };
     let v = pairs::gce(&p, &spec).expect("pairs gce");
     let w = kernels::gce(&x, &spec, &Checks::ALL).expect("matrix gce");
-    assert!(close(v, w, TOL), "gce {name} {norm:?}: {v} vs {w}");
+    assert!(close(v, w, EXACT), "gce {name} {norm:?}: {v} vs {w}");
     let other = Grouping { binning: if g.binning == Binning::Even { Binning::Adaptive } else { Binning::Even }, ..g };
     let ev = pairs::evaluate(&p, &[(g, norm), (other, Norm::Max)], &[b, b + 3]).expect("pairs evaluate");
     for (mi, (gm, nm)) in [(g, norm), (other, Norm::Max)].into_iter().enumerate() {

@@ -157,11 +157,17 @@ pub fn reference_stats(rows: &[(usize, f64, f64)], groups: usize, binning: Binni
                 .collect(),
             Binning::Adaptive => vec![f64::NAN; b - 1],
         };
+        // score sums by the cell-sum rule (docs/spec.md, "Cell sums"): each score's grid units
+        // summed exactly, rounded once, so that tables compare bit for bit
+        let mut units = vec![0i128; nb];
         for &(x, o) in &s {
             let bin = upper.iter().filter(|&&e| e <= x).count();
             st.count[g * nb + bin] += 1.0;
-            st.sum_score[g * nb + bin] += x;
+            units[bin] += calibkit::kernels::core::units::units(x) as i128;
             st.sum_outcome[g * nb + bin] += o;
+        }
+        for (bin, &u) in units.iter().enumerate() {
+            st.sum_score[g * nb + bin] = calibkit::kernels::core::units::value(u);
         }
         match binning {
             Binning::Even => {
@@ -213,11 +219,16 @@ pub fn reference_reduce(st: &BinStats, norm: Norm) -> f64 {
 }
 
 /// |a - b| within `tol` absolutely or relatively (NaN equals NaN).
+/// The tolerance of tables that must agree bit for bit (every unweighted table builder and
+/// [`reference_stats`] sum scores by the same exact rule).
+pub const EXACT: f64 = 0.0;
+
 pub fn close(a: f64, b: f64, tol: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
 }
 
-/// Asserts two tables agree: shapes, counts and edges exactly, sums within `tol`.
+/// Asserts two tables agree: shapes, counts and edges exactly, sums within `tol` (0: bit for
+/// bit, [`EXACT`]).
 /// `skip_first_edge`: the primitive reports 0, the metric kernels the threshold.
 pub fn assert_same_stats(what: &str, got: &BinStats, want: &BinStats, tol: f64, skip_first_edge: bool) {
     assert_eq!((got.groups, got.nb), (want.groups, want.nb), "{what}: shape");
