@@ -149,7 +149,10 @@ def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: 
         # them in bin 0) with their exact units, added to the kernel's table exactly: the
         # bits of a kernel that kept them.
         low = np.flatnonzero(pairs.confidence <= 0)
-        g = pairs.predicted[low] if class_conditional else None
+        g = None
+        if class_conditional:
+            assert pairs.predicted is not None  # require_top_label
+            g = pairs.predicted[low]
         lc, _, lo, _, lu = grouped_bin_stats(
             g, pairs.confidence[low], pairs.correct[low].astype(np.float64), None,
             num_groups=c.shape[0], binning="even", num_bins=num_bins, units=True)

@@ -390,10 +390,8 @@ pub fn bootstrap(
         Scheme::Multinomial => 1, // the multiplicities of a resample sum to n
     };
     let entries = cells.rows().saturating_mul(cells.width) as u64;
-    if !drawn && entries.saturating_mul(most) < 1 << 32 {
-        if cells.base.is_none() {
-            return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
-        }
+    if !drawn && cells.base.is_none() && entries.saturating_mul(most) < 1 << 32 {
+        return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
     }
     let runs = CellRuns::new(cells, &t, drawn);
     let n = cells.rows();
@@ -480,7 +478,8 @@ fn rows_into<const WIDE: bool>(cells: &Cells<'_>, m: &[u32], biased: &[u64], acc
 #[inline]
 fn hit_threshold(s: f64) -> u64 {
     let y = s * (1u64 << 53) as f64;
-    if !(y > 0.0) {
+    // (NaN too)
+    if y.is_nan() || y <= 0.0 {
         return 0;
     }
     // beyond 2^53 every draw hits; below, the ceiling by a truncation (no libm call)
@@ -934,15 +933,14 @@ mod tests {
             let wc = Cells { base: Some(&base), ..cells };
             let wt = wc.terms();
             let (mut c, mut s, mut o) = (vec![0i128; nc], vec![0i128; nc], vec![0i128; nc]);
-            for i in 0..4 {
-                for e in i * k..(i + 1) * k {
-                    if cell[e] != DROPPED {
-                        let j = cell[e] as usize;
-                        c[j] += m[i] as i128 * wt.count[i] as i128;
-                        s[j] += m[i] as i128 * wt.score[e] as i128;
-                        if hit[i] as usize == e - i * k {
-                            o[j] += m[i] as i128 * wt.count[i] as i128;
-                        }
+            for (e, &ce) in cell.iter().enumerate() {
+                let i = e / k;
+                if ce != DROPPED {
+                    let j = ce as usize;
+                    c[j] += m[i] as i128 * wt.count[i] as i128;
+                    s[j] += m[i] as i128 * wt.score[e] as i128;
+                    if hit[i] as usize == e - i * k {
+                        o[j] += m[i] as i128 * wt.count[i] as i128;
                     }
                 }
             }
