@@ -272,8 +272,8 @@ pub fn split(u: i64) -> (u32, u32) {
     (b as u32, (b >> 32) as u32)
 }
 
-/// Whole weights as the adaptive resampler's edge walk reads them: a block's sum, exact (integers below
-/// 2^53 in any grouping), so it may be taken in whatever order is fastest.
+/// Whole weights as the adaptive resampler's edge walk reads them: a block's sum, exact
+/// (integers below 2^53 in any grouping), so it may be taken in whatever order is fastest.
 pub trait BlockSum: Copy + Into<f64> {
     fn block_sum(c: &[Self]) -> f64;
 }
