@@ -208,29 +208,7 @@ macro_rules! multiversion {
             inner($($arg),*)
         }
     };
-    // The same without a type parameter.
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
-        $(#[$m])*
-        $vis fn $name($($arg: $ty),*) {
-            #[inline(always)]
-            fn inner($($arg: $ty),*) $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                fn avx2($($arg: $ty),*) {
-                    inner($($arg),*)
-                }
-                if $crate::kernels::core::simd::avx2() {
-                    $crate::kernels::core::simd::record($crate::kernels::core::simd::Kernel::Multiversion, $crate::kernels::core::simd::Level::Avx2);
-                    // SAFETY: as above.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $crate::kernels::core::simd::record($crate::kernels::core::simd::Kernel::Multiversion, $crate::kernels::core::simd::Level::Portable);
-            inner($($arg),*)
-        }
-    };
-    // The same without a type parameter, with a return type.
+    // The same without a type parameter (`-> ()` for none).
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$m])*
         $vis fn $name($($arg: $ty),*) -> $ret {

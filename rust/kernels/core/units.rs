@@ -52,6 +52,14 @@ pub fn biased(x: f64) -> i64 {
     (x + SHIFT).to_bits() as i64
 }
 
+/// The units of `n` scores whose [`biased`] units summed (wrapping) to `sum`: the bias taken
+/// off once per score. Exact whenever the true sum fits in an `i64` (a run of at most [`RUN`]
+/// scores).
+#[inline(always)]
+pub fn unbias(sum: i64, n: u64) -> i128 {
+    sum.wrapping_sub(SHIFT_BITS.wrapping_mul(n as i64)) as i128
+}
+
 /// [`biased`] of each score of `xs` into `out` (a loop the compiler vectorises).
 #[inline(always)]
 pub fn biased_into(xs: &[f64], out: &mut [i64]) {

@@ -264,6 +264,18 @@ impl UnitSums {
 /// non-negative: units are within (-2^51, 2^51).
 pub const BIAS: i64 = 1 << 51;
 
+/// A sum kept as its low 32-bit halves' sum `lo` and the rest's `hi`, put together.
+#[inline(always)]
+pub fn join(lo: u64, hi: u64) -> i128 {
+    ((hi as i128) << 32) + lo as i128
+}
+
+/// A sum of `count` values each biased by `bias` ([`BIAS`], [`TERM_BIAS`]), the bias taken off.
+#[inline(always)]
+pub fn less_bias(sum: i128, count: i128, bias: i64) -> i128 {
+    sum.wrapping_sub(count.wrapping_mul(bias as i128))
+}
+
 /// The biased units `u + BIAS` as (low 32 bits, the rest): a multiplicity times each half is a
 /// 32 x 32-bit product ([`plain_sums`]).
 #[inline(always)]
@@ -330,7 +342,7 @@ crate::kernels::core::simd::multiversion! {
                 o = o.wrapping_add(k & y as u64);
             }
             count += c as i128;
-            score += ((sh as i128) << 32) + sl as i128 - ((c as i128) << 51);
+            score += less_bias(join(sl, sh), c as i128, BIAS);
             outcome += o as i128;
         }
         let one = units::SCALE as i128;
@@ -354,6 +366,7 @@ crate::kernels::core::simd::multiversion! {
     /// products and independent adds the compiler vectorises, where whole `i128` products would
     /// be one serial add-with-carry chain); the halves are put together once.
     pub fn term_sums(m: &[u32], count: &[u64], score: &[u64]) -> (i128, i128) {
+        debug_assert!(m.len() <= TERM_CHUNK);
         let (mut ms, mut cl, mut ch, mut sl, mut sh) = (0u64, 0u64, 0u64, 0u64, 0u64);
         let n = m.len().min(count.len()).min(score.len());
         let (m, count, score) = (&m[..n], &count[..n], &score[..n]);
@@ -365,8 +378,7 @@ crate::kernels::core::simd::multiversion! {
             sl = sl.wrapping_add(k * (score[i] as u32 as u64));
             sh = sh.wrapping_add(k * (score[i] >> 32));
         }
-        let join = |lo: u64, hi: u64| ((hi as i128) << 32) + lo as i128;
-        (join(cl, ch), join(sl, sh).wrapping_sub((ms as i128) << 62))
+        (join(cl, ch), less_bias(join(sl, sh), ms as i128, TERM_BIAS))
     }
 }
 
@@ -435,12 +447,25 @@ mod tests {
                 assert_eq!(weighted_units(m as f64, u), m as i128 * u as i128, "{m} * {u}");
             }
             assert_eq!(weighted_units(2f64.powi(70), u), (1i128 << 70) * u as i128);
-            // fractional weights: the float product rounded, within one unit of the exact one
+            // fractional weights: the float product rounded once, within half a unit plus a
+            // relative 2^-53 of the exact product
             for w in [0.5, 1.5, 0.1, 0.3, 1e-9, 2.5e-16, 0.75, 1.0 - f64::EPSILON, 3.3, 2047.9] {
                 let got = weighted_units(w, u);
                 assert_eq!(got, round_units(w * u as f64), "{w} * {u}");
-                assert!((got - exact(w, u)).abs() <= 1, "{w} * {u}");
+                let e = exact(w, u);
+                assert!((got - e).abs() as f64 <= 1.0 + e.abs() as f64 * 2f64.powi(-53), "{w} * {u}");
             }
+        }
+        // the same bound on spread-out units (not only next to powers of two)
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 13) as i64 - (1 << 50);
+            let w = 1.0 + (x % 2_000_000) as f64 / 977.0;
+            let (got, e) = (weighted_units(w, u), exact(w, u));
+            assert!((got - e).abs() as f64 <= 1.0 + e.abs() as f64 * 2f64.powi(-53), "{w} * {u}");
         }
         // ties go to even
         assert_eq!(weighted_units(0.5, 1), 0);
@@ -451,6 +476,35 @@ mod tests {
         for w in [f64::NAN, f64::INFINITY, -1.5, -3.0, f64::MAX, 1e300] {
             let _ = weighted_units(w, 1 << 50);
         }
+    }
+
+    #[test]
+    fn plain_sums_agree_across_chunk_sizes() {
+        let mut x = 3u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = 5000;
+        let m: Vec<u8> = (0..n).map(|_| (next() % 18) as u8).collect();
+        let (lo, hi): (Vec<u32>, Vec<u32>) = (0..n).map(|_| split((next() >> 13) as i64 - (1 << 50))).unzip();
+        let hit: Vec<u32> = (0..n).map(|_| if next() % 3 == 0 { u32::MAX } else { 0 }).collect();
+        let whole = plain_sums(&m, &lo, &hi, &hit, plain_chunk(17));
+        for chunk in [1, 7, 256, 4999] {
+            assert_eq!(plain_sums(&m, &lo, &hi, &hit, chunk), whole, "chunk {chunk}");
+        }
+        // and against the exact i128 sums
+        let (mut c, mut s, mut o) = (0i128, 0i128, 0i128);
+        for i in 0..n {
+            let u = join(lo[i] as u64, hi[i] as u64) - BIAS as i128;
+            c += m[i] as i128;
+            s += m[i] as i128 * u;
+            o += if hit[i] != 0 { m[i] as i128 } else { 0 };
+        }
+        let one = units::SCALE as i128;
+        assert_eq!(whole, (c * one, s, o * one));
     }
 
     #[test]

@@ -5,20 +5,14 @@
 use super::{Mode, Pass, LANES};
 use crate::kernels::core::units;
 
-/// The lane's conversion: [`units::biased`] (one float addition).
-pub(crate) use units::biased as lane_biased;
-/// [`units::SHIFT`] and its bit pattern, the bias of [`lane_biased`].
-pub(crate) const LANE_SHIFT: f64 = units::SHIFT;
-pub(crate) const LANE_BIAS: i64 = units::SHIFT_BITS;
-
 /// One chunk's dense lane (dense and counted modes): score sums by lane index, and
 /// (counted mode) counts. `run` and `count` have padding cells up to a multiple of eight (the
 /// AVX2 pass takes a row's tail as a whole group of eight), holding nothing after a fold.
 #[derive(Debug, Default)]
 pub(crate) struct LanePart {
-    /// The current run's lane-biased units ([`lane_biased`], wrapping adds): every cell takes
+    /// The current run's lane-biased units ([`units::biased`], wrapping adds): every cell takes
     /// one add per entry of its lane index, the lane-biased units of the entry if in the
-    /// lane, else those of 0.0 ([`LANE_BIAS`]), so that each cell has taken [`Part::pending`]
+    /// lane, else those of 0.0 ([`units::SHIFT_BITS`]), so that each cell has taken [`Part::pending`]
     /// adds.
     pub(crate) run: Vec<i64>,
     /// The exact unit sums of the folded runs ([`Part::fold_lanes`]).
@@ -121,10 +115,10 @@ impl Part {
     /// and starts a new run.
     #[inline(never)]
     pub(crate) fn fold_lanes(&mut self) {
-        let bias = LANE_BIAS.wrapping_mul(self.pending as i64);
+        let n = self.pending as u64;
         for lp in &mut self.lanes {
             for (u, r) in lp.units.iter_mut().zip(&mut lp.run) {
-                *u += std::mem::take(r).wrapping_sub(bias) as i128;
+                *u += units::unbias(std::mem::take(r), n);
             }
             let w = lp.units.len();
             lp.run[w..].fill(0);

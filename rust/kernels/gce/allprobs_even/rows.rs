@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::part::{lane_biased, LANE_BIAS};
+use crate::kernels::core::units;
 use super::{Mode, Part, Pass, Scratch, LANES};
 use crate::kernels::core::simd;
 use crate::kernels::core::validate::{in_range, row_ok, row_sum_and_bad, Checks};
@@ -148,7 +148,7 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Par
     let lane = |u: f64, z: &mut i64, a: &mut f64, v: &T| {
         let s = v.to_f64();
         let f = s > thr && s < u;
-        *z = z.wrapping_add(lane_biased(if f { s } else { 0.0 }));
+        *z = z.wrapping_add(units::biased(if f { s } else { 0.0 }));
         if COUNT {
             *a += if f { 1.0 } else { 0.0 };
         }
@@ -181,7 +181,7 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Par
                 part.reserve(1);
             }
             for lp in part.lanes.iter_mut() {
-                lp.run[rest.len()..LANES].iter_mut().for_each(|z| *z = z.wrapping_add(LANE_BIAS));
+                lp.run[rest.len()..LANES].iter_mut().for_each(|z| *z = z.wrapping_add(units::SHIFT_BITS));
             }
             for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
                 for ((z, a), v) in lp.run.iter_mut().zip(lp.count.iter_mut()).zip(rest) {

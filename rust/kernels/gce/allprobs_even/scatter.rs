@@ -2,7 +2,6 @@
 //! and applied to each table's cells in a loop of its own ([`Scratch`]). Each cell adds its
 //! scores' units ([`units`]) exactly.
 
-use super::part::{lane_biased, LANE_BIAS};
 use super::{Layout, Mode, Part, Pass, TabPart};
 use crate::kernels::core::units;
 
@@ -81,7 +80,7 @@ struct Cells {
     spilled: Vec<(usize, i128)>,
 }
 
-/// A slot's count and the lane-biased units ([`lane_biased`]: scattered scores are valid
+/// A slot's count and the lane-biased units ([`units::biased`]: scattered scores are valid
 /// scores, in [-1e-4, 1 + 1e-4], or their row fails) of its current run, the scores since
 /// its count was last a multiple of [`units::RUN`] (wrapping adds: the run's unit sum fits in
 /// an `i64`). Sixteen bytes: the cells' cache misses are the scattered path's cost.
@@ -94,8 +93,7 @@ struct Cell {
 impl Cell {
     /// The exact unit sum of the current run (its `count % RUN` scores).
     fn run_units(&self) -> i128 {
-        let n = (self.count % units::RUN as u64) as i64;
-        self.run.wrapping_sub(LANE_BIAS.wrapping_mul(n)) as i128
+        units::unbias(self.run, self.count % units::RUN as u64)
     }
 }
 
@@ -110,11 +108,11 @@ impl Cells {
     fn add(&mut self, slot: usize, s: f64) {
         let c = &mut self.cells[slot];
         c.count += 1;
-        c.run = c.run.wrapping_add(lane_biased(s));
+        c.run = c.run.wrapping_add(units::biased(s));
         if c.count.is_multiple_of(units::RUN as u64) {
-            let full = c.run.wrapping_sub(LANE_BIAS.wrapping_mul(units::RUN as i64));
+            let full = units::unbias(c.run, units::RUN as u64);
             c.run = 0;
-            self.spilled.push((slot, full as i128));
+            self.spilled.push((slot, full));
         }
         self.touched[slot / 64] |= 1 << (slot % 64);
     }

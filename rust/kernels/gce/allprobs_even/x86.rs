@@ -5,9 +5,9 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::part::LANE_SHIFT;
 use super::rows::{outcomes, outside, BLOCK};
 use super::{Mode, Part, Pass, Scratch};
+use crate::kernels::core::units;
 use crate::kernels::core::validate::{in_range, row_ok, Checks, RANGE_TOL};
 use crate::kernels::{Inputs, Score};
 
@@ -183,7 +183,7 @@ fn tail_lanes<const COUNT: bool>(v: &[f64; 8], n: usize, n8: usize, pass: &Pass,
         let count = _mm256_set1_epi64x(n as i64);
         let valid0 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(0, 1, 2, 3));
         let valid1 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(4, 5, 6, 7));
-        let (thr, shift, one) = (_mm256_set1_pd(pass.cut.thr), _mm256_set1_pd(LANE_SHIFT), _mm256_set1_pd(1.0));
+        let (thr, shift, one) = (_mm256_set1_pd(pass.cut.thr), _mm256_set1_pd(units::SHIFT), _mm256_set1_pd(1.0));
         for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
             let up = _mm256_set1_pd(u);
             let f0 = _mm256_and_pd(_mm256_cmp_pd(t0, thr, _CMP_GT_OQ), _mm256_cmp_pd(t0, up, _CMP_LT_OQ));
@@ -220,7 +220,7 @@ impl Default for RowCheck {
 
 /// Columns `cols` (groups of eight, at most [`BLOCK`]) of a row into one lane (scores in
 /// (`thr`, `u`)) of a dense (`COUNT`: counted) chunk, class-conditional or `POOLED`: each
-/// entry adds its lane-biased units ([`lane_biased`]) to its lane cell's run `run` if in the
+/// entry adds its lane-biased units ([`units::biased`]) to its lane cell's run `run` if in the
 /// lane, else those of 0.0, as the portable pass does. With
 /// `FIRST` (the narrowest lane), also the row's checks in `first` and each group's mask of
 /// the entries to scatter in `masks` (dense: all outside the lane; counted: the kept ones
@@ -258,7 +258,7 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
         let (t, up, rise) = (_mm256_set1_pd(thr), _mm256_set1_pd(u), _mm256_set1_pd(raise));
         let (lo, one) = (_mm256_set1_pd(-RANGE_TOL), _mm256_set1_pd(1.0));
         let every = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-        let shift = _mm256_set1_pd(LANE_SHIFT);
+        let shift = _mm256_set1_pd(units::SHIFT);
         let (mut s0, mut s1, mut low) = (first.s0, first.s1, first.low);
         let (zp, ap) = (run.as_mut_ptr(), count.as_mut_ptr());
         let (mut z0, mut z1, mut a0, mut a1) = if POOLED {
@@ -341,7 +341,7 @@ fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool,
     }
 }
 
-/// The lane-biased units ([`lane_biased`], `shift` holding [`LANE_SHIFT`]) of four values:
+/// The lane-biased units ([`units::biased`], `shift` holding [`units::SHIFT`]) of four values:
 /// the same rounding as the portable pass.
 #[inline(always)]
 fn lane_biased4(x: __m256d, shift: __m256d) -> __m256i {

@@ -94,7 +94,7 @@ impl PairTables {
                 let (n, correct) = (k & 0xffff_ffff, k >> 32);
                 st.count[cell] += n as f64;
                 st.sum_outcome[cell] += correct as f64;
-                st.units[cell] += biased.wrapping_sub(units::SHIFT_BITS.wrapping_mul(n as i64)) as i128;
+                st.units[cell] += units::unbias(biased, n);
                 self.data[i] = 0;
                 self.data[i + 1] = 0;
             }

@@ -54,8 +54,7 @@ impl PooledTables {
                 }
                 st.count[b] += (k0 + k1) as f64;
                 st.sum_outcome[b] += k1 as f64;
-                let sum = s0.wrapping_add(s1).wrapping_sub(units::SHIFT_BITS.wrapping_mul(k0 + k1));
-                st.units[b] += sum as i128;
+                st.units[b] += units::unbias(s0.wrapping_add(s1), (k0 + k1) as u64);
             }
             copy.fill(0);
         }
