@@ -20,8 +20,10 @@
 //! resample draws it: with no base weights, or whole ones (below 2^11), every count, score and
 //! outcome sum is bitwise that of [`grouped_bin_stats`] on the resample's weights; with
 //! fractional base weights the primitive rounds `multiplicity * weight * units` once where a
-//! resample rounds `weight * units` and multiplies, a difference of about half a unit (2^-51)
-//! per repeated entry at most. `tests` checks both against the primitive.
+//! resample rounds `weight * units` and multiplies: each rounding of a float product is within
+//! a relative 2^-53 of it plus half a unit ([`weighted_units`]), so the two differ by about
+//! `2^-52 * weight * |units|` per repeated entry (up to a few hundred units, a relative 2^-52,
+//! for a score near 2 at the largest scaled weight). `tests` checks both against the primitive.
 //!
 //! Resample `r` uses counter stream `r` ([`bootstrap_counts`]), so resamples `first..first + n`
 //! are those of one call with `first + n` resamples, and the values never depend on the thread
@@ -35,7 +37,7 @@ use rayon::prelude::*;
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
 use crate::kernels::weighted::grouped::{edge_ranks, order_key};
-use crate::kernels::weighted::resample::{bootstrap_counts, Scheme};
+use crate::kernels::weighted::draws::{bootstrap_counts, Scheme, POISSON_MAX};
 use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, BlockSum, Multiplicity, Scales, BIAS};
 use crate::kernels::{BinStats, KernelError, Norm};
 
@@ -87,17 +89,19 @@ impl Sorted {
         if m >= u32::MAX as usize || n_rows >= u32::MAX as usize {
             return Err(KernelError::Parameter(format!("{m} entries of {n_rows} rows: at most 2^32 - 1 each")));
         }
+        // each group read once and kept in range (another thread may change the array during
+        // the call: the counts and the fill must agree)
+        let gs: Vec<usize> = groups.iter().map(|&g| (g.max(0) as usize).min(num_groups.saturating_sub(1))).collect();
         let mut start = vec![0usize; num_groups + 1];
-        for &g in groups {
-            start[g as usize + 1] += 1;
+        for &g in &gs {
+            start[g + 1] += 1;
         }
         for g in 0..num_groups {
             start[g + 1] += start[g];
         }
         let mut fill = start.clone();
         let mut keys = vec![0u128; m];
-        for (i, &g) in groups.iter().enumerate() {
-            let g = g as usize;
+        for (i, &g) in gs.iter().enumerate() {
             keys[fill[g]] = ((order_key(scores[i]) as u128) << 64) | i as u128;
             fill[g] += 1;
         }
@@ -187,7 +191,8 @@ impl Sorted {
         let nb = num_bins;
         let r = self.start[g]..self.start[g + 1];
         gw.clear();
-        gw.extend(self.row[r.clone()].iter().map(|&i| w[i as usize]));
+        // rows were checked; `get` keeps a row array changed during the call in bounds
+        gw.extend(self.row[r.clone()].iter().map(|&i| w.get(i as usize).copied().unwrap_or(0.0)));
         let ranks = if whole { whole_edge_ranks(gw, nb) } else {
             let total = gw.iter().fold(0.0, |c, &x| c + x);
             edge_ranks(gw, total, nb)
@@ -273,7 +278,7 @@ impl Sorted {
                     .clone()
                     .map(|j| {
                         let mut m = vec![0u32; self.n_rows];
-                        bootstrap_counts(scheme, seed, (first + j) as u64, &mut m);
+                        bootstrap_counts(scheme, seed, first.wrapping_add(j) as u64, &mut m);
                         m
                     })
                     .collect();
@@ -308,7 +313,7 @@ impl Sorted {
             .into_par_iter()
             .map(|k| {
                 let block = k * BLOCK..((k + 1) * BLOCK).min(n);
-                let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, (first + j) as u64, self.n_rows, byte_max)).collect();
+                let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, first.wrapping_add(j) as u64, self.n_rows, byte_max)).collect();
                 let mut sts: Vec<BinStats> = mults.iter().map(|_| self.scales.table(self.num_groups, num_bins)).collect();
                 let (mut g8, mut g32) = (Vec::new(), Vec::new());
                 for g in 0..self.num_groups {
@@ -356,7 +361,7 @@ const SKIP: usize = 16;
 /// multinomial one at most `n`), so it holds when the base weights are integers small enough.
 fn whole_weights(scheme: Scheme, base: Option<&[f64]>, n: usize) -> bool {
     let most = match scheme {
-        Scheme::Poisson => 17.0,
+        Scheme::Poisson => POISSON_MAX as f64,
         Scheme::Multinomial => n as f64,
     };
     let (top, sum) = match base {

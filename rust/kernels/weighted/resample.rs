@@ -29,7 +29,7 @@ use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
 use crate::kernels::core::units;
 use crate::kernels::weighted::adaptive::Sorted;
-use crate::kernels::weighted::sums::{count_units, plain_chunk, term_sums, weighted_units, Scales, UnitSums, BIAS, TERM_BIAS};
+use crate::kernels::weighted::sums::{count_units, join, less_bias, plain_chunk, term_sums, weighted_units, Scales, UnitSums, BIAS, TERM_BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 // The draws moved to their own module; their paths here stay (the glue and other modules use
@@ -110,6 +110,22 @@ impl Cells<'_> {
         Terms { sc, count, score }
     }
 
+    /// Each entry's cell, read once (another thread may change the array during the call), out
+    /// of range ones as [`DROPPED`]; and where each cell's entries start when they are grouped
+    /// by cell (a counting sort: cell `c` holds positions `start[c]..start[c + 1]`).
+    fn by_cell(&self) -> (Vec<u32>, Vec<usize>) {
+        let nc = self.groups * self.nb;
+        let cell: Vec<u32> = self.cell.iter().map(|&c| if (c as usize) < nc { c } else { DROPPED }).collect();
+        let mut start = vec![0usize; nc + 1];
+        for &c in cell.iter().filter(|&&c| c != DROPPED) {
+            start[c as usize + 1] += 1;
+        }
+        for c in 0..nc {
+            start[c + 1] += start[c];
+        }
+        (cell, start)
+    }
+
     /// The unit sums of the data as given (base weights only).
     fn unit_sums(&self, t: &Terms) -> UnitSums {
         let mut acc = UnitSums::zeros(self.groups * self.nb);
@@ -176,7 +192,7 @@ struct CellRuns {
     /// Each position's row as its [`tag`] (one entry per row: its multiplicity is drawn in
     /// place), else empty.
     tags: Vec<u64>,
-    /// No base weights (the fields `biased` and `inc`; else the halves).
+    /// No base weights (the fields `biased` and `inc`; else `count` and `score`).
     plain: bool,
     /// No base weights: each entry's score units plus [`BIAS`] (below 2^53), and its count
     /// increment, 1 plus 2^32 when it is its row's outcome column ([`plain_run`]).
@@ -196,15 +212,7 @@ impl CellRuns {
     /// `drawn`: one entry per row, multiplicities drawn in place ([`CellRuns::tags`]).
     fn new(cells: &Cells<'_>, t: &Terms, drawn: bool) -> Self {
         let (n, k, nc) = (cells.rows(), cells.width, cells.groups * cells.nb);
-        // each cell read once (another thread may change the array during the call)
-        let cell: Vec<u32> = cells.cell.iter().map(|&c| if (c as usize) < nc { c } else { DROPPED }).collect();
-        let mut start = vec![0usize; nc + 1];
-        for &c in cell.iter().filter(|&&c| c != DROPPED) {
-            start[c as usize + 1] += 1;
-        }
-        for c in 0..nc {
-            start[c + 1] += start[c];
-        }
+        let (cell, start) = cells.by_cell();
         let m = start[nc];
         // the outcome columns first within each cell (each row's `hit` read once)
         let hit: Vec<usize> = (0..n).map(|i| cells.hit.get(i).map_or(usize::MAX, |&h| h as usize)).collect();
@@ -301,7 +309,7 @@ impl CellRuns {
 
     /// (count, score) units of the run of entries with base weights at positions
     /// `at..at + rows.len()`, each entry's multiplicity `m_of(row)` (at most `max_m`): the
-    /// multiplicities of up to [`RUN`] entries at a time gathered, then summed
+    /// multiplicities of up to [`GATHER`] entries at a time gathered, then summed
     /// by halves ([`term_sums`]); multiplicities of 2^11 or more in whole `i128` products.
     #[inline(always)]
     fn weighted_run<R: Copy + Into<u64>>(&self, rows: &[R], at: usize, max_m: u64, m_of: impl Fn(u64) -> u64) -> (i128, i128) {
@@ -315,9 +323,9 @@ impl CellRuns {
             }
             return (n, s);
         }
-        let mut bm = [0u32; RUN];
-        for (q, part) in rows.chunks(RUN).enumerate() {
-            let p = at + q * RUN..at + q * RUN + part.len();
+        let mut bm = [0u32; GATHER];
+        for (q, part) in rows.chunks(GATHER).enumerate() {
+            let p = at + q * GATHER..at + q * GATHER + part.len();
             for (b, &i) in bm.iter_mut().zip(part) {
                 *b = m_of(i.into()) as u32;
             }
@@ -331,7 +339,7 @@ impl CellRuns {
 
 /// Entries whose multiplicities [`CellRuns::weighted_run`] gathers at a time (within
 /// [`TERM_CHUNK`](crate::kernels::weighted::sums::TERM_CHUNK)).
-const RUN: usize = 256;
+const GATHER: usize = 256;
 
 /// (count, score, outcome) units of a run of entries with no base weights ([`CellRuns`]), each
 /// entry's multiplicity `m_of(row)`: `sum m * inc` holds the count and the outcome count (low
@@ -352,7 +360,7 @@ fn plain_run<const WIDE: bool, R: Copy + Into<u64>>(rows: &[R], biased: &[u64], 
         let n = (no & 0xffff_ffff) as i128;
         count += n;
         outcome += (no >> 32) as i128;
-        score += (s as i128).wrapping_sub(n << 51);
+        score += less_bias(s as i128, n, BIAS);
     }
     let one = units::SCALE as i128;
     (count * one, score, outcome * one)
@@ -437,7 +445,7 @@ fn bootstrap_rows(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: b
         let one = units::SCALE as i128;
         for (c, a) in acc.iter().enumerate() {
             let count = (a[0] & 0xffff_ffff) as i128;
-            let score = ((a[2] as i128) << 32) + a[1] as i128 - (count << 51);
+            let score = less_bias(join(a[1], a[2]), count, BIAS);
             t.sc.write(st, c, count * one, score, (a[0] >> 32) as i128 * one);
         }
         reduce(st, norm, class_conditional)
@@ -500,14 +508,7 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
     let nc = cells.groups * cells.nb;
     let base = cells.unit_sums(t);
     // rows grouped by cell (dropped rows left out): (row's tag, hit threshold, count units)
-    let mut start = vec![0usize; nc + 1];
-    let cell: Vec<u32> = cells.cell.iter().map(|&c| if (c as usize) < nc { c } else { DROPPED }).collect();
-    for &c in cell.iter().filter(|&&c| c != DROPPED) {
-        start[c as usize + 1] += 1;
-    }
-    for c in 0..nc {
-        start[c + 1] += start[c];
-    }
+    let (cell, start) = cells.by_cell();
     let mut fill = start.clone();
     let mut rows = vec![(0u64, 0u64, 0u64); start[nc]];
     for (i, &c) in cell.iter().enumerate().filter(|(_, &c)| c != DROPPED) {
@@ -543,21 +544,15 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                     // the hits' count units (each below 2^61, [`Scales::of_terms`]) summed in
                     // `u64` over runs of HIT_RUN rows, then folded into `i128`
                     let mut wide = [0i128; TOP_LANES];
-                    let add = |sum: &mut [u64; TOP_LANES], &(g, thr, c1): &(u64, u64, u64)| {
-                        for j in 0..TOP_LANES {
-                            // a product by the 0/1 test, not a select (which compiles to a
-                            // branch the draws mispredict)
-                            let hit = ((draw_tagged(keys[j], g) >> 11) < thr) as u64;
-                            sum[j] = sum[j].wrapping_add(c1 * hit);
-                        }
-                    };
-                    let parts = run.chunks_exact(HIT_RUN);
-                    let rest = parts.remainder();
-                    for part in parts.map(Some).chain(std::iter::once(None)) {
+                    for part in run.chunks(HIT_RUN) {
                         let mut sum = [0u64; TOP_LANES];
-                        match part {
-                            Some(part) => part.iter().for_each(|e| add(&mut sum, e)),
-                            None => rest.iter().for_each(|e| add(&mut sum, e)),
+                        for &(g, thr, c1) in part {
+                            for j in 0..TOP_LANES {
+                                // a product by the 0/1 test, not a select (which compiles to
+                                // a branch the draws mispredict)
+                                let hit = ((draw_tagged(keys[j], g) >> 11) < thr) as u64;
+                                sum[j] = sum[j].wrapping_add(c1 * hit);
+                            }
                         }
                         for j in 0..TOP_LANES {
                             wide[j] = wide[j].wrapping_add(sum[j] as i128);
@@ -766,7 +761,7 @@ pub fn bootstrap_grouped_from(
         .into_par_iter()
         .map(|r| {
             let mut w = vec![0.0; t.n_rows];
-            bootstrap_weights(scheme, seed, (first + r) as u64, &mut w);
+            bootstrap_weights(scheme, seed, first.wrapping_add(r) as u64, &mut w);
             if let Some(b) = t.base {
                 w.iter_mut().zip(b).for_each(|(x, y)| *x *= y);
             }
@@ -877,6 +872,57 @@ mod tests {
     /// The per-row and per-run sums take any multiplicity, large ones included (a multinomial
     /// resample may draw a row thousands of times): the exact sums of multiplicity times units.
     #[test]
+    fn long_cell_runs_sum_exactly() {
+        // cells of far more entries than a gather block (and, for the plain sums, many chunks):
+        // every run boundary of the cell runs against exact i128 sums
+        let (n, k, groups, nb) = (3000usize, 2usize, 1usize, 3usize);
+        let mut x = 7u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let cell: Vec<u32> = (0..n * k).map(|_| if next(9) == 0 { DROPPED } else { next(nb as u64) as u32 }).collect();
+        let score: Vec<f64> = (0..n * k).map(|_| next(1 << 30) as f64 / (1u64 << 30) as f64).collect();
+        let hit: Vec<u32> = (0..n).map(|_| next(k as u64 + 1) as u32).map(|h| if h as usize == k { DROPPED } else { h }).collect();
+        let base: Vec<f64> = (0..n).map(|_| 0.25 + next(4000) as f64 / 1000.0).collect();
+        let m: Vec<u32> = (0..n).map(|_| next(18) as u32).collect();
+        let most = *m.iter().max().unwrap() as u64;
+        for b in [None, Some(&base[..])] {
+            let cells = Cells { cell: &cell, score: &score, hit: &hit, base: b, width: k, groups, nb };
+            let t = cells.terms();
+            let (mut c, mut s, mut o) = (vec![0i128; nb], vec![0i128; nb], vec![0i128; nb]);
+            for (e, &ce) in cell.iter().enumerate() {
+                let i = e / k;
+                if ce != DROPPED {
+                    let j = ce as usize;
+                    c[j] += m[i] as i128 * t.count[i] as i128;
+                    s[j] += m[i] as i128 * t.score[e] as i128;
+                    if hit[i] as usize == e - i * k {
+                        o[j] += m[i] as i128 * t.count[i] as i128;
+                    }
+                }
+            }
+            let mut want = t.sc.table(groups, nb);
+            for j in 0..nb {
+                t.sc.write(&mut want, j, c[j], s[j], o[j]);
+            }
+            let runs = CellRuns::new(&cells, &t, false);
+            let mut got = t.sc.table(groups, nb);
+            runs.table(&t.sc, most, &mut got, |i| m[i as usize] as u64);
+            assert_eq!(got, want, "base weights: {}", b.is_some());
+            // the same multiplicities through the cell runs with a tiny plain chunk
+            if b.is_none() {
+                let r = runs.start[0]..runs.start[1];
+                let whole = plain_run::<false, u32>(&runs.row[r.clone()], &runs.biased[r.clone()], &runs.inc[r.clone()], 1 << 20, |i| m[i as usize] as u64);
+                let small = plain_run::<false, u32>(&runs.row[r.clone()], &runs.biased[r.clone()], &runs.inc[r], 7, |i| m[i as usize] as u64);
+                assert_eq!(whole, small);
+            }
+        }
+    }
+
+    #[test]
     fn large_multiplicities_sum_exactly() {
         let (k, groups, nb) = (3usize, 2usize, 3usize);
         let cell = [0u32, 4, DROPPED, 1, 1, 5, 2, 3, 0, DROPPED, 5, 4];
@@ -918,7 +964,7 @@ mod tests {
                 let mut st = t.sc.table(groups, nb);
                 for (j, a) in acc.iter().enumerate() {
                     let n = (a[0] & 0xffff_ffff) as i128;
-                    t.sc.write(&mut st, j, n * one, ((a[2] as i128) << 32) + a[1] as i128 - (n << 51), (a[0] >> 32) as i128 * one);
+                    t.sc.write(&mut st, j, n * one, less_bias(join(a[1], a[2]), n, BIAS), (a[0] >> 32) as i128 * one);
                 }
                 check(&st);
             }
