@@ -84,14 +84,22 @@ impl BinStats {
         for (a, b) in self.sum_outcome.iter_mut().zip(&other.sum_outcome) {
             *a += b;
         }
-        if self.units.len() == self.count.len() && other.units.len() == other.count.len() {
+        let (mine, theirs) = (self.units.len() == self.count.len(), other.units.len() == other.count.len());
+        if mine && theirs {
             for (a, b) in self.units.iter_mut().zip(&other.units) {
                 *a += b;
             }
-        } else {
-            for (a, b) in self.sum_score.iter_mut().zip(&other.sum_score) {
-                *a += b;
-            }
+            return;
+        }
+        // a table without units: the sums add as floats from here on (each side's sums as
+        // they stand, a table with units read from its units whether finished or not)
+        if mine {
+            self.finish();
+            self.units = Vec::new();
+        }
+        let theirs_sums: Vec<f64> = if theirs { other.units.iter().map(|&u| units::value(u)).collect() } else { other.sum_score.clone() };
+        for (a, b) in self.sum_score.iter_mut().zip(&theirs_sums) {
+            *a += b;
         }
     }
 
@@ -193,7 +201,7 @@ impl LaneTables {
             for j in 0..n {
                 let cell = cells[j] as usize;
                 counts[cell] += incs[j];
-                wide[cell] += biased[j].wrapping_sub(units::SHIFT_BITS) as i128;
+                wide[cell] += units::unbias(biased[j], 1);
             }
             return;
         }
@@ -255,10 +263,8 @@ impl LaneTables {
                 st.sum_outcome[cell] += (*c >> 32) as f64;
                 *c = 0;
                 if self.lanes > 1 {
-                    // The run's biased units, less one bias per push (exact: the true sum
-                    // fits in i64, and wrapping arithmetic is exact modulo 2^64).
-                    let bias = units::SHIFT_BITS.wrapping_mul(n as i64);
-                    st.units[cell] += self.sums[r.start + cell].wrapping_sub(bias) as i128;
+                    // the run's biased units, less one bias per push
+                    st.units[cell] += units::unbias(self.sums[r.start + cell], n);
                     self.sums[r.start + cell] = 0;
                 } else {
                     st.units[cell] += self.wide[cell];
@@ -273,5 +279,37 @@ impl LaneTables {
             }
         }
         self.pending = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_with_and_without_units_add_as_floats() {
+        let mut a = BinStats::zeros(1, 2);
+        a.push(0, 0, 0.25, 1.0);
+        a.push(0, 1, 0.75, 0.0); // not finished: its sums are in its units alone
+        let mut b = BinStats::zeros(1, 2);
+        b.units = Vec::new(); // a table without units (a scaled weighted table)
+        b.count = vec![1.0, 2.0];
+        b.sum_score = vec![0.125, 1.5];
+        // units + no units: the units' values are kept, the other sums added, units dropped
+        let mut x = BinStats::zeros(1, 2);
+        x.add(&a);
+        let mut y = x.clone();
+        y.add(&b);
+        assert!(y.units.is_empty());
+        assert_eq!(y.sum_score, vec![0.375, 2.25]);
+        assert_eq!(y.count, vec![2.0, 3.0]);
+        // no units + units (unfinished): the units' values are added
+        let mut z = b.clone();
+        z.add(&a);
+        assert_eq!(z.sum_score, vec![0.375, 2.25]);
+        // both with units: exact, one rounding at finish
+        x.add(&a);
+        x.finish();
+        assert_eq!(x.sum_score, vec![0.5, 1.5]);
     }
 }
