@@ -157,17 +157,11 @@ pub fn reference_stats(rows: &[(usize, f64, f64)], groups: usize, binning: Binni
                 .collect(),
             Binning::Adaptive => vec![f64::NAN; b - 1],
         };
-        // score sums by the cell-sum rule (docs/spec.md, "Cell sums"): each score's grid units
-        // summed exactly, rounded once, so that tables compare bit for bit
-        let mut units = vec![0i128; nb];
+        // score sums by the cell-sum rule (docs/spec.md, "Cell sums": `push` adds each
+        // score's grid units exactly, `finish` rounds once), so that tables compare bit for bit
         for &(x, o) in &s {
             let bin = upper.iter().filter(|&&e| e <= x).count();
-            st.count[g * nb + bin] += 1.0;
-            units[bin] += calibkit::kernels::core::units::units(x) as i128;
-            st.sum_outcome[g * nb + bin] += o;
-        }
-        for (bin, &u) in units.iter().enumerate() {
-            st.sum_score[g * nb + bin] = calibkit::kernels::core::units::value(u);
+            st.push(g, bin, x, o);
         }
         match binning {
             Binning::Even => {
@@ -182,6 +176,7 @@ pub fn reference_stats(rows: &[(usize, f64, f64)], groups: usize, binning: Binni
             }
         }
     }
+    st.finish();
     st
 }
 
@@ -218,11 +213,11 @@ pub fn reference_reduce(st: &BinStats, norm: Norm) -> f64 {
     }
 }
 
-/// |a - b| within `tol` absolutely or relatively (NaN equals NaN).
-/// The tolerance of tables that must agree bit for bit (every unweighted table builder and
-/// [`reference_stats`] sum scores by the same exact rule).
+/// The tolerance of tables that must agree exactly (every unweighted table builder and
+/// [`reference_stats`] sum scores by the same exact rule): `close` then tests `==`.
 pub const EXACT: f64 = 0.0;
 
+/// |a - b| within `tol` absolutely or relatively (NaN equals NaN).
 pub fn close(a: f64, b: f64, tol: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
 }
@@ -233,6 +228,9 @@ pub fn close(a: f64, b: f64, tol: f64) -> bool {
 pub fn assert_same_stats(what: &str, got: &BinStats, want: &BinStats, tol: f64, skip_first_edge: bool) {
     assert_eq!((got.groups, got.nb), (want.groups, want.nb), "{what}: shape");
     assert_eq!(got.count, want.count, "{what}: counts");
+    if tol == EXACT && got.units.len() == got.count.len() && want.units.len() == want.count.len() {
+        assert_eq!(got.units, want.units, "{what}: exact score units");
+    }
     for i in 0..got.count.len() {
         assert!(close(got.sum_score[i], want.sum_score[i], tol), "{what}: sum_score[{i}] {} vs {}", got.sum_score[i], want.sum_score[i]);
         assert!(close(got.sum_outcome[i], want.sum_outcome[i], tol), "{what}: sum_outcome[{i}] {} vs {}", got.sum_outcome[i], want.sum_outcome[i]);
