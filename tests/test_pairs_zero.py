@@ -192,5 +192,10 @@ def test_pairs_just_below_zero_add_exactly_across_batches(pairs, cc):
                        predicted=None if pred is None else pred[part],
                        num_classes=4 if cc else None)
         assert acc.compute() == whole
-    # the table's score sums are the exact units rounded once
-    assert np.array_equal(np.asarray(one.score_units), one.sum_score)
+    # the table is bitwise that of a kernel keeping every pair: the one primitive on all rows
+    from calibkit.binned.table import grouped_bin_stats
+
+    c, s, o, _, u = grouped_bin_stats(pred, conf, ok.astype(np.float64), num_groups=4 if cc else 1,
+                                      binning="even", num_bins=15, units=True)
+    assert np.array_equal(one.counts, c) and np.array_equal(one.sum_outcome, o)
+    assert np.array_equal(one.sum_score, s) and one.score_units == u

@@ -128,3 +128,10 @@ def test_units_only_for_calls_on_the_unit_grid():
     # scores beyond +-2 are scaled into range, weights below 1/2 lifted: no units
     assert grouped_bin_stats(None, np.array([0.2, 3.0]), o, **kw)[4] is None
     assert grouped_bin_stats(None, s, o, np.array([0.1, 0.2]), **kw)[4] is None
+
+
+def test_score_units_refuse_to_broadcast_against_an_array():
+    u = ScoreUnits.zeros((2, 3))
+    assert np.array_equal(u + np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ShapeMismatchError, match=r"\(2, 3\).*\(5, 1, 3\)"):
+        u + np.ones((5, 1, 3))

@@ -130,21 +130,17 @@ def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: 
     kept rows by the one weighted primitive (unit weights). With ``units`` a fifth element
     holds the exact score units (:mod:`calibkit.binned.units`); the pairs added to even bins
     add theirs exactly, so the table is bitwise that of a kernel keeping them."""
-    from .binned.units import ScoreUnits
+    from .binned.table import _wrap_units, grouped_bin_stats
 
-    want = units
-    # the even branch below adds exactly, so it needs the units even when not asked for them
-    units = units or (threshold == 0.0 and binning == "even")
-    c, s, o, e, *u = _native.pairs_bin_stats(*pairs.native_args(), binning,
-                                             bool(class_conditional), threshold, num_bins,
-                                             units=units)
-    if u and u[0] is not None:
-        u = [ScoreUnits(u[0])]
+    # the even branch below adds exactly, so it asks the kernel for units in any case
+    need = units or (threshold == 0.0 and binning == "even")
+    c, s, o, e, *u = _wrap_units(_native.pairs_bin_stats(*pairs.native_args(), binning,
+                                                         bool(class_conditional), threshold,
+                                                         num_bins, units=need))
+    kernel_units = u[0] if u else None
     if threshold != 0.0 or int(c.sum()) == pairs.n:
-        return (c, s, o, e, *u) if want else (c, s, o, e)
+        return (c, s, o, e, kernel_units) if units else (c, s, o, e)
     if binning == "even":
-        from .binned.table import grouped_bin_stats
-
         # The pairs the kernel dropped, binned by the one primitive (the even bin rule puts
         # them in bin 0) with their exact units, added to the kernel's table exactly: the
         # bits of a kernel that kept them.
@@ -153,24 +149,24 @@ def _pair_table(pairs: Pairs, binning: str, class_conditional: bool, threshold: 
         if class_conditional:
             assert pairs.predicted is not None  # require_top_label
             g = pairs.predicted[low]
-        lc, _, lo, _, lu = grouped_bin_stats(
+        lc, ls, lo, _, lu = grouped_bin_stats(
             g, pairs.confidence[low], pairs.correct[low].astype(np.float64), None,
             num_groups=c.shape[0], binning="even", num_bins=num_bins, units=True)
         c = c + lc.astype(c.dtype)
         o = o + lo
-        total = u[0] + lu if u and u[0] is not None and lu is not None else None
-        if total is not None:
+        total = None
+        if kernel_units is not None and lu is not None:
+            total = kernel_units + lu
             s = total.value()
-        else:  # pragma: no cover - unit tables are returned for scores within (-2, 2)
-            s = s + np.asarray(grouped_bin_stats(g, pairs.confidence[low], np.zeros(low.size),
-                                                 num_groups=c.shape[0], num_bins=num_bins)[1])
-        return (c, s, o, e, total) if want else (c, s, o, e)
+        else:  # a table without units (values the pair checks rule out): float sums
+            s = s + ls
+        return (c, s, o, e, total) if units else (c, s, o, e)
     from .binned.table import grouped_bin_stats
 
     group, score, outcome, _ = rows(pairs, class_conditional, threshold)
     c, s, o, e, *u = grouped_bin_stats(group, score, outcome, None,
                                        num_groups=pairs.k if class_conditional else 1,
-                                       binning=binning, num_bins=num_bins, units=want)
+                                       binning=binning, num_bins=num_bins, units=units)
     e[:, 0] = threshold
     return (c.astype(np.int64), s, o, e, *u)
 

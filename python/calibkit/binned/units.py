@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
+from ..errors import ShapeMismatchError
 
 __all__ = ["ScoreUnits", "exact_sums"]
 
@@ -60,7 +61,11 @@ class ScoreUnits:
     def __add__(self, other):
         if isinstance(other, ScoreUnits):
             return ScoreUnits(_native.units_add(self.words, other.words))
-        return self.value() + np.asarray(other, dtype=np.float64)
+        o = np.asarray(other, dtype=np.float64)
+        if o.shape != self.shape:  # tables add cell by cell, never by broadcasting
+            raise ShapeMismatchError(f"score sums of shape {self.shape} cannot be added to an "
+                                     f"array of shape {o.shape}")
+        return self.value() + o
 
     __radd__ = __add__
 

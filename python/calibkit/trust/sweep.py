@@ -164,7 +164,7 @@ def _choice(s: np.ndarray, o: np.ndarray, w: np.ndarray | None, binning: str, to
         return top
     # Prefix sums of the weights of the rows with outcome 1 and of those with outcome 0: a bin
     # of only one outcome then has accuracy exactly 1 or 0 (a difference of a flat prefix sum
-    # is exactly 0), as the tables' compensated sums give it; unweighted, all are integers.
+    # is exactly 0), as the tables' exact sums give it; unweighted, all are integers.
     # The weight axis of the adaptive ranks is the kernels' sequential cumulative weight.
     if w is None:  # counts: exact integers
         cw = np.arange(m + 1.0)
