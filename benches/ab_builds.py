@@ -14,7 +14,8 @@ Cases: ECE, CCECE (class-conditional), SCE, ACE, TACE, topACE (adaptive top-labe
 (``evaluate`` of the 32 metrics), PAIRS, PAIRSCC (top-label pairs), and the trust kernels
 (100 resamples): BOOT, BOOTW (with sample weights), BOOTWM (multinomial), CONS (calibration
 test), CONSW on the ECE cells, BOOTSCE, BOOTWSCE, CONSSCE on the SCE cells. Both builds must take the
-native call signatures used here (``_native.gce``, ``evaluate``, ``pairs_gce``).
+native call signatures used here (``_native.gce``, ``evaluate``, ``pairs_gce``,
+``resample_bootstrap``, ``resample_consistency``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _trust(m, y, p, weighted: bool, test: bool, scheme: str = "poisson", top: bo
     """100 bootstrap (or consistency) resamples of ECE (``top=False``: SCE) on the cells
     calibkit builds for (y, p) (built once per input, by the installed calibkit: the same
     cells for both builds)."""
-    key = (id(y), id(p), weighted, top)
+    key = (y.shape[0], p.shape[1], p.dtype.str, weighted, top)  # one input per shape and dtype
     if key not in _CELLS:
         from calibkit.binned.spec import MetricSpec
         from calibkit.trust.cells import row_cells
@@ -96,6 +97,9 @@ def main() -> None:
     ap.add_argument("dtypes", nargs="?", default="float64")
     ap.add_argument("--repeat", type=int, default=15)
     a = ap.parse_args()
+    unknown = sorted(set(a.cases.split(",")) - set(CALLS))
+    if unknown:
+        ap.error(f"unknown cases {unknown}; the cases are {','.join(CALLS)}")
     old, new = load(a.old, "a"), load(a.new, "b")
     print(f"CPU: {cpu_model()}; RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'all')}")
     rng = np.random.default_rng(0)

@@ -25,8 +25,6 @@ import time
 import numpy as np
 from _machine import cpu_model
 
-METRICS = ("ECE", "SCE", "ACE", "TACE", "evaluate", "pairs ECE")
-
 
 def _data(n: int, k: int, dtype):
     rng = np.random.default_rng(0)
@@ -84,8 +82,15 @@ def main(argv=None) -> int:
         print(json.dumps(child(a.n, a.k, a.pairs, a.repeat)))
         return 0
     cpus = os.cpu_count() or 1
-    counts = ([int(t) for t in a.threads.split(",")] if a.threads
-              else [t for t in (1, 2, 4, 8, 16) if t <= cpus])
+    try:
+        counts = ([int(t) for t in a.threads.split(",")] if a.threads
+                  else [t for t in (1, 2, 4, 8, 16) if t <= cpus])
+    except ValueError:
+        ap.error(f"--threads must be comma-separated whole numbers, got {a.threads!r}")
+    if not counts or min(counts) < 1:
+        ap.error("--threads: every thread count must be at least 1")
+    if a.repeat < 1 or a.n < 1 or a.k < 2 or a.pairs < 1:
+        ap.error("--repeat, --n and --pairs must be at least 1 and --k at least 2")
     print(f"CPU: {cpu_model()}; {cpus} logical CPUs; (N, K) = ({a.n}, {a.k}); "
           f"{a.pairs:,} pairs; median of {a.repeat}")
     results = {}
@@ -93,7 +98,12 @@ def main(argv=None) -> int:
         env = dict(os.environ, RAYON_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS="1")
         cmd = [sys.executable, __file__, "--child", "--n", str(a.n), "--k", str(a.k),
                "--pairs", str(a.pairs), "--repeat", str(a.repeat)]
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.stderr.write(res.stderr)
+            print(f"bench_threads: the run at {t} threads failed (exit {res.returncode})",
+                  file=sys.stderr)
+            return 1
         results[t] = json.loads(res.stdout.strip().splitlines()[-1])
     base = counts[0]
     top = counts[-1]
