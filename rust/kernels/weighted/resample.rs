@@ -871,6 +871,29 @@ mod tests {
 
     /// The per-row and per-run sums take any multiplicity, large ones included (a multinomial
     /// resample may draw a row thousands of times): the exact sums of multiplicity times units.
+    /// The table of `cells` with row `i` taken `m[i]` times, from exact `i128` sums of the
+    /// terms (the oracle of the cell runs' arithmetic).
+    fn exact_table(cells: &Cells<'_>, t: &Terms, m: &[u32]) -> BinStats {
+        let (k, nc) = (cells.width, cells.groups * cells.nb);
+        let (mut c, mut s, mut o) = (vec![0i128; nc], vec![0i128; nc], vec![0i128; nc]);
+        for (e, &ce) in cells.cell.iter().enumerate() {
+            let i = e / k;
+            if ce != DROPPED {
+                let j = ce as usize;
+                c[j] += m[i] as i128 * t.count[i] as i128;
+                s[j] += m[i] as i128 * t.score[e] as i128;
+                if cells.hit[i] as usize == e - i * k {
+                    o[j] += m[i] as i128 * t.count[i] as i128;
+                }
+            }
+        }
+        let mut st = t.sc.table(cells.groups, cells.nb);
+        for j in 0..nc {
+            t.sc.write(&mut st, j, c[j], s[j], o[j]);
+        }
+        st
+    }
+
     #[test]
     fn long_cell_runs_sum_exactly() {
         // cells of far more entries than a gather block (and, for the plain sums, many chunks):
@@ -892,22 +915,7 @@ mod tests {
         for b in [None, Some(&base[..])] {
             let cells = Cells { cell: &cell, score: &score, hit: &hit, base: b, width: k, groups, nb };
             let t = cells.terms();
-            let (mut c, mut s, mut o) = (vec![0i128; nb], vec![0i128; nb], vec![0i128; nb]);
-            for (e, &ce) in cell.iter().enumerate() {
-                let i = e / k;
-                if ce != DROPPED {
-                    let j = ce as usize;
-                    c[j] += m[i] as i128 * t.count[i] as i128;
-                    s[j] += m[i] as i128 * t.score[e] as i128;
-                    if hit[i] as usize == e - i * k {
-                        o[j] += m[i] as i128 * t.count[i] as i128;
-                    }
-                }
-            }
-            let mut want = t.sc.table(groups, nb);
-            for j in 0..nb {
-                t.sc.write(&mut want, j, c[j], s[j], o[j]);
-            }
+            let want = exact_table(&cells, &t, &m);
             let runs = CellRuns::new(&cells, &t, false);
             let mut got = t.sc.table(groups, nb);
             runs.table(&t.sc, most, &mut got, |i| m[i as usize] as u64);
@@ -978,26 +986,10 @@ mod tests {
             let base = [0.3, 1.7, 2.0, 2047.5];
             let wc = Cells { base: Some(&base), ..cells };
             let wt = wc.terms();
-            let (mut c, mut s, mut o) = (vec![0i128; nc], vec![0i128; nc], vec![0i128; nc]);
-            for (e, &ce) in cell.iter().enumerate() {
-                let i = e / k;
-                if ce != DROPPED {
-                    let j = ce as usize;
-                    c[j] += m[i] as i128 * wt.count[i] as i128;
-                    s[j] += m[i] as i128 * wt.score[e] as i128;
-                    if hit[i] as usize == e - i * k {
-                        o[j] += m[i] as i128 * wt.count[i] as i128;
-                    }
-                }
-            }
             let runs = CellRuns::new(&wc, &wt, false);
             let mut got = wt.sc.table(groups, nb);
             runs.table(&wt.sc, most, &mut got, |i| m[i as usize] as u64);
-            let mut want = wt.sc.table(groups, nb);
-            for j in 0..nc {
-                wt.sc.write(&mut want, j, c[j], s[j], o[j]);
-            }
-            assert_eq!(got, want, "{m:?} with base weights");
+            assert_eq!(got, exact_table(&wc, &wt, &m), "{m:?} with base weights");
         }
     }
 
