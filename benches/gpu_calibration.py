@@ -66,12 +66,30 @@ def one_shot(name: str, p: torch.Tensor, y: torch.Tensor, k: int, bins: int = 15
     return run
 
 
+def profile(label: str, run, dev: torch.device) -> None:
+    """torch.profiler's top operators (device time first) of one call of ``run``."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    key = "cuda_time_total" if dev.type == "cuda" else "cpu_time_total"
+    run()
+    with torch_profile(activities=acts) as prof:
+        run()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+    print(f"\nprofile of {label}:")
+    print(prof.key_averages().table(sort_by=key, row_limit=12, max_name_column_width=60))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=None, help="rows (50000 on a GPU, 5000 on CPU)")
     ap.add_argument("--k", type=int, default=1000)
     ap.add_argument("--pairs", type=int, default=None, help="pairs (10M on a GPU, 1M on CPU)")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--profile", action="store_true",
+                    help="also print torch.profiler's top operators for each calibkit.torch metric")
     args = ap.parse_args()
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     gpu = dev.type == "cuda"
@@ -131,6 +149,11 @@ def main() -> None:
         row("torchmetrics on CPU tensors, f32",
             timed(lambda: multiclass_calibration_error(pc, yc, k, n_bins=15).item(), r, dev))
 
+    if args.profile:
+        for metric in ("ECE", "ACE", "TACE", "SCE"):
+            profile(f"CalibrationError('{metric}') update + compute, float32",
+                    one_shot(metric, p32, y, k), dev)
+
     # 10M pairs
     conf = torch.rand(n_pairs, device=dev, generator=g) * 0.9 + 0.1
     ok = torch.rand(n_pairs, device=dev, generator=g) < conf
@@ -144,6 +167,8 @@ def main() -> None:
         row(f"{n_pairs} pairs: torchmetrics `binary_calibration_error`",
             timed(lambda: binary_calibration_error(conf, ok.long(), n_bins=15).item(), r, dev))
     row(f"{n_pairs} pairs: calibkit.torch on {dev.type}", timed(pairs_metric, r, dev))
+    if args.profile:
+        profile(f"{n_pairs} pairs, update + compute", pairs_metric, dev)
     ch, oh = conf.cpu().numpy(), ok.cpu().numpy()
     row(f"{n_pairs} pairs: calibkit on the CPU",
         timed(lambda: calibkit.ece(confidence=ch, correct=oh), r, dev))
@@ -154,16 +179,18 @@ def main() -> None:
     for dt, p, host in (("float64", p64, host64), ("float32", p32, host32)):
         m = CalibrationError(names, num_classes=k).to(dev)
         m.update(p, y)
-        diff = np.abs(m.values() - calibkit.evaluate(yh, host, names, 15).values).max()
+        got, want = m.values(), calibkit.evaluate(yh, host, names, 15).values
         print(f"{dt}: max |calibkit.torch on {dev.type} - calibkit on CPU| over {names} = "
-              f"{diff:.3g}")
+              f"{np.abs(got - want).max():.3g}; bit for bit: {np.array_equal(got, want)}")
     sc = Scores.of_matrix(p32, y)
     same = True
     for mp, cc in ((True, False), (True, True), (False, False), (False, True)):
-        got = even_table(sc, max_prob=mp, class_conditional=cc, threshold=0.0, num_bins=15)[0]
-        want = calibkit.calibration_bins(yh, host32, max_prob=mp, class_conditional=cc).counts
-        same &= bool(np.array_equal(got.cpu().numpy(), want))
-    print(f"float32: even tables' counts bitwise equal to the engine's (4 groupings): {same}")
+        got = even_table(sc, max_prob=mp, class_conditional=cc, threshold=0.0, num_bins=15)
+        want = calibkit.calibration_bins(yh, host32, max_prob=mp, class_conditional=cc)
+        for a, e in zip(got, (want.counts, want.sum_score, want.sum_outcome)):
+            same &= bool(np.array_equal(a.cpu().numpy(), np.asarray(e, np.float64)))
+    print(f"float32: even tables (counts, score and outcome sums) bitwise equal to the "
+          f"engine's (4 groupings): {same}")
 
 
 if __name__ == "__main__":

@@ -74,6 +74,24 @@ def test_named_metrics_equal_calibkit_on_the_concatenated_arrays(cifar, dtype, p
             m.compute()
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_device_tables_give_the_engine_bits_for_any_batching(cifar, dtype, monkeypatch):
+    # The device path's even parts are whole numbers (counts, unit halves, outcomes), added
+    # exactly across batches; the adaptive tables come from every kept score at compute().
+    monkeypatch.setattr(tables_module, "TORCH_OPS_ON_CPU", True)
+    y, p = cifar
+    p = p.astype(dtype)
+    ref = calibkit.evaluate(y, p, NAMED, num_bins=(10, 15)).values
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        cuts = np.sort(rng.choice(np.arange(1, y.shape[0]), size=int(rng.integers(1, 6)),
+                                  replace=False))
+        sizes = np.diff(np.concatenate(([0], cuts, [y.shape[0]])))
+        m = CalibrationError(NAMED, num_bins=(10, 15), num_classes=100)
+        _feed(m, y, p, sizes)
+        np.testing.assert_array_equal(m.evaluation().values, ref)
+
+
 @pytest.mark.parametrize("name", ["ECE", "ACE", "TACE", "SCE", "RMSCE"])
 def test_one_metric_gives_a_scalar_tensor(cifar, name, path):
     y, p = cifar

@@ -14,6 +14,7 @@ torch = requires("torch")
 
 
 import calibkit  # noqa: E402
+from calibkit.torch import tables as tables_module  # noqa: E402
 from calibkit.torch.tables import Scores, adaptive_table, even_table  # noqa: E402
 
 GROUPINGS = [(True, False), (True, True), (False, False), (False, True)]
@@ -47,22 +48,25 @@ def _engine(y, p, binning, mp, cc, t, b, w=None):
     return np.asarray(tab.counts, dtype=np.float64), tab.sum_score, tab.sum_outcome
 
 
-def _check(got, want, exact_outcomes=True):
+def _check(got, want, exact=True):
+    """Unweighted tables are the engine's bit for bit (counts, outcome sums and the score sums'
+    exact units, docs/spec.md "Cell sums"); weighted ones to 1e-12 (float sums of w * s)."""
     c, s, o = (np.asarray(x.cpu().numpy() if hasattr(x, "cpu") else x) for x in got)
     wc, ws, wo = want
     assert c.shape == wc.shape
-    if exact_outcomes:
-        np.testing.assert_array_equal(c, wc)
-        np.testing.assert_array_equal(o, wo)
+    if exact:
+        for a, b in ((c, wc), (s, ws), (o, wo)):
+            np.testing.assert_array_equal(a.view(np.int64), np.asarray(b, np.float64).view(np.int64))
     else:
-        np.testing.assert_allclose(c, wc, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(o, wo, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(s, ws, rtol=1e-12, atol=1e-12)
+        for a, b in ((c, wc), (s, ws), (o, wo)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("bincount_cells", [2048, 0])  # bincount, then index_add_ for all
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("data", DATA)
-def test_even_tables_equal_the_engine(data, dtype):
+def test_even_tables_equal_the_engine(data, dtype, bincount_cells, monkeypatch):
+    monkeypatch.setattr(tables_module, "BINCOUNT_CELLS", bincount_cells)
     y, p = _data(data)
     p = p.astype(dtype)
     sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))
@@ -82,9 +86,15 @@ def test_adaptive_tables_equal_the_engine(data, dtype):
     for mp, cc in GROUPINGS:
         got = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=THRESHOLDS,
                              num_bins=BINS)
+        assert got.keys() == {(t, b) for t in THRESHOLDS for b in BINS}
         for t in THRESHOLDS:
+            # one threshold > 0 alone: a matrix's scores <= t are left out before the sort
+            alone = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=[t],
+                                   num_bins=BINS)
             for b in BINS:
-                _check(got[(t, b)], _engine(y, p, "adaptive", mp, cc, t, b))
+                want = _engine(y, p, "adaptive", mp, cc, t, b)
+                _check(got[(t, b)], want)
+                _check(alone[(t, b)], want)
 
 
 @pytest.mark.parametrize("binning", ["even", "adaptive"])
@@ -103,7 +113,7 @@ def test_weighted_tables_equal_the_engine(binning):
                 else:
                     got = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=[t],
                                          num_bins=[b])[(t, b)]
-                _check(got, want, exact_outcomes=False)
+                _check(got, want, exact=False)
 
 
 @pytest.mark.parametrize("binning", ["even", "adaptive"])
@@ -129,3 +139,42 @@ def test_top_label_pairs_keep_every_confidence_at_threshold_zero(binning):
                     got = adaptive_table(sc, max_prob=True, class_conditional=cc,
                                          thresholds=[t], num_bins=[b])[(t, b)]
                 _check(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("equal", [False, True])
+def test_group_search_is_searchsorted_within_each_group(dtype, right, equal):
+    # Groups of one size take torch.searchsorted on a (G, n) view, others a vectorised binary
+    # search: both the same rule as NumPy's searchsorted within each group.
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        g = int(rng.integers(1, 6))
+        sizes = (np.full(g, int(rng.integers(0, 9))) if equal
+                 else rng.integers(0, 30, g)).astype(np.int64)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        vals = [np.sort(rng.choice([0.0, 0.1, 0.25, 0.5, 0.5, 0.9, 1.0], size=n)) for n in sizes]
+        v = torch.from_numpy(np.concatenate(vals + [np.empty(0)])).to(dtype)
+        x = rng.choice([-1.0, 0.0, 0.1, 0.3, 0.5, 1.0, np.inf], size=(g, 4))
+        got = tables_module._group_search(v, starts, sizes, torch.from_numpy(x).to(dtype),
+                                          right).numpy()
+        side = "right" if right else "left"
+        want = np.stack([starts[i] + np.searchsorted(vals[i].astype(v.numpy().dtype),
+                                                     x[i].astype(v.numpy().dtype), side=side)
+                         for i in range(g)])
+        np.testing.assert_array_equal(got, want)
+
+
+def test_unit_halves_are_the_engines_units():
+    # round(s * 2^50), ties to even, split hi * 2^25 + lo; unit_value rounds a sum once.
+    s = torch.tensor([0.0, 1.0, -1e-4, 0.5 * 2.0 ** -50, 1.5 * 2.0 ** -50, 2.5 * 2.0 ** -50,
+                      1.0 + 1e-4, 1e-300, 0.3], dtype=torch.float64)
+    hi, lo = tables_module.unit_halves(s)
+    assert bool(((lo >= 0) & (lo < 2 ** 25)).all())
+    units = [int(h) * 2 ** 25 + int(lo_) for h, lo_ in zip(hi, lo)]
+    assert units[:8] == [0, 2 ** 50, round(-1e-4 * 2 ** 50), 0, 2, 2,
+                         round((1.0 + 1e-4) * 2 ** 50), 0]
+    assert units[8] == round(0.3 * 2 ** 50)
+    total = sum(units)
+    got = tables_module.unit_value(hi.double().sum(), lo.double().sum())
+    assert float(got) == float(total) * 2.0 ** -50

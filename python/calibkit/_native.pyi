@@ -158,6 +158,7 @@ def grouped_bin_stats(
     # (counts, sum_score, sum_outcome, edges), and with units=True the exact score units
     # (int64 (G, nb, 2) [high, low] words, or None)
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
+def adaptive_positions_of(sizes: npt.NDArray[np.int64], num_bins: int) -> npt.NDArray[np.int64]: ...
 def resample_bootstrap(
     cell: npt.NDArray[np.uint32],
     score: npt.NDArray[np.float64],

@@ -4,7 +4,7 @@ use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
+use super::errors::{guard, to_py, InputTypeError, InvalidParameterError, ShapeMismatchError};
 use super::DETACH_ENTRIES;
 use crate::kernels::weighted::grouped::{grouped_bin_stats as kernel, grouped_bin_stats_at as kernel_at, GroupedRows};
 use crate::kernels::{BinStats, Binning, Score};
@@ -136,5 +136,28 @@ pub fn adaptive_positions<'py>(py: Python<'py>, n: usize, num_bins: usize) -> Py
         limits.check(num_bins).map_err(to_py)?;
         let pos: Vec<i64> = crate::kernels::core::edges::adaptive_positions(n, num_bins).into_iter().map(|p| p as i64).collect();
         Ok(pos.into_pyarray(py))
+    })
+}
+
+/// adaptive_positions_of(sizes, num_bins) -> int64 (len(sizes), num_bins - 1): row i holds
+/// [`adaptive_positions`] of `sizes[i]` (a row of zeros for an empty group), for callers that
+/// bin many groups of different sizes at once (`calibkit.torch.tables`).
+#[pyfunction]
+pub fn adaptive_positions_of<'py>(py: Python<'py>, sizes: PyReadonlyArray1<'py, i64>, num_bins: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    guard(py, || {
+        let limits = crate::kernels::core::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
+        limits.check(num_bins).map_err(to_py)?;
+        let sizes = sizes.as_array();
+        let w = num_bins - 1;
+        let mut out = numpy::ndarray::Array2::<i64>::zeros((sizes.len(), w));
+        for (mut row, &n) in out.rows_mut().into_iter().zip(sizes.iter()) {
+            let n = usize::try_from(n).map_err(|_| {
+                InvalidParameterError::new_err(format!("adaptive_positions_of: every group size must be >= 0, got {n}"))
+            })?;
+            for (o, p) in row.iter_mut().zip(crate::kernels::core::edges::adaptive_positions(n, num_bins)) {
+                *o = p as i64;
+            }
+        }
+        Ok(out.into_pyarray(py))
     })
 }

@@ -483,17 +483,34 @@ def as_calibration_bins(stats, *, num_classes: int, binning: str, class_conditio
                           float(threshold))
 
 
-def adaptive_positions(n: int, num_bins: int) -> np.ndarray:
+def adaptive_positions(n, num_bins: int) -> np.ndarray:
     """SPEC's 0-based ranks of the ``num_bins - 1`` adaptive upper edges in ``n`` sorted scores.
 
     The rule lives in the kernel (``rust/kernels/core/edges.rs``); this is for callers that select
-    order statistics themselves (``calibkit.dask``).
+    order statistics themselves (``calibkit.dask``, ``calibkit.torch``).
+
+    Parameters
+    ----------
+    n : int or array of int
+        A group's size, or many groups' sizes (then one call of the kernel's rule for all).
+    num_bins : int
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Shape ``(num_bins - 1,)`` for an int ``n``; ``(len(n), num_bins - 1)`` for an array,
+        row i for ``n[i]`` (zeros for an empty group).
 
     Examples
     --------
     >>> adaptive_positions(10, 3).tolist()
     [3, 7]
+    >>> adaptive_positions(np.array([10, 4, 0]), 3).tolist()
+    [[3, 7], [1, 3], [0, 0]]
     """
+    if isinstance(n, np.ndarray):
+        return _native.adaptive_positions_of(np.ascontiguousarray(n, dtype=np.int64).reshape(-1),
+                                             int(num_bins))
     return _native.adaptive_positions(int(n), int(num_bins))
 
 

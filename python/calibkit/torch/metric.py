@@ -3,11 +3,13 @@
 The state is exact and small (docs/torch.md):
 
 * **even binning** (ECE, CCE, SCE, MCE, ...): for each (grouping, threshold, bin count) the
-  per-(group, bin) table (count, score sum, outcome sum; float64, counts exact integers up to
-  2^53), in one flat tensor ``tables`` reduced by ``"sum"`` across ranks. Each batch's table
-  is computed on the batch's device (:func:`calibkit.torch.tables.even_table`; on CPU by the
-  engine's own kernels, :func:`calibkit.torch.tables.engine_tables`) and added; its size does
-  not grow with the data.
+  per-(group, bin) table's parts (count, the score sums' unit halves, outcome sum; float64),
+  in one flat tensor ``tables`` reduced by ``"sum"`` across ranks. Each batch's parts are
+  computed on the batch's device (:func:`calibkit.torch.tables.even_parts`; on CPU by the
+  engine's own kernels, :func:`calibkit.torch.tables.engine_tables`) and added; their size
+  does not grow with the data. Unweighted device parts are whole numbers, so their sum over
+  any batching and any ranks is exact: the table of all the rows, the engine's bits (up to
+  2^28 scores per cell).
 * **adaptive binning** (ACE, TACE, RMSCE, ...): equal-mass edges need every kept score, so the
   scores are kept, on their device, as lists concatenated across ranks (``"cat"``): the
   probability matrix (flattened; float64, which holds float32 exactly, so that every rank's
@@ -37,7 +39,7 @@ from ..binned.space import Evaluation
 from ..binned.spec import as_space
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 from .checks import matrix_scores, pair_scores
-from .tables import Scores, adaptive_of, even_of, space_values
+from .tables import Scores, adaptive_of, even_of, parts_table, space_values
 
 try:
     from torchmetrics import Metric as _Base
@@ -119,7 +121,7 @@ class CalibrationErrorCore:
             for b in bins:
                 g = k if cc and k is not None else 1
                 self._layout[(mp, cc, t, b)] = (offset, g, b + 1)
-                offset += 3 * g * (b + 1)
+                offset += 4 * g * (b + 1)  # even_parts: counts, unit halves, outcomes
         adaptive = [s for s in space if s.binning == "adaptive"]
         self._keep_matrix = any(not s.max_prob for s in adaptive)
         self._keep_top = bool(adaptive) and not self._keep_matrix
@@ -213,10 +215,10 @@ class CalibrationErrorCore:
         nothing = sc.n == 0 or (sc.weight is not None and not bool((sc.weight > 0).any()))
         for (mp, cc, t, b), (_, g, nb) in self._layout.items():
             if nothing:
-                parts.append(torch.zeros(3 * g * nb, dtype=torch.float64, device=sc.device))
+                parts.append(torch.zeros(4 * g * nb, dtype=torch.float64, device=sc.device))
                 continue
-            tabs = even_of(sc, max_prob=mp, class_conditional=cc, threshold=t, num_bins=b)
-            parts.append(torch.cat([x.reshape(-1) for x in tabs]))
+            parts.append(even_of(sc, max_prob=mp, class_conditional=cc, threshold=t,
+                                 num_bins=b).reshape(-1))
         if parts:
             self.tables += torch.cat(parts)
         w = sc.weight
@@ -276,9 +278,8 @@ class CalibrationErrorCore:
         flat = self.tables.detach().cpu().numpy()
         tables: dict = {}
         for (mp, cc, t, b), (off, g, nb) in self._layout.items():
-            c, s, o = (flat[off + i * g * nb: off + (i + 1) * g * nb].reshape(g, nb)
-                       for i in range(3))
-            tables[("even", mp, cc, t, b)] = (c, s, o)
+            tables[("even", mp, cc, t, b)] = parts_table(
+                flat[off: off + 4 * g * nb].reshape(4, g, nb))
         sc = self._kept(k)
         groupings: dict = {}
         for spec in self.space:

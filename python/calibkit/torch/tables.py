@@ -5,9 +5,15 @@ reduction (:func:`calibkit.binned.table.reduce_table`) turns them into a metric,
 batch is never copied whole. The rules are the engine's (docs/spec.md), taken from it where it
 states them:
 
-* **scores**: float32 is widened exactly to float64 before any comparison; every sum is a
-  float64 sum (order-dependent rounding: sums equal the Rust tables' to 1e-12, counts and
-  unweighted outcome sums, being integers, bitwise);
+* **scores**: float32 is widened exactly to float64 before any comparison;
+* **cell sums** (docs/spec.md, "Cell sums"): a score adds its grid units ``round(s * 2**50)``
+  (ties to even, ``rust/kernels/core/units.rs``) to its cell, split as ``hi * 2**25 + lo``
+  (:func:`unit_halves`); each half is summed exactly (float64 of whole numbers below 2^53 in
+  ``index_add_``, or int64 prefix sums) and the cell's value is the exact sum rounded once
+  (:func:`unit_value`). So unweighted tables equal the Rust tables bit for bit, in any order of
+  the atomic adds, for cells of up to 2^28 scores. Counts and unweighted outcome sums are
+  integers. Weighted score sums are float64 sums of ``w * s`` (the engine's weighted units,
+  with their per-call weight scale, are not reproduced): equal to the engine's to 1e-12;
 * **threshold**: a matrix score is kept when ``score > threshold`` (float64, strict); a
   top-label confidence likewise, and every confidence at ``threshold == 0``
   (:func:`calibkit._toplabel.kept_rows`; a matrix row's top probability is always > 0);
@@ -45,8 +51,9 @@ import torch
 
 from ..binned.table import adaptive_positions, even_boundaries, grouped_bin_stats, reduce_table
 
-__all__ = ["Scores", "even_table", "adaptive_table", "engine_tables", "use_engine", "even_of",
-           "adaptive_of", "space_tables", "space_values"]
+__all__ = ["Scores", "even_parts", "even_table", "adaptive_table", "engine_tables", "use_engine",
+           "even_of", "adaptive_of", "parts_table", "space_tables", "space_values", "unit_halves",
+           "unit_value"]
 
 _F64 = torch.float64
 
@@ -152,15 +159,59 @@ def _groups(sc: Scores, max_prob: bool, class_conditional: bool) -> int:
     return sc.num_classes if class_conditional else 1
 
 
-def _sums(cell: torch.Tensor, size: int, values: torch.Tensor | None) -> torch.Tensor:
-    """Per-cell sums of ``values`` (counts when None) over ``size`` cells plus the drop cell,
-    float64, by ``index_add_``: no host sync (``bincount`` reads the largest cell first), and
-    deterministic on CUDA under ``torch.use_deterministic_algorithms``. Counts are sums of 1.0,
-    exact integers in any order (up to 2^53)."""
-    out = torch.zeros(size + 1, dtype=_F64, device=cell.device)
-    if values is None:
-        values = torch.ones((), dtype=_F64, device=cell.device).expand(cell.shape[0])
-    return out.index_add_(0, cell, values)
+#: A score's units split as ``hi * 2**LO_BITS + lo`` with ``0 <= lo < 2**LO_BITS``: each half
+#: is below 2^26 in magnitude, so float64 sums of up to 2^27 of them are exact in any order.
+LO_BITS = 25
+_UNITS_PER_ONE = float(2 ** 50)  # units.rs SCALE: one unit is 2^-50
+
+
+def unit_halves(scores64: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The engine's grid units of float64 scores, ``round(s * 2**50)`` with ties to even (exact:
+    a power-of-two scale, then ``torch.round``, as ``units::units``), split into int64
+    ``(hi, lo)`` with ``units = hi * 2**25 + lo`` and ``0 <= lo < 2**25``."""
+    u = torch.round(scores64 * _UNITS_PER_ONE).to(torch.int64)
+    return u >> LO_BITS, u & ((1 << LO_BITS) - 1)
+
+
+def unit_value(hi, lo):
+    """The float64 value of cells whose units sum to ``hi * 2**25 + lo`` (float64 tensors or
+    arrays of whole numbers below 2^53): the exact sum rounded once, times 2^-50, the bits of
+    ``units::value``. (``hi * 2**25`` is exact, and one float addition of two exact values is
+    the correctly rounded sum.)"""
+    return (hi * float(1 << LO_BITS) + lo) * (1.0 / _UNITS_PER_ONE)
+
+
+#: Cells (the drop cell included) up to which :func:`_sums` counts with ``torch.bincount``, a
+#: histogram in each block's shared memory: 10M rows into 16 cells take about 0.28 ms a
+#: column on an H200, where ``index_add_``'s atomic adds to a few hot cells take 17 ms
+#: (``benches/gpu_primitives.py``). More cells take ``index_add_`` (no host sync; many cells
+#: share its atomic adds).
+BINCOUNT_CELLS = 2048
+
+
+def _sums(cell: torch.Tensor, cells: int, cols: list) -> torch.Tensor:
+    """Per-cell sums over ``cells`` cells (every index of ``cell`` below it; the caller drops
+    its drop cells) of each column of ``cols``: a 1-D float64 tensor, or None for a count.
+    Returns (len(cols), cells) float64. Whole-number columns (counts, unit halves, 0/1
+    outcomes) sum exactly in any order, so either way of summing gives the same bits."""
+    if cells <= BINCOUNT_CELLS:
+        return torch.stack([torch.bincount(cell, weights=col, minlength=cells).to(_F64)
+                            for col in cols])
+    out = torch.zeros((len(cols), cells), dtype=_F64, device=cell.device)
+    one = torch.ones((), dtype=_F64, device=cell.device).expand(cell.shape[0])
+    for row, col in zip(out, cols):
+        row.index_add_(0, cell, one if col is None else col)
+    return out
+
+
+def _score_cols(s64: torch.Tensor, w: torch.Tensor | None) -> list:
+    """The (count, hi, lo) columns of scores for :func:`_sums`: a count and the unit halves,
+    or, weighted, the weights, 0 and ``w * s * 2**50`` (a float sum; :func:`unit_value` then
+    gives ``sum w * s``)."""
+    if w is None:
+        hi, lo = unit_halves(s64)
+        return [None, hi.to(_F64), lo.to(_F64)]
+    return [w, torch.zeros_like(s64), s64 * w * _UNITS_PER_ONE]
 
 
 def _kept(scores64: torch.Tensor, threshold: float, top_label: bool) -> torch.Tensor | None:
@@ -168,6 +219,52 @@ def _kept(scores64: torch.Tensor, threshold: float, top_label: bool) -> torch.Te
     if top_label and threshold == 0.0:
         return None
     return scores64 > threshold
+
+
+def even_parts(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold: float,
+               num_bins: int) -> torch.Tensor:
+    """The exact parts of one even-binning grouping's table of a batch: a (4, G, B + 1) float64
+    tensor on the scores' device, rows ``counts, hi, lo, sum_outcome``, where ``hi, lo`` are
+    the cells' unit-half sums (:func:`unit_value` of them is the score sum). Parts of batches
+    add exactly (whole numbers below 2^53), so a sum of them is the table of all the rows."""
+    g = _groups(sc, max_prob, class_conditional)
+    nb = num_bins + 1
+    size = g * nb
+    edges = _edges(num_bins, sc.device)
+    w = sc.weight
+    if max_prob:
+        s = sc.confidence.to(_F64)
+        cell = torch.bucketize(s, edges, right=True)
+        if class_conditional:
+            assert sc.predicted is not None
+            cell = sc.predicted * nb + cell
+        keep = _kept(s, threshold, True)
+        if keep is not None:
+            cell = torch.where(keep, cell, size)
+        if w is None:  # counts and outcomes in one pass: cell * 2 + correct
+            both = _sums(cell * 2 + sc.correct, 2 * (size + 1), [None])[0].view(size + 1, 2)
+            hi, lo = unit_halves(s)
+            halves = _sums(cell, size + 1, [hi.to(_F64), lo.to(_F64)])
+            out = torch.stack([both.sum(1), halves[0], halves[1], both[:, 1]])[:, :size]
+        else:
+            ok = sc.correct.to(_F64)
+            out = _sums(cell, size + 1, _score_cols(s, w) + [ok * w])[:, :size]
+    else:
+        p = sc.probs
+        assert p is not None and sc.labels is not None
+        s = p.to(_F64)
+        n, k = s.shape
+        cell = torch.bucketize(s, edges, right=True)
+        if class_conditional:
+            cell += torch.arange(k, device=cell.device) * nb
+        # 0 is a float32 value: the input dtype compares exactly, without the float64 copy
+        cell.masked_fill_(~((p if threshold == 0.0 else s) > threshold), size)
+        wk = None if w is None else w[:, None].expand(n, k).reshape(-1)
+        # the outcome is 1 only at each row's label: one cell per row
+        label_cell = cell.gather(1, sc.labels[:, None])[:, 0]
+        out = torch.cat([_sums(cell.reshape(-1), size + 1, _score_cols(s.reshape(-1), wk)),
+                         _sums(label_cell, size + 1, [w])])[:, :size]
+    return out.reshape(4, g, nb)
 
 
 def even_table(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold: float,
@@ -188,50 +285,36 @@ def even_table(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold
     counts, sum_score, sum_outcome : torch.Tensor of shape (G, B + 1), float64, on the scores'
         device
         Counts are total weights when ``sc.weight`` is given. G is K when class-conditional,
-        else 1.
+        else 1. Unweighted, the engine's table bit for bit (see the module docstring).
     """
-    g = _groups(sc, max_prob, class_conditional)
-    nb = num_bins + 1
-    size = g * nb
-    edges = _edges(num_bins, sc.device)
-    w = sc.weight
-    if max_prob:
-        s = sc.confidence.to(_F64)
-        cell = torch.bucketize(s, edges, right=True)
-        if class_conditional:
-            assert sc.predicted is not None
-            cell = sc.predicted * nb + cell
-        keep = _kept(s, threshold, True)
-        if keep is not None:
-            cell = torch.where(keep, cell, size)
-        ok = sc.correct.to(_F64)
-        counts = _sums(cell, size, w)
-        sum_score = _sums(cell, size, s if w is None else s * w)
-        sum_outcome = _sums(cell, size, ok if w is None else ok * w)
-    else:
-        p = sc.probs
-        assert p is not None and sc.labels is not None
-        s = p.to(_F64)
-        n, k = s.shape
-        cell = torch.bucketize(s, edges, right=True)
-        if class_conditional:
-            cell += torch.arange(k, device=cell.device) * nb
-        # 0 is a float32 value: the input dtype compares exactly, without the float64 copy
-        cell.masked_fill_(~((p if threshold == 0.0 else s) > threshold), size)
-        flat = cell.reshape(-1)
-        wk = None if w is None else w[:, None].expand(n, k).reshape(-1)
-        counts = _sums(flat, size, wk)
-        sum_score = _sums(flat, size, s.reshape(-1) if w is None else (s * w[:, None]).reshape(-1))
-        # the outcome is 1 only at each row's label: one cell per row
-        label_cell = cell.gather(1, sc.labels[:, None])[:, 0]
-        sum_outcome = _sums(label_cell, size, w)
-    return tuple(t[:size].reshape(g, nb) for t in (counts, sum_score, sum_outcome))  # type: ignore
+    c, hi, lo, o = even_parts(sc, max_prob=max_prob, class_conditional=class_conditional,
+                              threshold=threshold, num_bins=num_bins)
+    return c, unit_value(hi, lo), o
 
 
-def _sorted_groups(sc: Scores, max_prob: bool, class_conditional: bool):
+def _narrow(x: torch.Tensor) -> torch.Tensor:
+    """float64 scores as float32 when every one is a float32 exactly (the metric keeps float32
+    batches as float64): the same values and order, and a sort of half the key bits."""
+    if x.dtype != torch.float64 or x.numel() == 0:
+        return x
+    y = x.to(torch.float32)
+    return y if bool((y.to(torch.float64) == x).all()) else x
+
+
+def _group_order(values: torch.Tensor, group: torch.Tensor, g: int):
+    """The order that sorts ``values`` ascending within ``group`` (groups ascending) and the
+    (G,) group sizes on the host: a sort by value, then a stable sort by group."""
+    order = torch.sort(values)[1]
+    order = order[torch.sort(group[order], stable=True)[1]]
+    return order, torch.bincount(group, minlength=g).cpu().numpy().astype(np.int64)
+
+
+def _sorted_groups(sc: Scores, max_prob: bool, class_conditional: bool, floor: float | None):
     """Scores sorted ascending within contiguous groups: ``(values, outcomes, sizes)``: values
-    in the input dtype, outcomes bool, sizes (G,) int64 on the host (every row of the group,
-    kept or not)."""
+    in the input dtype (float32 if exactly so, :func:`_narrow`), outcomes bool, sizes (G,)
+    int64 on the host. With ``floor``, a matrix's scores ``<= floor`` are left out first
+    (every threshold at least ``floor`` drops them): TACE at (50k, 1000) sorts its 2% of
+    scores above 0.01, not all 50M."""
     if max_prob:
         conf, ok = sc.confidence, sc.correct
         if not class_conditional:
@@ -239,13 +322,22 @@ def _sorted_groups(sc: Scores, max_prob: bool, class_conditional: bool):
             return v, ok[order], np.array([sc.n], dtype=np.int64)
         pred = sc.predicted
         assert pred is not None
-        order = torch.sort(conf)[1]
-        order = order[torch.sort(pred[order], stable=True)[1]]
-        sizes = torch.bincount(pred, minlength=sc.num_classes).cpu().numpy()
-        return conf[order], ok[order], sizes.astype(np.int64)
+        order, sizes = _group_order(conf, pred, sc.num_classes)
+        return conf[order], ok[order], sizes
     p, y = sc.probs, sc.labels
     assert p is not None and y is not None
+    p = _narrow(p)
     n, k = p.shape
+    if floor is not None:
+        flat = p.reshape(-1)
+        at = torch.nonzero(flat > _below(floor, p.dtype))[:, 0]
+        vals, cls = flat[at], at % k
+        ok = y[at // k] == cls
+        if not class_conditional:
+            v, order = torch.sort(vals)
+            return v, ok[order], np.array([vals.shape[0]], dtype=np.int64)
+        order, sizes = _group_order(vals, cls, k)
+        return vals[order], ok[order], sizes
     if not class_conditional:
         v, order = torch.sort(p.reshape(-1))
         ok = (order % k) == y[order // k]
@@ -256,9 +348,63 @@ def _sorted_groups(sc: Scores, max_prob: bool, class_conditional: bool):
     return v.reshape(-1), ok.reshape(-1), np.full(k, n, dtype=np.int64)
 
 
+def _below(t: float, dtype: torch.dtype) -> float:
+    """The largest value of ``dtype`` at most ``t``: for scores of that dtype, ``s > t`` (in
+    float64) exactly when ``s > _below(t)``, so a search can run in the scores' own dtype."""
+    if dtype == torch.float64:
+        return float(t)
+    x = np.float32(t)
+    if float(x) > t:
+        x = np.nextafter(x, np.float32(-np.inf))
+    return float(x)
+
+
+def _group_search(v: torch.Tensor, starts: np.ndarray, sizes: np.ndarray, x: torch.Tensor,
+                  right: bool) -> torch.Tensor:
+    """Per group i and query j, the position in ``v`` of the first score of group i that is
+    ``> x[i, j]`` (``right``) or ``>= x[i, j]``, or the group's end: ``searchsorted`` within
+    each group of the sorted runs ``v[starts[i]:starts[i] + sizes[i]]``. ``x`` is (G, Q) in
+    ``v``'s dtype; the result (G, Q) int64 on ``v``'s device.
+
+    Groups of one size (one group, the classes of a matrix) are a (G, n) view and one
+    ``torch.searchsorted``; groups of different sizes (top-label per predicted class) take a
+    vectorised binary search of the same rule (``tests/test_torch_tables.py`` holds the two
+    equal)."""
+    g, q = x.shape
+    dev = v.device
+    if g == 0 or q == 0:
+        return torch.zeros((g, q), dtype=torch.int64, device=dev)
+    if np.all(sizes == sizes[0]):
+        n = int(sizes[0])
+        if n == 0:
+            return torch.zeros((g, q), dtype=torch.int64, device=dev)
+        rows = v.reshape(g, n)
+        found = torch.searchsorted(rows, x.contiguous(), right=right)
+        return found + torch.arange(g, device=dev)[:, None] * n
+    lo = torch.from_numpy(np.repeat(starts, q)).to(dev)
+    hi = torch.from_numpy(np.repeat(starts + sizes, q)).to(dev)
+    xs = x.reshape(-1)
+    last = max(int(v.shape[0]) - 1, 0)
+    for _ in range(int(sizes.max()).bit_length() + 1):
+        mid = (lo + hi) >> 1
+        vm = v[mid.clamp(max=last)]
+        go = ((vm <= xs) if right else (vm < xs)) & (lo < hi)
+        lo = torch.where(go, mid + 1, lo)
+        hi = torch.where(go, hi, mid)
+    return lo.reshape(g, q)
+
+
 def adaptive_table(sc: Scores, *, max_prob: bool, class_conditional: bool, thresholds,
                    num_bins) -> dict:
     """Adaptive tables of one grouping at several thresholds and bin counts (one sort shared).
+
+    Per group: the scores sorted once; the kept ones start at the first score ``> t``; the
+    upper edges are the kept scores at the kernel's ranks
+    (:func:`calibkit.binned.table.adaptive_positions`), and a bin starts at the first score
+    ``>=`` its edge (value-defined: ties go to the bin above), found by a search per edge. A
+    bin's count and sums are differences of prefix sums (int64: unit halves and outcomes) at
+    its boundaries, so no work is done per score beyond the sort and the prefix sums, and the
+    sums are exact (the engine's bits).
 
     Parameters
     ----------
@@ -277,48 +423,45 @@ def adaptive_table(sc: Scores, *, max_prob: bool, class_conditional: bool, thres
     """
     if sc.weight is not None:
         return _weighted_adaptive(sc, max_prob, class_conditional, thresholds, num_bins)
-    v, ok, sizes = _sorted_groups(sc, max_prob, class_conditional)
+    thresholds = [float(t) for t in thresholds]
+    low = min(thresholds, default=0.0)
+    v, ok, sizes = _sorted_groups(sc, max_prob, class_conditional,
+                                  low if low > 0 and not max_prob else None)
     dev = v.device
     g = sizes.shape[0]
     m = int(v.shape[0])
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    gid = torch.repeat_interleave(torch.arange(g, device=dev),
-                                  torch.from_numpy(sizes).to(dev), output_size=m)
-    idx = torch.arange(m, device=dev)
-    new_run = torch.ones(m, dtype=torch.bool, device=dev)
-    if m > 1:
-        new_run[1:] = (v[1:] != v[:-1]) | (gid[1:] != gid[:-1])
-    run_start = torch.cummax(torch.where(new_run, idx, 0), dim=0)[0]
-    v64 = v.to(_F64)
-    okf = ok.to(_F64)
+    ends = starts + sizes
+    # prefix sums (a leading 0) of the unit halves and the outcomes: three 1-D scans (a scan
+    # down the rows of an (m, 3) tensor runs column by column on CUDA, far slower)
+    prefix = torch.zeros((3, m + 1), dtype=torch.int64, device=dev)
+    for row, x in zip(prefix, (*unit_halves(v.to(_F64)), ok.to(torch.int64))):
+        torch.cumsum(x, 0, out=row[1:])
     out = {}
     for t in thresholds:
-        keep = _kept(v64, t, max_prob)
-        if keep is None:
-            dropped = np.zeros(g, dtype=np.int64)
+        if max_prob and t == 0.0:  # top-label pairs keep every confidence at t = 0
+            first = starts
         else:
-            dropped = torch.bincount(gid[~keep], minlength=g).cpu().numpy().astype(np.int64)
-        kept_n = sizes - dropped
-        first = starts + dropped
+            x = torch.full((g, 1), _below(float(t), v.dtype), dtype=v.dtype, device=dev)
+            first = _group_search(v, starts, sizes, x, right=True)[:, 0].cpu().numpy()
+        kept_n = ends - first
+        live = np.flatnonzero(kept_n > 0)
         for b in num_bins:
-            bnd = np.repeat(first[:, None], b, axis=1)  # empty groups: every bin starts at end
-            pos = np.zeros((g, max(b - 1, 0)), dtype=np.int64)
-            live = np.flatnonzero(kept_n > 0)
-            for n_i in np.unique(kept_n[live]):  # the kernel's ranks, once per group size
-                pos[kept_n == n_i] = np.asarray(adaptive_positions(int(n_i), b), dtype=np.int64)
+            bnd = np.empty((g, b + 1), dtype=np.int64)
+            bnd[:, :b] = first[:, None]  # empty groups: every bin starts at the end
+            bnd[:, b] = ends
             bnd_t = torch.from_numpy(bnd).to(dev)
             if b > 1 and live.size:
-                at = torch.from_numpy((first[live, None] + pos[live]).reshape(-1)).to(dev)
-                bnd_t[torch.from_numpy(live).to(dev), 1:] = run_start[at].reshape(live.size, b - 1)
-            cell = torch.searchsorted(bnd_t.reshape(-1), idx, right=True) - 1
-            size = g * b
-            if keep is not None:
-                cell = torch.where(keep, cell, size)
-            counts = _sums(cell, size, None)
-            sum_score = _sums(cell, size, v64)
-            sum_outcome = _sums(cell, size, okf)
-            out[(float(t), int(b))] = tuple(
-                x[:size].reshape(g, b).cpu().numpy() for x in (counts, sum_score, sum_outcome))
+                # an empty group's edges are +inf: its searches end at its end
+                at = np.where(kept_n[:, None] > 0, first[:, None] + adaptive_positions(kept_n, b),
+                              -1)
+                at_t = torch.from_numpy(at.reshape(-1)).to(dev)
+                edge = torch.where(at_t >= 0, v[at_t.clamp(min=0)], float("inf")).reshape(g, b - 1)
+                bnd_t[:, 1:b] = _group_search(v, starts, sizes, edge, right=False)
+            p = prefix[:, bnd_t]  # (3, G, B + 1)
+            diff = torch.cat([(bnd_t[:, 1:] - bnd_t[:, :-1])[None], p[..., 1:] - p[..., :-1]])
+            d = diff.cpu().numpy().astype(np.float64)  # whole numbers below 2^53: exact
+            out[(float(t), int(b))] = (d[0], unit_value(d[1], d[2]), d[3])
     return out
 
 
@@ -378,15 +521,23 @@ def engine_tables(sc: Scores, *, binning: str, max_prob: bool, class_conditional
 
 
 def even_of(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold: float,
-            num_bins: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`even_table` where the scores are: torch ops on a device, the engine's kernels for
-    CPU scores (:func:`use_engine`; the tables then as CPU tensors)."""
+            num_bins: int) -> torch.Tensor:
+    """:func:`even_parts` where the scores are: torch ops on a device, the engine's kernels for
+    CPU scores (:func:`use_engine`; its table as parts ``counts, 0, sum_score * 2**50,
+    sum_outcome``, a CPU tensor)."""
     if use_engine(sc.device):
-        return tuple(torch.from_numpy(a) for a in engine_tables(  # type: ignore[return-value]
-            sc, binning="even", max_prob=max_prob, class_conditional=class_conditional,
-            threshold=threshold, num_bins=num_bins))
-    return even_table(sc, max_prob=max_prob, class_conditional=class_conditional,
+        c, ss, so = engine_tables(sc, binning="even", max_prob=max_prob,
+                                  class_conditional=class_conditional, threshold=threshold,
+                                  num_bins=num_bins)
+        return torch.from_numpy(np.stack([c, np.zeros_like(ss), ss * _UNITS_PER_ONE, so]))
+    return even_parts(sc, max_prob=max_prob, class_conditional=class_conditional,
                       threshold=threshold, num_bins=num_bins)
+
+
+def parts_table(parts) -> tuple:
+    """``(counts, sum_score, sum_outcome)`` of :func:`even_parts`-style parts (4, G, nb),
+    NumPy or torch."""
+    return parts[0], unit_value(parts[1], parts[2]), parts[3]
 
 
 def adaptive_of(sc: Scores, *, max_prob: bool, class_conditional: bool, thresholds,
@@ -420,25 +571,24 @@ def space_tables(sc: Scores, space, num_bins) -> dict:
     parts: list[torch.Tensor] = []
     for mp, cc, t in even:
         for b in num_bins:
-            tabs = even_of(sc, max_prob=mp, class_conditional=cc, threshold=t, num_bins=b)
-            keys.append((("even", mp, cc, t, b), tabs[0].shape))
-            parts.extend(x.reshape(-1) for x in tabs)
+            got = even_of(sc, max_prob=mp, class_conditional=cc, threshold=t, num_bins=b)
+            keys.append((("even", mp, cc, t, b), got.shape))
+            parts.append(got.reshape(-1))
     if parts:
         flat = torch.cat(parts).cpu().numpy()
         at = 0
         for key, shape in keys:
-            size = shape[0] * shape[1]
-            out[key] = tuple(flat[at + i * size: at + (i + 1) * size].reshape(shape)
-                             for i in range(3))
-            at += 3 * size
+            size = shape[0] * shape[1] * shape[2]
+            out[key] = parts_table(flat[at: at + size].reshape(shape))
+            at += size
     groupings: dict = {}
     for s in space:
         if s.binning == "adaptive":
             groupings.setdefault((s.max_prob, s.class_conditional), set()).add(s.threshold)
     for (mp, cc), ts in groupings.items():
-        got = adaptive_of(sc, max_prob=mp, class_conditional=cc, thresholds=sorted(ts),
-                          num_bins=num_bins)
-        for (t, b), tab in got.items():
+        tabs = adaptive_of(sc, max_prob=mp, class_conditional=cc, thresholds=sorted(ts),
+                           num_bins=num_bins)
+        for (t, b), tab in tabs.items():
             out[("adaptive", mp, cc, t, b)] = tab
     return out
 
