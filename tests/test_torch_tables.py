@@ -62,11 +62,11 @@ def _check(got, want, exact=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("bincount_cells", [2048, 0])  # bincount, then index_add_ for all
+@pytest.mark.parametrize("bincount", [True, False])  # small tables by bincount / index_add_
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("data", DATA)
-def test_even_tables_equal_the_engine(data, dtype, bincount_cells, monkeypatch):
-    monkeypatch.setattr(tables_module, "BINCOUNT_CELLS", bincount_cells)
+def test_even_tables_equal_the_engine(data, dtype, bincount, monkeypatch):
+    monkeypatch.setattr(tables_module, "BINCOUNT_ROWS", 0 if bincount else 1 << 62)
     y, p = _data(data)
     p = p.astype(dtype)
     sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))
@@ -77,9 +77,11 @@ def test_even_tables_equal_the_engine(data, dtype, bincount_cells, monkeypatch):
                 _check(got, _engine(y, p, "even", mp, cc, t, b))
 
 
+@pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("data", DATA)
-def test_adaptive_tables_equal_the_engine(data, dtype):
+def test_adaptive_tables_equal_the_engine(data, dtype, bincount, monkeypatch):
+    monkeypatch.setattr(tables_module, "BINCOUNT_ROWS", 0 if bincount else 1 << 62)
     y, p = _data(data)
     p = p.astype(dtype)
     sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))

@@ -181,12 +181,15 @@ def unit_value(hi, lo):
     return (hi * float(1 << LO_BITS) + lo) * (1.0 / _UNITS_PER_ONE)
 
 
-#: Cells (the drop cell included) up to which :func:`_sums` counts with ``torch.bincount``, a
-#: histogram in each block's shared memory: 10M rows into 16 cells take about 0.28 ms a
-#: column on an H200, where ``index_add_``'s atomic adds to a few hot cells take 17 ms
-#: (``benches/gpu_primitives.py``). More cells take ``index_add_`` (no host sync; many cells
-#: share its atomic adds).
+#: When :func:`_sums` counts with ``torch.bincount``, a histogram in each block's shared
+#: memory: for at most ``BINCOUNT_CELLS`` cells (the drop cell included) and at least
+#: ``BINCOUNT_ROWS`` rows. 10M rows into 16 cells take about 0.28 ms a column on an H200,
+#: where ``index_add_``'s atomic adds to a few hot cells take 4.4 ms
+#: (``benches/gpu_primitives.py``). Otherwise ``index_add_``: it needs no host sync (bincount
+#: reads the largest index first), which is what a batch of 50k rows pays for most, and many
+#: cells share its atomic adds.
 BINCOUNT_CELLS = 2048
+BINCOUNT_ROWS = 1 << 17
 
 
 def _sums(cell: torch.Tensor, cells: int, cols: list) -> torch.Tensor:
@@ -194,7 +197,7 @@ def _sums(cell: torch.Tensor, cells: int, cols: list) -> torch.Tensor:
     its drop cells) of each column of ``cols``: a 1-D float64 tensor, or None for a count.
     Returns (len(cols), cells) float64. Whole-number columns (counts, unit halves, 0/1
     outcomes) sum exactly in any order, so either way of summing gives the same bits."""
-    if cells <= BINCOUNT_CELLS:
+    if cells <= BINCOUNT_CELLS and cell.shape[0] >= BINCOUNT_ROWS:
         return torch.stack([torch.bincount(cell, weights=col, minlength=cells).to(_F64)
                             for col in cols])
     out = torch.zeros((len(cols), cells), dtype=_F64, device=cell.device)
@@ -311,7 +314,8 @@ def _group_order(values: torch.Tensor, group: torch.Tensor, g: int):
 
 def _sorted_groups(sc: Scores, max_prob: bool, class_conditional: bool, floor: float | None):
     """Scores sorted ascending within contiguous groups: ``(values, outcomes, sizes)``: values
-    in the input dtype (float32 if exactly so, :func:`_narrow`), outcomes bool, sizes (G,)
+    in the input dtype (float32 if exactly so, :func:`_narrow`), outcomes bool (None for a
+    matrix, whose outcomes :func:`adaptive_table` takes from the label scores), sizes (G,)
     int64 on the host. With ``floor``, a matrix's scores ``<= floor`` are left out first
     (every threshold at least ``floor`` drops them): TACE at (50k, 1000) sorts its 2% of
     scores above 0.01, not all 50M."""
@@ -326,26 +330,22 @@ def _sorted_groups(sc: Scores, max_prob: bool, class_conditional: bool, floor: f
         return conf[order], ok[order], sizes
     p, y = sc.probs, sc.labels
     assert p is not None and y is not None
+    # a matrix's outcomes come from its label scores (adaptive_table): values only here
     p = _narrow(p)
     n, k = p.shape
     if floor is not None:
         flat = p.reshape(-1)
         at = torch.nonzero(flat > _below(floor, p.dtype))[:, 0]
-        vals, cls = flat[at], at % k
-        ok = y[at // k] == cls
+        vals = flat[at]
         if not class_conditional:
-            v, order = torch.sort(vals)
-            return v, ok[order], np.array([vals.shape[0]], dtype=np.int64)
-        order, sizes = _group_order(vals, cls, k)
-        return vals[order], ok[order], sizes
+            return torch.sort(vals)[0], None, np.array([vals.shape[0]], dtype=np.int64)
+        order, sizes = _group_order(vals, at % k, k)
+        return vals[order], None, sizes
     if not class_conditional:
-        v, order = torch.sort(p.reshape(-1))
-        ok = (order % k) == y[order // k]
-        return v, ok, np.array([n * k], dtype=np.int64)
+        return torch.sort(p.reshape(-1))[0], None, np.array([n * k], dtype=np.int64)
     # group k = column k: the columns as contiguous rows, each sorted
-    v, rows = torch.sort(p.t().contiguous(), dim=1)
-    ok = y[rows] == torch.arange(k, device=p.device)[:, None]
-    return v.reshape(-1), ok.reshape(-1), np.full(k, n, dtype=np.int64)
+    v = torch.sort(p.t().contiguous(), dim=1)[0]
+    return v.reshape(-1), None, np.full(k, n, dtype=np.int64)
 
 
 def _below(t: float, dtype: torch.dtype) -> float:
@@ -432,11 +432,17 @@ def adaptive_table(sc: Scores, *, max_prob: bool, class_conditional: bool, thres
     m = int(v.shape[0])
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     ends = starts + sizes
-    # prefix sums (a leading 0) of the unit halves and the outcomes: three 1-D scans (a scan
-    # down the rows of an (m, 3) tensor runs column by column on CUDA, far slower)
-    prefix = torch.zeros((3, m + 1), dtype=torch.int64, device=dev)
-    for row, x in zip(prefix, (*unit_halves(v.to(_F64)), ok.to(torch.int64))):
+    # prefix sums (a leading 0) of the unit halves and the outcomes: 1-D scans (a scan down
+    # the rows of an (m, 3) tensor runs column by column on CUDA, far slower)
+    cols = [*unit_halves(v.to(_F64))] + ([] if ok is None else [ok.to(torch.int64)])
+    prefix = torch.zeros((len(cols), m + 1), dtype=torch.int64, device=dev)
+    for row, x in zip(prefix, cols):
         torch.cumsum(x, 0, out=row[1:])
+    del cols
+    if ok is None:  # a matrix: the outcome is 1 only at each row's label score
+        assert sc.probs is not None and sc.labels is not None
+        label_score = sc.probs.gather(1, sc.labels[:, None])[:, 0].to(_F64)
+        label_group = sc.labels if class_conditional else torch.zeros_like(sc.labels)
     out = {}
     for t in thresholds:
         if max_prob and t == 0.0:  # top-label pairs keep every confidence at t = 0
@@ -451,6 +457,7 @@ def adaptive_table(sc: Scores, *, max_prob: bool, class_conditional: bool, thres
             bnd[:, :b] = first[:, None]  # empty groups: every bin starts at the end
             bnd[:, b] = ends
             bnd_t = torch.from_numpy(bnd).to(dev)
+            edge = None
             if b > 1 and live.size:
                 # an empty group's edges are +inf: its searches end at its end
                 at = np.where(kept_n[:, None] > 0, first[:, None] + adaptive_positions(kept_n, b),
@@ -458,11 +465,27 @@ def adaptive_table(sc: Scores, *, max_prob: bool, class_conditional: bool, thres
                 at_t = torch.from_numpy(at.reshape(-1)).to(dev)
                 edge = torch.where(at_t >= 0, v[at_t.clamp(min=0)], float("inf")).reshape(g, b - 1)
                 bnd_t[:, 1:b] = _group_search(v, starts, sizes, edge, right=False)
-            p = prefix[:, bnd_t]  # (3, G, B + 1)
-            diff = torch.cat([(bnd_t[:, 1:] - bnd_t[:, :-1])[None], p[..., 1:] - p[..., :-1]])
-            d = diff.cpu().numpy().astype(np.float64)  # whole numbers below 2^53: exact
-            out[(float(t), int(b))] = (d[0], unit_value(d[1], d[2]), d[3])
+            p = prefix[:, bnd_t]  # (2 or 3, G, B + 1)
+            parts = [(bnd_t[:, 1:] - bnd_t[:, :-1])[None], p[..., 1:] - p[..., :-1]]
+            if ok is None:
+                parts.append(_label_outcomes(label_score, label_group, edge, g, b, t)[None])
+            d = torch.cat(parts).cpu().numpy().astype(np.float64)  # whole numbers below 2^53
+            out[(t, int(b))] = (d[0], unit_value(d[1], d[2]), d[3])
     return out
+
+
+def _label_outcomes(label_score: torch.Tensor, label_group: torch.Tensor,
+                    edge: torch.Tensor | None, g: int, b: int, t: float) -> torch.Tensor:
+    """A matrix's outcome sums (G, B) int64: each row's label score, kept when ``> t``, counted
+    in its group's bin by value (the number of the group's upper edges ``<=`` it: ties go to
+    the bin above, as the boundaries' searches put them), instead of a pass over every sorted
+    score."""
+    if edge is None:  # one bin, or no group kept anything
+        cell = torch.zeros_like(label_group)
+    else:
+        cell = torch.searchsorted(edge.to(_F64)[label_group], label_score[:, None], right=True)[:, 0]
+    cell = torch.where(label_score > t, label_group * b + cell, g * b)
+    return _sums(cell, g * b + 1, [None])[0][:g * b].reshape(g, b).to(torch.int64)
 
 
 def _weighted_adaptive(sc: Scores, max_prob: bool, class_conditional: bool, thresholds,
