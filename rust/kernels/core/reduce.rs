@@ -1,6 +1,8 @@
 //! From per-(group, bin) statistics to the metric: the norm inside each group, then the class
 //! average (docs/spec.md, "Error of a group, then of the whole").
 
+use rayon::prelude::*;
+
 use crate::kernels::core::validate;
 use crate::kernels::{BinStats, KernelError, Norm};
 
@@ -42,8 +44,28 @@ pub fn group_error(st: &BinStats, g: usize, norm: Norm) -> f64 {
 /// The metric: not class-conditional, the single group's error; class-conditional, the mean
 /// over all groups (empty ones count 0). For l2 one square root is taken at the end.
 pub fn reduce(st: &BinStats, norm: Norm, class_conditional: bool) -> f64 {
-    let total: f64 = (0..st.groups).map(|g| group_error(st, g, norm)).sum();
-    let v = if class_conditional { total / st.groups as f64 } else { total };
+    combine((0..st.groups).map(|g| group_error(st, g, norm)), st.groups, norm, class_conditional)
+}
+
+/// Tables of at least this many groups have their groups' errors taken in parallel by
+/// [`reduce_par`].
+const PAR_GROUPS: usize = 256;
+
+/// [`reduce`], with the groups' errors of a table of many groups computed in parallel: they
+/// are added in group order, as [`reduce`] adds them, so the value is bitwise the same. For
+/// callers that hold no GIL (rayon may run).
+pub fn reduce_par(st: &BinStats, norm: Norm, class_conditional: bool) -> f64 {
+    if st.groups < PAR_GROUPS {
+        return reduce(st, norm, class_conditional);
+    }
+    let errors: Vec<f64> = (0..st.groups).into_par_iter().with_min_len(64).map(|g| group_error(st, g, norm)).collect();
+    combine(errors.into_iter(), st.groups, norm, class_conditional)
+}
+
+/// The metric from the groups' errors, in group order (the one place they are combined).
+fn combine(errors: impl Iterator<Item = f64>, groups: usize, norm: Norm, class_conditional: bool) -> f64 {
+    let total: f64 = errors.sum();
+    let v = if class_conditional { total / groups as f64 } else { total };
     match norm {
         Norm::L2 => v.sqrt(),
         _ => v,
@@ -103,6 +125,25 @@ mod tests {
         // class-conditional: each group scaled on its own
         let st = table(&[1e308, 1e308, 1.0, 3.0], &[5e307, 5e307, 0.5, 1.5], &[1e308, 0.0, 1.0, 3.0], 2);
         assert_eq!(reduce(&st, Norm::L1, true), 0.5);
+    }
+
+    /// The parallel form adds the same errors in the same order: bitwise the same value.
+    #[test]
+    fn parallel_groups_give_the_same_bits() {
+        let mut draw = crate::kernels::tests::xorshift(0x1234_5678_9abc_def1);
+        for groups in [1usize, 255, 256, 1000] {
+            let nb = 7;
+            let count: Vec<f64> = (0..groups * nb).map(|_| (draw() * 20.0).floor()).collect();
+            let score: Vec<f64> = count.iter().map(|&c| c * draw()).collect();
+            let outcome: Vec<f64> = count.iter().map(|&c| (c * draw()).floor()).collect();
+            let st = table(&count, &score, &outcome, groups);
+            for norm in [Norm::L1, Norm::L2, Norm::Max] {
+                for cc in [true, false] {
+                    let (a, b) = (reduce(&st, norm, cc), reduce_par(&st, norm, cc));
+                    assert_eq!(a.to_bits(), b.to_bits(), "groups={groups} {norm:?} cc={cc}");
+                }
+            }
+        }
     }
 
     /// A total that does not overflow keeps the plain form (the bits `gce` returns).
