@@ -10,25 +10,8 @@ result is checked against the first one's (the sums bit for bit, the sorts by va
 
 from __future__ import annotations
 
-import time
-
 import torch
-
-
-def timed(f, dev, repeat=5):
-    def sync():
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-    f()
-    sync()
-    best = float("inf")
-    for _ in range(repeat):
-        sync()
-        t = time.perf_counter()
-        f()
-        sync()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
+from gpu_calibration import timed
 
 
 def main() -> None:
@@ -100,17 +83,17 @@ def main() -> None:
                     ("one-hot matmul, chunks of 4M", onehot(4_000_000)),
                     ("sort by cell + int64 prefix sums", sort_cumsum)]:
         same = bool(torch.equal(f(), ref))
-        print(f"| {name} | {timed(f, dev):.3f} ms | equal: {same} |")
+        print(f"| {name} | {timed(f, 5, dev):.3f} ms | equal: {same} |")
     ones = torch.ones((), dtype=torch.float64, device=dev).expand(n_pairs)
     print(f"| bincount(cell), no weights | "
-          f"{timed(lambda: torch.bincount(cell, minlength=cells), dev):.3f} ms | |")
+          f"{timed(lambda: torch.bincount(cell, minlength=cells), 5, dev):.3f} ms | |")
     def count_spread():
         c = cell * 64 + (torch.arange(n_pairs, device=dev) & 63)
         return torch.zeros(cells * 64, dtype=torch.float64, device=dev).index_add_(0, c, ones)
-    print(f"| index_add_ of an expanded 1.0, 64 copies | {timed(count_spread, dev):.3f} ms | |")
+    print(f"| index_add_ of an expanded 1.0, 64 copies | {timed(count_spread, 5, dev):.3f} ms | |")
     conf = torch.rand(n_pairs, device=dev, generator=g)
     print(f"| unit halves of {n_pairs} float32 scores | "
-          f"{timed(lambda: torch.round(conf.double() * 2.0 ** 50).to(torch.int64), dev):.3f} ms | |")
+          f"{timed(lambda: torch.round(conf.double() * 2.0 ** 50).to(torch.int64), 5, dev):.3f} ms | |")
 
     # -- sorting the (n, k) float32 matrix's scores within each class ------------------------
     p = torch.softmax(3 * torch.randn(n, k, device=dev, generator=g), dim=1)
@@ -140,12 +123,12 @@ def main() -> None:
                     ("torch.sort of int64 keys class << 32 | score bits (1-D)", key_sort),
                     ("torch.sort of the flat matrix (1-D float32, one group)", flat_sort),
                     ("keys of the scores > 0.01 only, then torch.sort", kept_sort)]:
-        print(f"| {name} | {timed(f, dev):.3f} ms | |")
+        print(f"| {name} | {timed(f, 5, dev):.3f} ms | |")
     print(f"keys' order equals the segmented sort's: {same}; scores > 0.01: "
           f"{int((p > 0.01).sum())} of {n * k}")
     x = torch.randint(0, 2 ** 25, (n * k,), device=dev, generator=g)
-    print(f"| int64 cumsum of {n * k} | {timed(lambda: torch.cumsum(x, 0), dev):.3f} ms | |")
-    print(f"| transpose copy of the matrix | {timed(lambda: p.t().contiguous(), dev):.3f} ms | |")
+    print(f"| int64 cumsum of {n * k} | {timed(lambda: torch.cumsum(x, 0), 5, dev):.3f} ms | |")
+    print(f"| transpose copy of the matrix | {timed(lambda: p.t().contiguous(), 5, dev):.3f} ms | |")
 
 
 if __name__ == "__main__":
