@@ -180,3 +180,27 @@ def test_unit_halves_are_the_engines_units():
     total = sum(units)
     got = tables_module.unit_value(hi.double().sum(), lo.double().sum())
     assert float(got) == float(total) * 2.0 ** -50
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_random_tables_equal_the_engine(seed):
+    # Few rows, many ties, classes never predicted or never above a threshold, one row: every
+    # table of every grouping bit for bit, through both ways of summing.
+    rng = np.random.default_rng(100 + seed)
+    n, k = int(rng.integers(1, 40)), int(rng.integers(2, 7))
+    grid = rng.choice([0.0, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0], size=(n, k))
+    grid[:, 0] += 1e-3  # no all-zero rows
+    p = grid / grid.sum(1, keepdims=True)
+    if seed % 2:
+        p = p.astype(np.float32)
+        p = (p / p.sum(1, keepdims=True, dtype=np.float64)).astype(np.float32)
+    y = rng.integers(0, k, n)
+    sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))
+    for mp, cc in GROUPINGS:
+        got = adaptive_table(sc, max_prob=mp, class_conditional=cc, thresholds=(0.0, 0.2),
+                             num_bins=(1, 2, 7))
+        for t in (0.0, 0.2):
+            for b in (1, 2, 7):
+                _check(got[(t, b)], _engine(y, p, "adaptive", mp, cc, t, b))
+                _check(even_table(sc, max_prob=mp, class_conditional=cc, threshold=t,
+                                  num_bins=b), _engine(y, p, "even", mp, cc, t, b))
