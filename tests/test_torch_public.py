@@ -77,8 +77,8 @@ def test_named_metrics_on_the_device_equal_numpy(cifar, dtype, device):
     y, p = cifar
     p = p.astype(dtype)
     yt, pt = _t(y, p)
-    for name, f in NAMED.items():
-        assert abs(f(yt, pt, num_bins=15) - f(y, p, num_bins=15)) <= 1e-12, name
+    for name, f in NAMED.items():  # the engine's tables, bit for bit: the same value
+        assert f(yt, pt, num_bins=15) == f(y, p, num_bins=15), name
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -89,7 +89,7 @@ def test_evaluate_over_the_space_on_the_device_equals_numpy(cifar, dtype, device
     ref = calibkit.evaluate(y, p)
     assert ev.space == ref.space and ev.num_bins == ref.num_bins
     assert (ev.n_samples, ev.num_classes) == (ref.n_samples, ref.num_classes)
-    np.testing.assert_allclose(ev.values, ref.values, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(ev.values, ref.values)
 
 
 def test_float32_tables_on_the_device_hold_the_same_bins(cifar, device):
