@@ -13,7 +13,7 @@ use super::core::validate::{self, row_sum_and_bad, Checks};
 use super::gce::pairs;
 use super::*;
 
-const ALL: [Kernel; 8] = [
+const ALL: [Kernel; 9] = [
     Kernel::TopLabelScan,
     Kernel::Cells,
     Kernel::SceRows,
@@ -22,6 +22,7 @@ const ALL: [Kernel; 8] = [
     Kernel::Multiversion,
     Kernel::LongRowScan,
     Kernel::PairCells,
+    Kernel::TermLanes,
 ];
 
 fn softmax(n: usize, k: usize, sharp: f64, seed: u64) -> (Vec<f64>, Vec<i64>) {
@@ -92,6 +93,12 @@ fn every_kernel_takes_its_best_vector_twin() {
         let correct: Vec<u8> = vec![1; n];
         let spec = metric(Binning::Even, true, false, 0.0);
         pairs::gce(&pairs::Pairs::new(&conf, &correct, None, k).unwrap(), &spec).unwrap();
+        // The weighted bootstrap's lanes: every entry's even bin of 15, rows weighted.
+        let cell: Vec<u32> = p.iter().map(|&v| ((v * 15.0) as u32).min(15)).collect();
+        let hit: Vec<u32> = y.iter().map(|&c| c as u32).collect();
+        let base: Vec<f64> = (0..n).map(|i| 0.5 + (i % 7) as f64 / 4.0).collect();
+        let cells = crate::kernels::weighted::resample::Cells { cell: &cell, score: &p, hit: &hit, base: Some(&base), width: k, groups: 1, nb: 16 };
+        crate::kernels::weighted::resample::bootstrap(&cells, Norm::L1, false, crate::kernels::weighted::draws::Scheme::Poisson, 1, 4).unwrap();
     }
     for (i, &kernel) in ALL.iter().enumerate() {
         // One snapshot per kernel, before and after: other tests dispatch concurrently, so
@@ -111,6 +118,7 @@ fn every_kernel_takes_its_best_vector_twin() {
                 | Kernel::Multiversion
                 | Kernel::LongRowScan
                 | Kernel::PairCells
+                | Kernel::TermLanes
                 | Kernel::SceRows
         ) {
             assert_eq!(portable, 0, "{kernel:?} took its portable path on a CPU with {level:?}");

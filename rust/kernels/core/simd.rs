@@ -125,6 +125,8 @@ pub enum Kernel {
     LongRowScan,
     /// The (confidence, correct) pair cells (`pairs::grouped::cells_of` and the pooled pass).
     PairCells,
+    /// The weighted bootstrap's sums of several resamples at once (`weighted::sums::term_sums_lanes`).
+    TermLanes,
 }
 
 /// Room for this many kernels in the records (more than the enum has).

@@ -29,7 +29,7 @@ use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
 use crate::kernels::core::units;
 use crate::kernels::weighted::adaptive::Sorted;
-use crate::kernels::weighted::sums::{count_units, join, less_bias, plain_chunk, term_sums, weighted_units, Scales, UnitSums, BIAS, TERM_BIAS};
+use crate::kernels::weighted::sums::{count_units, join, less_bias, plain_chunk, term_sums, term_sums_lanes, weighted_units, Scales, UnitSums, BIAS, LANES, TERM_BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 // The draws moved to their own module; their paths here stay (the glue and other modules use
@@ -337,6 +337,79 @@ impl CellRuns {
     }
 }
 
+impl CellRuns {
+    /// (count, score, outcome) units of cell `c` with base weights in [`LANES`] resamples at
+    /// once, `m` each row's multiplicities in them (all below 2^11): [`CellRuns::weighted_cell`]
+    /// of each, bit for bit, from one pass over the cell's entries.
+    fn weighted_cell_lanes(&self, c: usize, m: &[[u32; LANES]]) -> [(i128, i128, i128); LANES] {
+        let r = self.start[c]..self.start[c + 1];
+        let h = self.hits_end[c].clamp(r.start, r.end);
+        let (n1, s1) = term_sums_lanes(&self.row[r.start..h], m, &self.count[r.start..h], &self.score[r.start..h]);
+        let (n2, s2) = term_sums_lanes(&self.row[h..r.end], m, &self.count[h..r.end], &self.score[h..r.end]);
+        std::array::from_fn(|j| (n1[j].wrapping_add(n2[j]), s1[j].wrapping_add(s2[j]), n1[j]))
+    }
+}
+
+/// [`bootstrap`] with base weights and multiplicities drawn per row (not in place): each block
+/// of [`BLOCK`] resamples takes its resamples [`LANES`] at a time through one pass over the
+/// cell runs ([`CellRuns::weighted_cell_lanes`]), so the runs (20 bytes an entry: 20 MB at
+/// (10k, 100) for SCE) are streamed once per [`LANES`] resamples. A group with a multiplicity
+/// of 2^11 or more takes the one-resample loop. Each value is the one-resample loop's, bit for
+/// bit (exact sums), whatever the grouping.
+fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Vec<f64> {
+    let runs = &CellRuns::new(cells, t, false);
+    let (n, nc) = (cells.rows(), cells.groups * cells.nb);
+    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|b| {
+            let (first, end) = (b * BLOCK, ((b + 1) * BLOCK).min(n_resamples));
+            let mut st = t.sc.table(cells.groups, cells.nb);
+            let mut one = vec![0u32; n];
+            let mut m = vec![[0u32; LANES]; n];
+            let mut sums = vec![[(0i128, 0i128, 0i128); LANES]; nc];
+            let mut out = Vec::with_capacity(end - first);
+            for r0 in (first..end).step_by(LANES) {
+                let lanes = LANES.min(end - r0);
+                let mut most = 0u32;
+                for j in 0..LANES {
+                    if j < lanes {
+                        bootstrap_counts(scheme, seed, (r0 + j) as u64, &mut one);
+                    } else {
+                        one.fill(0);
+                    }
+                    for (mi, &x) in m.iter_mut().zip(&one) {
+                        mi[j] = x;
+                        most = most.max(x);
+                    }
+                }
+                if most >= 1 << 11 {
+                    for j in 0..lanes {
+                        for (x, mi) in one.iter_mut().zip(&m) {
+                            *x = mi[j];
+                        }
+                        let most = one.iter().copied().max().unwrap_or(0) as u64;
+                        runs.table(&t.sc, most, &mut st, |i| one.get(i as usize).map_or(0, |&x| x as u64));
+                        out.push(reduce(&st, norm, class_conditional));
+                    }
+                    continue;
+                }
+                for (c, s) in sums.iter_mut().enumerate() {
+                    *s = runs.weighted_cell_lanes(c, &m);
+                }
+                for j in 0..lanes {
+                    for (c, s) in sums.iter().enumerate() {
+                        let (count, score, outcome) = s[j];
+                        t.sc.write(&mut st, c, count, score, outcome);
+                    }
+                    out.push(reduce(&st, norm, class_conditional));
+                }
+            }
+            out
+        })
+        .collect();
+    blocks.into_iter().flatten().collect()
+}
+
 /// Entries whose multiplicities [`CellRuns::weighted_run`] gathers at a time (within
 /// [`TERM_CHUNK`](crate::kernels::weighted::sums::TERM_CHUNK)).
 const GATHER: usize = 256;
@@ -400,6 +473,9 @@ pub fn bootstrap(
     let entries = cells.rows().saturating_mul(cells.width) as u64;
     if !drawn && cells.base.is_none() && entries.saturating_mul(most) < 1 << 32 {
         return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
+    }
+    if !drawn && cells.base.is_some() {
+        return Ok(bootstrap_lanes(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
     }
     let runs = CellRuns::new(cells, &t, drawn);
     let n = cells.rows();
@@ -516,6 +592,11 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
         fill[c as usize] += 1;
     }
     let plain = cells.base.is_none();
+    // rows whose count units one `u64` sum takes: as many as cannot wrap it, by the largest
+    // count units of the call (below 2^61: at least 7 rows; about 2^13 for weights within a
+    // factor 2^12 of each other, whose units are about 2^50)
+    let most = rows.iter().map(|r| r.2).max().unwrap_or(0);
+    let hit_run = (u64::MAX / most.max(1)).min(1 << 30) as usize;
     // TOP_LANES resamples per pass over the rows (each row read once for them)
     let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(TOP_LANES))
         .into_par_iter()
@@ -542,16 +623,21 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                     }
                 } else {
                     // the hits' count units (each below 2^61, [`Scales::of_terms`]) summed in
-                    // `u64` over runs of HIT_RUN rows, then folded into `i128`
+                    // `u64` over runs of `hit_run` rows, then folded into `i128`
                     let mut wide = [0i128; TOP_LANES];
-                    for part in run.chunks(HIT_RUN) {
+                    for part in run.chunks(hit_run) {
                         let mut sum = [0u64; TOP_LANES];
                         for &(g, thr, c1) in part {
-                            for j in 0..TOP_LANES {
-                                // a product by the 0/1 test, not a select (which compiles to
-                                // a branch the draws mispredict)
-                                let hit = ((draw_tagged(keys[j], g) >> 11) < thr) as u64;
-                                sum[j] = sum[j].wrapping_add(c1 * hit);
+                            // the lanes' tests first (scalar hashes), then their masks of the
+                            // count units added as one vector (the sums stay out of the
+                            // general registers the hashes need; a select compiles to a
+                            // branch the draws mispredict)
+                            let mut hit = [0u64; TOP_LANES];
+                            for (h, &key) in hit.iter_mut().zip(&keys) {
+                                *h = (((draw_tagged(key, g) >> 11) < thr) as u64).wrapping_neg();
+                            }
+                            for (s, h) in sum.iter_mut().zip(hit) {
+                                *s = s.wrapping_add(c1 & h);
                             }
                         }
                         for j in 0..TOP_LANES {
@@ -577,8 +663,6 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
 
 /// Resamples sharing each pass of [`consistency_top`] over the rows.
 const TOP_LANES: usize = 8;
-/// Rows whose count units (each below 2^61) [`consistency_top`] sums in one `u64`.
-const HIT_RUN: usize = 4;
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
 /// predicted distribution, scores and bins unchanged.
@@ -1089,6 +1173,8 @@ mod tests {
                 for b in [None, Some(&frac[..])] {
                     let cells = Cells { base: b, ..none };
                     let v = bootstrap(&cells, Norm::L1, true, scheme, 3, 12).unwrap();
+                    // a count that ends inside a group of lanes: the same prefix
+                    assert_eq!(bootstrap(&cells, Norm::L1, true, scheme, 3, 10).unwrap(), v[..10]);
                     let w = weights_matrix(scheme, 3, 0, 12, n);
                     for r in 0..12 {
                         let want = reduce(&repeated(&cells, &w[r * n..(r + 1) * n]).stats(), Norm::L1, true);

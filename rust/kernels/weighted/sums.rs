@@ -382,6 +382,102 @@ crate::kernels::core::simd::multiversion! {
     }
 }
 
+/// Resamples [`term_sums_lanes`] sums at once: one pass over a cell's entries serves them all.
+pub const LANES: usize = 4;
+
+/// [`term_sums`] of [`LANES`] resamples at once: `rows` the entries' rows, `m` each row's
+/// multiplicities in the resamples (each below 2^11), `count` and `score` as for
+/// [`term_sums`]. Each entry is read once for every resample (a cell's run is streamed once
+/// per [`LANES`] resamples), its row's multiplicities loaded as one 16-byte word. With AVX2
+/// the lanes are one vector ([`x86::term_sums_lanes`]: four 32 x 32-bit products an
+/// instruction, where the compiler made the portable loop sixteen scalar multiplies); sums are
+/// exact, so every path gives each lane [`term_sums`] of its resample, bit for bit.
+pub fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
+    use crate::kernels::core::simd::{record, Kernel, Level};
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::core::simd::avx2() {
+        record(Kernel::TermLanes, Level::Avx2);
+        // SAFETY: AVX2 is present (the crate's one feature check); the twin indexes its
+        // slices with bounds checks and reads `m` through `get`, like the portable loop.
+        return unsafe { x86::term_sums_lanes(rows, m, count, score) };
+    }
+    record(Kernel::TermLanes, Level::Portable);
+    term_sums_lanes_portable(rows, m, count, score)
+}
+
+/// The portable [`term_sums_lanes`] (the path without AVX2, and what the twin is compared to).
+pub fn term_sums_lanes_portable(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
+    let (mut cnt, mut sco) = ([0i128; LANES], [0i128; LANES]);
+    let n = rows.len().min(count.len()).min(score.len());
+    for q in (0..n).step_by(TERM_CHUNK) {
+        let e = (q + TERM_CHUNK).min(n);
+        let mut acc = [[0u64; LANES]; 5]; // sum m, m * count halves, m * score halves
+        for ((&r, &c), &u) in rows[q..e].iter().zip(&count[q..e]).zip(&score[q..e]) {
+            // rows were checked; `get` keeps a row changed during the call in bounds
+            let k = m.get(r as usize).copied().unwrap_or([0; LANES]);
+            let halves = [c as u32 as u64, c >> 32, u as u32 as u64, u >> 32];
+            for j in 0..LANES {
+                let k = k[j] as u64;
+                acc[0][j] = acc[0][j].wrapping_add(k);
+                for (a, &h) in acc[1..].iter_mut().zip(&halves) {
+                    a[j] = a[j].wrapping_add(k * h);
+                }
+            }
+        }
+        lanes_into(&acc, &mut cnt, &mut sco);
+    }
+    (cnt, sco)
+}
+
+/// Adds one chunk's lane sums (`sum m`, then `m` times the count's and the score's halves)
+/// into the lanes' count and score units (the halves put together, the score's bias taken off).
+#[inline(always)]
+fn lanes_into(acc: &[[u64; LANES]; 5], cnt: &mut [i128; LANES], sco: &mut [i128; LANES]) {
+    for j in 0..LANES {
+        cnt[j] = cnt[j].wrapping_add(join(acc[1][j], acc[2][j]));
+        sco[j] = sco[j].wrapping_add(less_bias(join(acc[3][j], acc[4][j]), acc[0][j] as i128, TERM_BIAS));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{lanes_into, LANES, TERM_CHUNK};
+    use std::arch::x86_64::*;
+
+    /// The AVX2 twin of [`super::term_sums_lanes_portable`]: the lanes' multiplicities
+    /// widened to four `u64` lanes, each half of an entry's terms broadcast, and
+    /// `_mm256_mul_epu32` taking the four 32 x 32-bit products at once.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
+        let (mut cnt, mut sco) = ([0i128; LANES], [0i128; LANES]);
+        let n = rows.len().min(count.len()).min(score.len());
+        for q in (0..n).step_by(TERM_CHUNK) {
+            let e = (q + TERM_CHUNK).min(n);
+            let z = _mm256_setzero_si256();
+            let (mut ms, mut cl, mut ch, mut sl, mut sh) = (z, z, z, z, z);
+            for ((&r, &c), &u) in rows[q..e].iter().zip(&count[q..e]).zip(&score[q..e]) {
+                let k = m.get(r as usize).copied().unwrap_or([0; LANES]);
+                // SAFETY: `k` is a local array of four u32, 16 bytes: an unaligned load reads
+                // exactly it.
+                let k = _mm256_cvtepu32_epi64(unsafe { _mm_loadu_si128(k.as_ptr().cast()) });
+                // `_mm256_mul_epu32` reads the low 32 bits of each lane: the broadcast halves
+                ms = _mm256_add_epi64(ms, k);
+                cl = _mm256_add_epi64(cl, _mm256_mul_epu32(k, _mm256_set1_epi64x(c as u32 as i64)));
+                ch = _mm256_add_epi64(ch, _mm256_mul_epu32(k, _mm256_set1_epi64x((c >> 32) as i64)));
+                sl = _mm256_add_epi64(sl, _mm256_mul_epu32(k, _mm256_set1_epi64x(u as u32 as i64)));
+                sh = _mm256_add_epi64(sh, _mm256_mul_epu32(k, _mm256_set1_epi64x((u >> 32) as i64)));
+            }
+            let mut acc = [[0u64; LANES]; 5];
+            for (a, v) in acc.iter_mut().zip([ms, cl, ch, sl, sh]) {
+                // SAFETY: `a` is four u64, 32 bytes: an unaligned store writes exactly it.
+                unsafe { _mm256_storeu_si256(a.as_mut_ptr().cast(), v) };
+            }
+            lanes_into(&acc, &mut cnt, &mut sco);
+        }
+        (cnt, sco)
+    }
+}
+
 /// (count, score, outcome) units of a run of entries: `rows` their rows, `mult` the rows'
 /// multiplicities, `count`, `score` and `outcome` the entries' units at their base weights
 /// (`count` `None`: no base weights, each entry counts its multiplicity). Each term is a whole
@@ -419,6 +515,39 @@ pub fn run_sums(rows: &[u32], mult: &[u32], count: Option<&[i64]>, score: &[i64]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every lane of [`term_sums_lanes`] is [`term_sums`] of its resample, bit for bit, on
+    /// both paths, with terms at their bounds and runs longer than one chunk's worth of lanes.
+    #[test]
+    fn lanes_are_the_one_resample_sums() {
+        use crate::kernels::core::simd::{with_level, Level};
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (n, rows_n) in [(0usize, 1usize), (1, 3), (37, 5), (1000, 17)] {
+            let rows: Vec<u32> = (0..n).map(|_| (next() % rows_n as u64) as u32).collect();
+            let m: Vec<[u32; LANES]> = (0..rows_n).map(|_| std::array::from_fn(|_| (next() % (1 << 11)) as u32)).collect();
+            let count: Vec<u64> = (0..n).map(|i| if i % 3 == 0 { (1 << 61) - 1 } else { next() >> 3 }).collect();
+            let score: Vec<u64> = (0..n).map(|i| if i % 5 == 0 { (1 << 63) - 1 } else { next() >> 1 }).collect();
+            let want: Vec<(i128, i128)> = (0..LANES)
+                .map(|j| {
+                    let mj: Vec<u32> = rows.iter().map(|&r| m[r as usize][j]).collect();
+                    term_sums(&mj, &count, &score)
+                })
+                .collect();
+            for level in [Level::Portable, Level::Avx2] {
+                let (c, s) = with_level(level, || term_sums_lanes(&rows, &m, &count, &score));
+                for j in 0..LANES {
+                    assert_eq!((c[j], s[j]), want[j], "n {n} lane {j} {level:?}");
+                }
+            }
+            assert_eq!(term_sums_lanes_portable(&rows, &m, &count, &score), with_level(Level::Avx2, || term_sums_lanes(&rows, &m, &count, &score)));
+        }
+    }
 
     /// `round(w * u)` by exact rational arithmetic on the float's parts (the reference).
     fn exact(w: f64, u: i64) -> i128 {
