@@ -13,7 +13,7 @@ use super::core::validate::{self, row_sum_and_bad, Checks};
 use super::gce::pairs;
 use super::*;
 
-const ALL: [Kernel; 9] = [
+const ALL: [Kernel; 10] = [
     Kernel::TopLabelScan,
     Kernel::Cells,
     Kernel::SceRows,
@@ -23,6 +23,7 @@ const ALL: [Kernel; 9] = [
     Kernel::LongRowScan,
     Kernel::PairCells,
     Kernel::TermLanes,
+    Kernel::HitLanes,
 ];
 
 fn softmax(n: usize, k: usize, sharp: f64, seed: u64) -> (Vec<f64>, Vec<i64>) {
@@ -99,6 +100,13 @@ fn every_kernel_takes_its_best_vector_twin() {
         let base: Vec<f64> = (0..n).map(|i| 0.5 + (i % 7) as f64 / 4.0).collect();
         let cells = crate::kernels::weighted::resample::Cells { cell: &cell, score: &p, hit: &hit, base: Some(&base), width: k, groups: 1, nb: 16 };
         crate::kernels::weighted::resample::bootstrap(&cells, Norm::L1, false, crate::kernels::weighted::draws::Scheme::Poisson, 1, 4).unwrap();
+        // The calibration test's lanes: the top-label confidences' bins, with and without weights.
+        let top: Vec<u32> = conf.iter().map(|&v| ((v * 15.0) as u32).min(15)).collect();
+        let zero = vec![0u32; n];
+        for base in [None, Some(&base[..])] {
+            let cells = crate::kernels::weighted::resample::Cells { cell: &top, score: &conf, hit: &zero, base, width: 1, groups: 1, nb: 16 };
+            crate::kernels::weighted::resample::consistency(&cells, Norm::L1, false, 1, 8).unwrap();
+        }
     }
     for (i, &kernel) in ALL.iter().enumerate() {
         // One snapshot per kernel, before and after: other tests dispatch concurrently, so
@@ -119,6 +127,7 @@ fn every_kernel_takes_its_best_vector_twin() {
                 | Kernel::LongRowScan
                 | Kernel::PairCells
                 | Kernel::TermLanes
+                | Kernel::HitLanes
                 | Kernel::SceRows
         ) {
             assert_eq!(portable, 0, "{kernel:?} took its portable path on a CPU with {level:?}");

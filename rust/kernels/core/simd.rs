@@ -127,6 +127,8 @@ pub enum Kernel {
     PairCells,
     /// The weighted bootstrap's sums of several resamples at once (`weighted::sums::term_sums_lanes`).
     TermLanes,
+    /// The calibration test's redraws of eight resamples at once (`weighted::hits::hit_sums`).
+    HitLanes,
 }
 
 /// Room for this many kernels in the records (more than the enum has).

@@ -9,5 +9,6 @@ pub mod adaptive;
 pub mod cells;
 pub mod draws;
 pub mod grouped;
+pub mod hits;
 pub mod resample;
 pub mod sums;

@@ -29,6 +29,7 @@ use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
 use crate::kernels::core::units;
 use crate::kernels::weighted::adaptive::Sorted;
+use crate::kernels::weighted::hits::{hit_sums, LANES as HIT_LANES};
 use crate::kernels::weighted::sums::{count_units, join, less_bias, plain_chunk, term_sums, term_sums_lanes, weighted_units, Scales, UnitSums, BIAS, LANES, TERM_BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
@@ -612,12 +613,7 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                 let run = &rows[start[c]..start[c + 1]];
                 if plain {
                     // with no base weights a hit adds one row's 2^50 units: count the hits
-                    let mut h = [0u64; TOP_LANES];
-                    for &(g, thr, _) in run {
-                        for j in 0..TOP_LANES {
-                            h[j] += ((draw_tagged(keys[j], g) >> 11) < thr) as u64;
-                        }
-                    }
+                    let h = hit_sums(run, &keys, false);
                     for j in 0..TOP_LANES {
                         y[j] = h[j] as i128 * units::SCALE as i128;
                     }
@@ -626,22 +622,8 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                     // `u64` over runs of `hit_run` rows, then folded into `i128`
                     let mut wide = [0i128; TOP_LANES];
                     for part in run.chunks(hit_run) {
-                        let mut sum = [0u64; TOP_LANES];
-                        for &(g, thr, c1) in part {
-                            // the lanes' tests first (scalar hashes), then their masks of the
-                            // count units added as one vector (the sums stay out of the
-                            // general registers the hashes need; a select compiles to a
-                            // branch the draws mispredict)
-                            let mut hit = [0u64; TOP_LANES];
-                            for (h, &key) in hit.iter_mut().zip(&keys) {
-                                *h = (((draw_tagged(key, g) >> 11) < thr) as u64).wrapping_neg();
-                            }
-                            for (s, h) in sum.iter_mut().zip(hit) {
-                                *s = s.wrapping_add(c1 & h);
-                            }
-                        }
-                        for j in 0..TOP_LANES {
-                            wide[j] = wide[j].wrapping_add(sum[j] as i128);
+                        for (w, s) in wide.iter_mut().zip(hit_sums(part, &keys, true)) {
+                            *w = w.wrapping_add(s as i128);
                         }
                     }
                     *y = wide;
@@ -661,8 +643,8 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
     blocks.into_iter().flatten().collect()
 }
 
-/// Resamples sharing each pass of [`consistency_top`] over the rows.
-const TOP_LANES: usize = 8;
+/// Resamples sharing each pass of [`consistency_top`] over the rows ([`hit_sums`]' lanes).
+const TOP_LANES: usize = HIT_LANES;
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
 /// predicted distribution, scores and bins unchanged.
