@@ -30,7 +30,7 @@ use crate::kernels::core::spec::MAX_TABLE_CELLS;
 use crate::kernels::core::units;
 use crate::kernels::weighted::adaptive::Sorted;
 use crate::kernels::weighted::hits::{hit_sums, LANES as HIT_LANES};
-use crate::kernels::weighted::sums::{count_units, join, less_bias, plain_chunk, term_sums, term_sums_lanes, weighted_units, Scales, UnitSums, BIAS, LANES, TERM_BIAS};
+use crate::kernels::weighted::sums::{count_units, less_bias, plain_chunk, term_sums, term_sums_lanes, weighted_units, Counts, Scales, UnitSums, BIAS, LANES, TERM_BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 // The draws moved to their own module; their paths here stay (the glue and other modules use
@@ -193,6 +193,8 @@ struct CellRuns {
     /// Each position's row as its [`tag`] (one entry per row: its multiplicity is drawn in
     /// place), else empty.
     tags: Vec<u64>,
+    /// No base weights: every entry's count units are 2^50 ([`Counts::All`]).
+    uniform: bool,
     /// No base weights (the fields `biased` and `inc`; else `count` and `score`).
     plain: bool,
     /// No base weights: each entry's score units plus [`BIAS`] (below 2^53), and its count
@@ -210,8 +212,10 @@ struct CellRuns {
 }
 
 impl CellRuns {
-    /// `drawn`: one entry per row, multiplicities drawn in place ([`CellRuns::tags`]).
-    fn new(cells: &Cells<'_>, t: &Terms, drawn: bool) -> Self {
+    /// `drawn`: one entry per row, multiplicities drawn in place ([`CellRuns::tags`]);
+    /// `lanes`: the layout with base weights (`count`, `score`) even without them, for
+    /// [`CellRuns::weighted_cell_lanes`] (every count then 2^50, [`CellRuns::uniform`]).
+    fn new(cells: &Cells<'_>, t: &Terms, drawn: bool, lanes: bool) -> Self {
         let (n, k, nc) = (cells.rows(), cells.width, cells.groups * cells.nb);
         let (cell, start) = cells.by_cell();
         let m = start[nc];
@@ -225,7 +229,7 @@ impl CellRuns {
         }
         let mut fill = start.clone();
         let mut fill_hit = start.clone();
-        let plain = cells.base.is_none();
+        let plain = cells.base.is_none() && !lanes;
         let (pm, wm) = if plain { (m, 0) } else { (0, m) };
         let mut runs = CellRuns {
             row: vec![0; m],
@@ -237,6 +241,7 @@ impl CellRuns {
             start,
             hits_end: hits_end.clone(),
             plain,
+            uniform: cells.base.is_none(),
         };
         // non-hits after the cell's hits
         fill[..nc].copy_from_slice(&hits_end);
@@ -345,8 +350,9 @@ impl CellRuns {
     fn weighted_cell_lanes(&self, c: usize, m: &[[u32; LANES]]) -> [(i128, i128, i128); LANES] {
         let r = self.start[c]..self.start[c + 1];
         let h = self.hits_end[c].clamp(r.start, r.end);
-        let (n1, s1) = term_sums_lanes(&self.row[r.start..h], m, &self.count[r.start..h], &self.score[r.start..h]);
-        let (n2, s2) = term_sums_lanes(&self.row[h..r.end], m, &self.count[h..r.end], &self.score[h..r.end]);
+        let count = |q: std::ops::Range<usize>| if self.uniform { Counts::All(units::SCALE as u64) } else { Counts::Each(&self.count[q]) };
+        let (n1, s1) = term_sums_lanes(&self.row[r.start..h], m, count(r.start..h), &self.score[r.start..h]);
+        let (n2, s2) = term_sums_lanes(&self.row[h..r.end], m, count(h..r.end), &self.score[h..r.end]);
         std::array::from_fn(|j| (n1[j].wrapping_add(n2[j]), s1[j].wrapping_add(s2[j]), n1[j]))
     }
 }
@@ -358,7 +364,7 @@ impl CellRuns {
 /// of 2^11 or more takes the one-resample loop. Each value is the one-resample loop's, bit for
 /// bit (exact sums), whatever the grouping.
 fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Vec<f64> {
-    let runs = &CellRuns::new(cells, t, false);
+    let runs = &CellRuns::new(cells, t, false, true);
     let (n, nc) = (cells.rows(), cells.groups * cells.nb);
     let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
         .into_par_iter()
@@ -451,11 +457,10 @@ struct BootScratch {
 ///
 /// Valid when the bin of an entry does not depend on the other rows: even binning. Resample
 /// `r` uses counter stream `r`, so a prefix of resamples is the same whatever `n_resamples`.
-/// Exact unit sums in one of three loops, the same numbers: one entry per row with Poisson
+/// Exact unit sums in one of two loops, the same numbers: one entry per row with Poisson
 /// weights, each resample sums the runs of the entries grouped by cell (`CellRuns`), each
-/// multiplicity drawn in place; with no base weights otherwise, the rows drawn at least once
-/// are added row by row into packed `u64` sums (`bootstrap_rows`); else the cell runs again,
-/// each multiplicity read from the resample's per-row multiplicities.
+/// multiplicity drawn in place; otherwise the same runs, four resamples at a time
+/// ([`bootstrap_lanes`]), each multiplicity read from the resamples' per-row multiplicities.
 pub fn bootstrap(
     cells: &Cells<'_>,
     norm: Norm,
@@ -467,18 +472,10 @@ pub fn bootstrap(
     cells.check()?;
     let t = cells.terms();
     let drawn = cells.width == 1 && scheme == Scheme::Poisson;
-    let most = match scheme {
-        Scheme::Poisson => POISSON_MAX,
-        Scheme::Multinomial => 1, // the multiplicities of a resample sum to n
-    };
-    let entries = cells.rows().saturating_mul(cells.width) as u64;
-    if !drawn && cells.base.is_none() && entries.saturating_mul(most) < 1 << 32 {
-        return Ok(bootstrap_rows(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
-    }
-    if !drawn && cells.base.is_some() {
+    if !drawn {
         return Ok(bootstrap_lanes(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
     }
-    let runs = CellRuns::new(cells, &t, drawn);
+    let runs = CellRuns::new(cells, &t, drawn, false);
     let n = cells.rows();
     Ok(run_blocks(n_resamples, |r, s: &mut BootScratch| {
         let st = s.st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
@@ -495,64 +492,6 @@ pub fn bootstrap(
         }
         reduce(st, norm, class_conditional)
     }))
-}
-
-/// [`bootstrap`] with no base weights, row by row (rows drawn 0 times skipped), into per-cell
-/// `u64` sums: the count and outcome count packed in one (low and high 32 bits), and the
-/// products of multiplicity and biased score units (below 2^53, [`BIAS`]) in their low 32 bits
-/// and the rest, so that no sum can wrap while the multiplicities of a resample sum to less
-/// than 2^32 per cell (the caller checks entries times the largest multiplicity, or times 1
-/// for multinomial resamples, whose multiplicities sum to n).
-fn bootstrap_rows(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Vec<f64> {
-    let (n, nc) = (cells.rows(), cells.groups * cells.nb);
-    let biased: Vec<u64> = t.score.iter().map(|&u| u.wrapping_add(BIAS) as u64).collect();
-    run_blocks(n_resamples, |r, s: &mut (Vec<u32>, Vec<[u64; 3]>, Option<BinStats>)| {
-        let (m, acc, st) = s;
-        m.resize(n, 0);
-        bootstrap_counts(scheme, seed, r as u64, m);
-        acc.clear();
-        acc.resize(nc, [0; 3]);
-        // below 2^11 a multiplicity times biased units (below 2^53) fits in 64 bits
-        if m.iter().all(|&x| x < 1 << 11) {
-            rows_into::<false>(cells, m, &biased, acc);
-        } else {
-            rows_into::<true>(cells, m, &biased, acc);
-        }
-        let st = st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
-        let one = units::SCALE as i128;
-        for (c, a) in acc.iter().enumerate() {
-            let count = (a[0] & 0xffff_ffff) as i128;
-            let score = less_bias(join(a[1], a[2]), count, BIAS);
-            t.sc.write(st, c, count * one, score, (a[0] >> 32) as i128 * one);
-        }
-        reduce(st, norm, class_conditional)
-    })
-}
-
-/// The sums of [`bootstrap_rows`] of every row with multiplicities `m` into `acc`. `WIDE`:
-/// some multiplicity is 2^11 or more (products in 128 bits).
-#[inline(always)]
-fn rows_into<const WIDE: bool>(cells: &Cells<'_>, m: &[u32], biased: &[u64], acc: &mut [[u64; 3]]) {
-    let k = cells.width;
-    for (i, &mi) in m.iter().enumerate() {
-        if mi == 0 {
-            continue;
-        }
-        let mi = mi as u64;
-        let row = &cells.cell[i * k..(i + 1) * k];
-        // cells were checked; `get_mut` keeps an array changed during the call in bounds
-        for (&c, &u) in row.iter().zip(&biased[i * k..(i + 1) * k]) {
-            let p = if WIDE { mi as u128 * u as u128 } else { mi.wrapping_mul(u) as u128 };
-            if let Some(a) = acc.get_mut(c as usize) {
-                a[0] = a[0].wrapping_add(mi);
-                a[1] = a[1].wrapping_add(p as u32 as u64);
-                a[2] = a[2].wrapping_add((p >> 32) as u64);
-            }
-        }
-        if let Some(a) = row.get(cells.hit[i] as usize).and_then(|&c| acc.get_mut(c as usize)) {
-            a[0] = a[0].wrapping_add(mi << 32);
-        }
-    }
 }
 
 /// The draws below which a top-label row of confidence `s` is redrawn correct: [`redraw`]'s
@@ -982,10 +921,14 @@ mod tests {
             let cells = Cells { cell: &cell, score: &score, hit: &hit, base: b, width: k, groups, nb };
             let t = cells.terms();
             let want = exact_table(&cells, &t, &m);
-            let runs = CellRuns::new(&cells, &t, false);
+            let runs = CellRuns::new(&cells, &t, false, false);
             let mut got = t.sc.table(groups, nb);
             runs.table(&t.sc, most, &mut got, |i| m[i as usize] as u64);
             assert_eq!(got, want, "base weights: {}", b.is_some());
+            // the lanes' layout (counts of 2^50 without base weights), one resample at a time
+            let mut lanes = t.sc.table(groups, nb);
+            CellRuns::new(&cells, &t, false, true).table(&t.sc, most, &mut lanes, |i| m[i as usize] as u64);
+            assert_eq!(lanes, want, "lanes' layout, base weights: {}", b.is_some());
             // the same multiplicities through the cell runs with a tiny plain chunk
             if b.is_none() {
                 let r = runs.start[0]..runs.start[1];
@@ -1004,7 +947,6 @@ mod tests {
         let hit = [0u32, 2, DROPPED, 1];
         let cells = Cells { cell: &cell, score: &score, hit: &hit, base: None, width: k, groups, nb };
         let t = cells.terms();
-        let biased: Vec<u64> = t.score.iter().map(|&u| u.wrapping_add(BIAS) as u64).collect();
         for m in [[3u32, 0, 17, 1], [5000, 70_000, 1, 2047], [u32::MAX >> 8, 0, 2048, 9]] {
             let nc = groups * nb;
             let (mut c, mut s, mut o) = (vec![0i128; nc], vec![0i128; nc], vec![0i128; nc]);
@@ -1025,24 +967,24 @@ mod tests {
                     assert_eq!((st.count[j], st.units[j], st.sum_outcome[j]), (units::value(c[j] * one), s[j], units::value(o[j] * one)), "{m:?} cell {j}");
                 }
             };
-            for wide in [false, true] {
-                if !wide && m.iter().any(|&x| x >= 1 << 11) {
-                    continue;
+            // the lanes' layout, four resamples of these multiplicities at once (below 2^11)
+            if m.iter().all(|&x| x < 1 << 11) {
+                let lanes = CellRuns::new(&cells, &t, false, true);
+                let m4: Vec<[u32; LANES]> = m.iter().map(|&x| [x; LANES]).collect();
+                for j in 0..nc {
+                    let mut st = t.sc.table(groups, nb);
+                    let s4 = lanes.weighted_cell_lanes(j, &m4);
+                    t.sc.write(&mut st, j, s4[0].0, s4[0].1, s4[0].2);
+                    assert_eq!((st.count[j], st.units[j], st.sum_outcome[j]), (units::value(c[j] * one), s[j], units::value(o[j] * one)), "{m:?} cell {j} lanes");
+                    assert!(s4.iter().all(|q| *q == s4[0]), "{m:?} cell {j}: lanes of the same multiplicities differ");
                 }
-                let mut acc = vec![[0u64; 3]; nc];
-                if wide {
-                    rows_into::<true>(&cells, &m, &biased, &mut acc);
-                } else {
-                    rows_into::<false>(&cells, &m, &biased, &mut acc);
-                }
-                let mut st = t.sc.table(groups, nb);
-                for (j, a) in acc.iter().enumerate() {
-                    let n = (a[0] & 0xffff_ffff) as i128;
-                    t.sc.write(&mut st, j, n * one, less_bias(join(a[1], a[2]), n, BIAS), (a[0] >> 32) as i128 * one);
-                }
-                check(&st);
             }
-            let runs = CellRuns::new(&cells, &t, false);
+            // and one resample at a time through the lanes' layout (any multiplicity)
+            let mut st = t.sc.table(groups, nb);
+            let most = *m.iter().max().unwrap() as u64;
+            CellRuns::new(&cells, &t, false, true).table(&t.sc, most, &mut st, |i| m[i as usize] as u64);
+            check(&st);
+            let runs = CellRuns::new(&cells, &t, false, false);
             let mut st = t.sc.table(groups, nb);
             let most = *m.iter().max().unwrap() as u64;
             runs.table(&t.sc, most, &mut st, |i| m[i as usize] as u64);
@@ -1052,7 +994,7 @@ mod tests {
             let base = [0.3, 1.7, 2.0, 2047.5];
             let wc = Cells { base: Some(&base), ..cells };
             let wt = wc.terms();
-            let runs = CellRuns::new(&wc, &wt, false);
+            let runs = CellRuns::new(&wc, &wt, false, false);
             let mut got = wt.sc.table(groups, nb);
             runs.table(&wt.sc, most, &mut got, |i| m[i as usize] as u64);
             assert_eq!(got, exact_table(&wc, &wt, &m), "{m:?} with base weights");

@@ -392,7 +392,7 @@ pub const LANES: usize = 4;
 /// the lanes are one vector ([`x86::term_sums_lanes`]: four 32 x 32-bit products an
 /// instruction, where the compiler made the portable loop sixteen scalar multiplies); sums are
 /// exact, so every path gives each lane [`term_sums`] of its resample, bit for bit.
-pub fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
+pub fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: Counts<'_>, score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
     use crate::kernels::core::simd::{record, Kernel, Level};
     #[cfg(target_arch = "x86_64")]
     if crate::kernels::core::simd::avx2() {
@@ -405,16 +405,32 @@ pub fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &
     term_sums_lanes_portable(rows, m, count, score)
 }
 
+/// The count units of [`term_sums_lanes`]' entries: one per entry (base weights), or the same
+/// for every entry (no base weights: 2^50, a row's unit weight), whose sums are then the
+/// multiplicities' sums times it, with no product per entry.
+#[derive(Clone, Copy)]
+pub enum Counts<'a> {
+    Each(&'a [u64]),
+    All(u64),
+}
+
 /// The portable [`term_sums_lanes`] (the path without AVX2, and what the twin is compared to).
-pub fn term_sums_lanes_portable(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
+pub fn term_sums_lanes_portable(rows: &[u32], m: &[[u32; LANES]], count: Counts<'_>, score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
     let (mut cnt, mut sco) = ([0i128; LANES], [0i128; LANES]);
-    let n = rows.len().min(count.len()).min(score.len());
+    let n = match count {
+        Counts::Each(c) => rows.len().min(c.len()).min(score.len()),
+        Counts::All(_) => rows.len().min(score.len()),
+    };
     for q in (0..n).step_by(TERM_CHUNK) {
         let e = (q + TERM_CHUNK).min(n);
         let mut acc = [[0u64; LANES]; 5]; // sum m, m * count halves, m * score halves
-        for ((&r, &c), &u) in rows[q..e].iter().zip(&count[q..e]).zip(&score[q..e]) {
+        for (p, (&r, &u)) in rows[q..e].iter().zip(&score[q..e]).enumerate() {
             // rows were checked; `get` keeps a row changed during the call in bounds
             let k = m.get(r as usize).copied().unwrap_or([0; LANES]);
+            let c = match count {
+                Counts::Each(c) => c[q + p],
+                Counts::All(_) => 0, // taken from the sum of m below
+            };
             let halves = [c as u32 as u64, c >> 32, u as u32 as u64, u >> 32];
             for j in 0..LANES {
                 let k = k[j] as u64;
@@ -424,46 +440,57 @@ pub fn term_sums_lanes_portable(rows: &[u32], m: &[[u32; LANES]], count: &[u64],
                 }
             }
         }
-        lanes_into(&acc, &mut cnt, &mut sco);
+        lanes_into(&acc, count, &mut cnt, &mut sco);
     }
     (cnt, sco)
 }
 
 /// Adds one chunk's lane sums (`sum m`, then `m` times the count's and the score's halves)
-/// into the lanes' count and score units (the halves put together, the score's bias taken off).
+/// into the lanes' count and score units (the halves put together, or `sum m` times the one
+/// count; the score's bias taken off).
 #[inline(always)]
-fn lanes_into(acc: &[[u64; LANES]; 5], cnt: &mut [i128; LANES], sco: &mut [i128; LANES]) {
+fn lanes_into(acc: &[[u64; LANES]; 5], count: Counts<'_>, cnt: &mut [i128; LANES], sco: &mut [i128; LANES]) {
     for j in 0..LANES {
-        cnt[j] = cnt[j].wrapping_add(join(acc[1][j], acc[2][j]));
+        let c = match count {
+            Counts::Each(_) => join(acc[1][j], acc[2][j]),
+            Counts::All(each) => (acc[0][j] as i128).wrapping_mul(each as i128),
+        };
+        cnt[j] = cnt[j].wrapping_add(c);
         sco[j] = sco[j].wrapping_add(less_bias(join(acc[3][j], acc[4][j]), acc[0][j] as i128, TERM_BIAS));
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{lanes_into, LANES, TERM_CHUNK};
+    use super::{lanes_into, Counts, LANES, TERM_CHUNK};
     use std::arch::x86_64::*;
 
     /// The AVX2 twin of [`super::term_sums_lanes_portable`]: the lanes' multiplicities
     /// widened to four `u64` lanes, each half of an entry's terms broadcast, and
     /// `_mm256_mul_epu32` taking the four 32 x 32-bit products at once.
     #[target_feature(enable = "avx2")]
-    pub(super) fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: &[u64], score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
+    pub(super) fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: Counts<'_>, score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
         let (mut cnt, mut sco) = ([0i128; LANES], [0i128; LANES]);
-        let n = rows.len().min(count.len()).min(score.len());
+        let n = match count {
+            Counts::Each(c) => rows.len().min(c.len()).min(score.len()),
+            Counts::All(_) => rows.len().min(score.len()),
+        };
         for q in (0..n).step_by(TERM_CHUNK) {
             let e = (q + TERM_CHUNK).min(n);
             let z = _mm256_setzero_si256();
             let (mut ms, mut cl, mut ch, mut sl, mut sh) = (z, z, z, z, z);
-            for ((&r, &c), &u) in rows[q..e].iter().zip(&count[q..e]).zip(&score[q..e]) {
+            for (p, (&r, &u)) in rows[q..e].iter().zip(&score[q..e]).enumerate() {
                 let k = m.get(r as usize).copied().unwrap_or([0; LANES]);
                 // SAFETY: `k` is a local array of four u32, 16 bytes: an unaligned load reads
                 // exactly it.
                 let k = _mm256_cvtepu32_epi64(unsafe { _mm_loadu_si128(k.as_ptr().cast()) });
                 // `_mm256_mul_epu32` reads the low 32 bits of each lane: the broadcast halves
                 ms = _mm256_add_epi64(ms, k);
-                cl = _mm256_add_epi64(cl, _mm256_mul_epu32(k, _mm256_set1_epi64x(c as u32 as i64)));
-                ch = _mm256_add_epi64(ch, _mm256_mul_epu32(k, _mm256_set1_epi64x((c >> 32) as i64)));
+                if let Counts::Each(c) = count {
+                    let c = c[q + p];
+                    cl = _mm256_add_epi64(cl, _mm256_mul_epu32(k, _mm256_set1_epi64x(c as u32 as i64)));
+                    ch = _mm256_add_epi64(ch, _mm256_mul_epu32(k, _mm256_set1_epi64x((c >> 32) as i64)));
+                }
                 sl = _mm256_add_epi64(sl, _mm256_mul_epu32(k, _mm256_set1_epi64x(u as u32 as i64)));
                 sh = _mm256_add_epi64(sh, _mm256_mul_epu32(k, _mm256_set1_epi64x((u >> 32) as i64)));
             }
@@ -472,7 +499,7 @@ mod x86 {
                 // SAFETY: `a` is four u64, 32 bytes: an unaligned store writes exactly it.
                 unsafe { _mm256_storeu_si256(a.as_mut_ptr().cast(), v) };
             }
-            lanes_into(&acc, &mut cnt, &mut sco);
+            lanes_into(&acc, count, &mut cnt, &mut sco);
         }
         (cnt, sco)
     }
@@ -539,13 +566,21 @@ mod tests {
                     term_sums(&mj, &count, &score)
                 })
                 .collect();
+            let one = vec![1u64 << 50; n];
+            let want_one: Vec<(i128, i128)> = (0..LANES)
+                .map(|j| {
+                    let mj: Vec<u32> = rows.iter().map(|&r| m[r as usize][j]).collect();
+                    term_sums(&mj, &one, &score)
+                })
+                .collect();
             for level in [Level::Portable, Level::Avx2] {
-                let (c, s) = with_level(level, || term_sums_lanes(&rows, &m, &count, &score));
+                let (c, s) = with_level(level, || term_sums_lanes(&rows, &m, Counts::Each(&count), &score));
+                let (c1, s1) = with_level(level, || term_sums_lanes(&rows, &m, Counts::All(1 << 50), &score));
                 for j in 0..LANES {
                     assert_eq!((c[j], s[j]), want[j], "n {n} lane {j} {level:?}");
+                    assert_eq!((c1[j], s1[j]), want_one[j], "n {n} lane {j} {level:?}, one count");
                 }
             }
-            assert_eq!(term_sums_lanes_portable(&rows, &m, &count, &score), with_level(Level::Avx2, || term_sums_lanes(&rows, &m, &count, &score)));
         }
     }
 
