@@ -414,13 +414,22 @@ pub enum Counts<'a> {
     All(u64),
 }
 
+impl Counts<'_> {
+    /// The entries a run holds: as many as every one of its arrays has.
+    #[inline(always)]
+    fn entries(&self, rows: &[u32], score: &[u64]) -> usize {
+        let n = rows.len().min(score.len());
+        match self {
+            Counts::Each(c) => n.min(c.len()),
+            Counts::All(_) => n,
+        }
+    }
+}
+
 /// The portable [`term_sums_lanes`] (the path without AVX2, and what the twin is compared to).
 pub fn term_sums_lanes_portable(rows: &[u32], m: &[[u32; LANES]], count: Counts<'_>, score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
     let (mut cnt, mut sco) = ([0i128; LANES], [0i128; LANES]);
-    let n = match count {
-        Counts::Each(c) => rows.len().min(c.len()).min(score.len()),
-        Counts::All(_) => rows.len().min(score.len()),
-    };
+    let n = count.entries(rows, score);
     for q in (0..n).step_by(TERM_CHUNK) {
         let e = (q + TERM_CHUNK).min(n);
         let mut acc = [[0u64; LANES]; 5]; // sum m, m * count halves, m * score halves
@@ -471,10 +480,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) fn term_sums_lanes(rows: &[u32], m: &[[u32; LANES]], count: Counts<'_>, score: &[u64]) -> ([i128; LANES], [i128; LANES]) {
         let (mut cnt, mut sco) = ([0i128; LANES], [0i128; LANES]);
-        let n = match count {
-            Counts::Each(c) => rows.len().min(c.len()).min(score.len()),
-            Counts::All(_) => rows.len().min(score.len()),
-        };
+        let n = count.entries(rows, score);
         for q in (0..n).step_by(TERM_CHUNK) {
             let e = (q + TERM_CHUNK).min(n);
             let z = _mm256_setzero_si256();
