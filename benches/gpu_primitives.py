@@ -120,7 +120,7 @@ def main() -> None:
     a, b = seg_sort(), key_sort()
     same = bool(torch.equal(a, (b & 0xFFFFFFFF).to(torch.int32).view(torch.float32)))
     for name, f in [("torch.sort of the (K, N) transpose along dim 1", seg_sort),
-                    ("torch.sort of int64 keys class << 32 | score bits (1-D)", key_sort),
+                    ("torch.sort of int64 keys (class << 32) + score bits (1-D)", key_sort),
                     ("torch.sort of the flat matrix (1-D float32, one group)", flat_sort),
                     ("keys of the scores > 0.01 only, then torch.sort", kept_sort)]:
         print(f"| {name} | {timed(f, 5, dev):.3f} ms | |")

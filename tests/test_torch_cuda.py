@@ -68,8 +68,15 @@ def test_the_metric_on_the_gpu_equals_calibkit(cifar, dtype):
     # the GPU's tables are the engine's bits, so the values are too, for any batching
     np.testing.assert_array_equal(m.values(), calibkit.evaluate(y, p, NAMED, (10, 15)).values)
     ev = evaluate(torch.from_numpy(p).to(CUDA), torch.from_numpy(y).to(CUDA), NAMED, 15)
-    np.testing.assert_allclose(ev.values, calibkit.evaluate(y, p, NAMED, 15).values, rtol=0,
-                               atol=1e-12)
+    np.testing.assert_array_equal(ev.values, calibkit.evaluate(y, p, NAMED, 15).values)
+    # under torch.use_deterministic_algorithms (Lightning's deterministic=True) too
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        ev = evaluate(torch.from_numpy(p).to(CUDA), torch.from_numpy(y).to(CUDA), NAMED, 15)
+    finally:
+        torch.use_deterministic_algorithms(was)
+    np.testing.assert_array_equal(ev.values, calibkit.evaluate(y, p, NAMED, 15).values)
 
 
 def test_gpu_inputs_checked_on_the_device(cifar):

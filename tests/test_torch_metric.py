@@ -75,10 +75,10 @@ def test_named_metrics_equal_calibkit_on_the_concatenated_arrays(cifar, dtype, p
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_device_tables_give_the_engine_bits_for_any_batching(cifar, dtype, monkeypatch):
-    # The device path's even parts are whole numbers (counts, unit halves, outcomes), added
-    # exactly across batches; the adaptive tables come from every kept score at compute().
-    monkeypatch.setattr(tables_module, "TORCH_OPS_ON_CPU", True)
+def test_the_engine_bits_for_any_batching(cifar, dtype, path):
+    # Both paths' even parts are whole numbers (counts, the exact unit sums' halves, outcomes),
+    # added exactly across batches; the adaptive tables come from every kept score at
+    # compute().
     y, p = cifar
     p = p.astype(dtype)
     ref = calibkit.evaluate(y, p, NAMED, num_bins=(10, 15)).values
@@ -89,6 +89,20 @@ def test_device_tables_give_the_engine_bits_for_any_batching(cifar, dtype, monke
         sizes = np.diff(np.concatenate(([0], cuts, [y.shape[0]])))
         m = CalibrationError(NAMED, num_bins=(10, 15), num_classes=100)
         _feed(m, y, p, sizes)
+        np.testing.assert_array_equal(m.evaluation().values, ref)
+
+
+def test_large_cells_add_exactly_across_batches(path):
+    # Cells whose float sums round (sums above 8): batches' float tables would differ from one
+    # call's in the last bits; the exact halves do not.
+    rng = np.random.default_rng(11)
+    p = rng.dirichlet(np.full(10, 0.3), 20_000)
+    y = rng.integers(0, 10, 20_000)
+    ref = calibkit.evaluate(y, p, ["ECE", "SCE", "CCE"], 15).values
+    for _ in range(10):
+        cuts = np.sort(rng.choice(np.arange(1, 20_000), size=7, replace=False))
+        m = CalibrationError(["ECE", "SCE", "CCE"], num_classes=10)
+        _feed(m, y, p, np.diff(np.concatenate(([0], cuts, [20_000]))))
         np.testing.assert_array_equal(m.evaluation().values, ref)
 
 

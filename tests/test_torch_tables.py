@@ -182,10 +182,12 @@ def test_unit_halves_are_the_engines_units():
     assert float(got) == float(total) * 2.0 ** -50
 
 
+@pytest.mark.parametrize("bincount", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_small_random_tables_equal_the_engine(seed):
+def test_small_random_tables_equal_the_engine(seed, bincount, monkeypatch):
     # Few rows, many ties, classes never predicted or never above a threshold, one row: every
     # table of every grouping bit for bit, through both ways of summing.
+    monkeypatch.setattr(tables_module, "BINCOUNT_ROWS", 0 if bincount else 1 << 62)
     rng = np.random.default_rng(100 + seed)
     n, k = int(rng.integers(1, 40)), int(rng.integers(2, 7))
     grid = rng.choice([0.0, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0], size=(n, k))
@@ -204,3 +206,27 @@ def test_small_random_tables_equal_the_engine(seed):
                 _check(got[(t, b)], _engine(y, p, "adaptive", mp, cc, t, b))
                 _check(even_table(sc, max_prob=mp, class_conditional=cc, threshold=t,
                                   num_bins=b), _engine(y, p, "even", mp, cc, t, b))
+
+
+def test_deterministic_mode_sums_by_index_add(monkeypatch):
+    # CUDA's weighted bincount raises under torch.use_deterministic_algorithms: the sums then
+    # take index_add_ (the same bits).
+    monkeypatch.setattr(tables_module, "BINCOUNT_ROWS", 0)
+    calls = []
+    real = torch.bincount
+    monkeypatch.setattr(torch, "bincount", lambda *a, **k: calls.append(1) or real(*a, **k))
+    y, p = _ties()
+    sc = Scores.of_matrix(torch.from_numpy(p), torch.from_numpy(y))
+    want = even_table(sc, max_prob=True, class_conditional=False, threshold=0.0, num_bins=5)
+    assert calls
+    calls.clear()
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        got = even_table(sc, max_prob=True, class_conditional=False, threshold=0.0, num_bins=5)
+    finally:
+        torch.use_deterministic_algorithms(was)
+    assert not calls
+    for a, b in zip(got, want):
+        assert torch.equal(a, b)
+

@@ -7,9 +7,9 @@ The state is exact and small (docs/torch.md):
   in one flat tensor ``tables`` reduced by ``"sum"`` across ranks. Each batch's parts are
   computed on the batch's device (:func:`calibkit.torch.tables.even_parts`; on CPU by the
   engine's own kernels, :func:`calibkit.torch.tables.engine_tables`) and added; their size
-  does not grow with the data. Unweighted device parts are whole numbers, so their sum over
-  any batching and any ranks is exact: the table of all the rows, the engine's bits (up to
-  2^28 scores per cell).
+  does not grow with the data. Unweighted parts (on CPU the engine's exact unit sums as
+  halves) are whole numbers, so their sum over any batching and any ranks is exact: the table
+  of all the rows, the engine's bits (up to 2^28 scores per cell).
 * **adaptive binning** (ACE, TACE, RMSCE, ...): equal-mass edges need every kept score, so the
   scores are kept, on their device, as lists concatenated across ranks (``"cat"``): the
   probability matrix (flattened; float64, which holds float32 exactly, so that every rank's
@@ -20,8 +20,8 @@ The state is exact and small (docs/torch.md):
 * ``rows`` (the total weight seen) and ``classes`` (K, reduced by ``"max"``).
 
 Every value is the one reduction (:func:`calibkit.binned.table.reduce_table`) of those tables,
-so it equals :func:`calibkit.evaluate` of the concatenated batches to 1e-12 (float32 and
-float64, any batching, any number of ranks).
+so it equals :func:`calibkit.evaluate` of the concatenated batches (float32 and float64, any
+batching, any number of ranks): bit for bit without sample weights, to 1e-12 with them.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ states them:
 * **cell sums** (docs/spec.md, "Cell sums"): a score adds its grid units ``round(s * 2**50)``
   (ties to even, ``rust/kernels/core/units.rs``) to its cell, split as ``hi * 2**25 + lo``
   (:func:`unit_halves`); each half is summed exactly (float64 of whole numbers below 2^53 in
-  ``index_add_``, or int64 prefix sums) and the cell's value is the exact sum rounded once
+  ``index_add_`` or ``bincount``, or int64 prefix sums) and the cell's value is the exact sum
+  rounded once
   (:func:`unit_value`). So unweighted tables equal the Rust tables bit for bit, in any order of
   the atomic adds, for cells of up to 2^28 scores. Counts and unweighted outcome sums are
   integers. Weighted score sums are float64 sums of ``w * s`` (the engine's weighted units,
@@ -159,8 +160,9 @@ def _groups(sc: Scores, max_prob: bool, class_conditional: bool) -> int:
     return sc.num_classes if class_conditional else 1
 
 
-#: A score's units split as ``hi * 2**LO_BITS + lo`` with ``0 <= lo < 2**LO_BITS``: each half
-#: is below 2^26 in magnitude, so float64 sums of up to 2^27 of them are exact in any order.
+#: A score's units split as ``hi * 2**LO_BITS + lo`` with ``0 <= lo < 2**LO_BITS``: for scores
+#: within [-1e-4, 1 + 1e-4] each half is at most about 2^25 in magnitude, so float64 sums of up
+#: to 2^28 of them (a cell's scores) are whole numbers below 2^53, exact in any order.
 LO_BITS = 25
 _UNITS_PER_ONE = float(2 ** 50)  # units.rs SCALE: one unit is 2^-50
 
@@ -187,7 +189,8 @@ def unit_value(hi, lo):
 #: where ``index_add_``'s atomic adds to a few hot cells take 4.4 ms
 #: (``benches/gpu_primitives.py``). Otherwise ``index_add_``: it needs no host sync (bincount
 #: reads the largest index first), which is what a batch of 50k rows pays for most, and many
-#: cells share its atomic adds.
+#: cells share its atomic adds; it is also the one taken under
+#: ``torch.use_deterministic_algorithms`` (CUDA's weighted bincount refuses to run there).
 BINCOUNT_CELLS = 2048
 BINCOUNT_ROWS = 1 << 17
 
@@ -197,7 +200,10 @@ def _sums(cell: torch.Tensor, cells: int, cols: list) -> torch.Tensor:
     its drop cells) of each column of ``cols``: a 1-D float64 tensor, or None for a count.
     Returns (len(cols), cells) float64. Whole-number columns (counts, unit halves, 0/1
     outcomes) sum exactly in any order, so either way of summing gives the same bits."""
-    if cells <= BINCOUNT_CELLS and cell.shape[0] >= BINCOUNT_ROWS:
+    # (weighted bincount on CUDA raises under torch.use_deterministic_algorithms; index_add_
+    # does not, and gives the same bits)
+    if (cells <= BINCOUNT_CELLS and cell.shape[0] >= BINCOUNT_ROWS
+            and not torch.are_deterministic_algorithms_enabled()):
         return torch.stack([torch.bincount(cell, weights=col, minlength=cells).to(_F64)
                             for col in cols])
     out = torch.zeros((len(cols), cells), dtype=_F64, device=cell.device)
@@ -207,19 +213,31 @@ def _sums(cell: torch.Tensor, cells: int, cols: list) -> torch.Tensor:
     return out
 
 
-def _score_cols(s64: torch.Tensor, w: torch.Tensor | None) -> list:
-    """The (count, hi, lo) columns of scores for :func:`_sums`: a count and the unit halves,
-    or, weighted, the weights, 0 and ``w * s * 2**50`` (a float sum; :func:`unit_value` then
-    gives ``sum w * s``)."""
+def _halves(s64: torch.Tensor) -> list[torch.Tensor]:
+    """:func:`unit_halves` as float64 columns for :func:`_sums`."""
+    return [x.to(_F64) for x in unit_halves(s64)]
+
+
+def _score_sums(cell: torch.Tensor, cells: int, s64: torch.Tensor, w: torch.Tensor | None,
+                extra: list) -> torch.Tensor:
+    """:func:`_sums` of scores' (count, hi, lo) parts and the columns ``extra``: a count and
+    the unit halves, or, weighted, the weights, 0 and ``w * s * 2**50`` (a float sum, whose
+    :func:`unit_value` with hi 0 is ``sum w * s``)."""
     if w is None:
-        hi, lo = unit_halves(s64)
-        return [None, hi.to(_F64), lo.to(_F64)]
-    return [w, torch.zeros_like(s64), s64 * w * _UNITS_PER_ONE]
+        return _sums(cell, cells, [None, *_halves(s64), *extra])
+    out = _sums(cell, cells, [w, s64 * w * _UNITS_PER_ONE, *extra])
+    return torch.cat([out[:1], torch.zeros_like(out[:1]), out[1:]])
+
+
+def _keeps_all(threshold: float, top_label: bool) -> bool:
+    """Whether every score is kept: top-label confidences at threshold 0
+    (:func:`calibkit._toplabel.kept_rows`); otherwise a score is kept when ``> threshold``."""
+    return top_label and threshold == 0.0
 
 
 def _kept(scores64: torch.Tensor, threshold: float, top_label: bool) -> torch.Tensor | None:
-    """The keep mask, or None when every score is kept (top-label at threshold 0)."""
-    if top_label and threshold == 0.0:
+    """The keep mask, or None when every score is kept (:func:`_keeps_all`)."""
+    if _keeps_all(threshold, top_label):
         return None
     return scores64 > threshold
 
@@ -244,14 +262,13 @@ def even_parts(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold
         keep = _kept(s, threshold, True)
         if keep is not None:
             cell = torch.where(keep, cell, size)
-        if w is None:  # counts and outcomes in one pass: cell * 2 + correct
+        if w is None:  # counts and outcomes in one pass, of cell * 2 + correct
             both = _sums(cell * 2 + sc.correct, 2 * (size + 1), [None])[0].view(size + 1, 2)
-            hi, lo = unit_halves(s)
-            halves = _sums(cell, size + 1, [hi.to(_F64), lo.to(_F64)])
-            out = torch.stack([both.sum(1), halves[0], halves[1], both[:, 1]])[:, :size]
+            hi, lo = _sums(cell, size + 1, _halves(s))
+            out = torch.stack([both.sum(1), hi, lo, both[:, 1]])[:, :size]
         else:
             ok = sc.correct.to(_F64)
-            out = _sums(cell, size + 1, _score_cols(s, w) + [ok * w])[:, :size]
+            out = _score_sums(cell, size + 1, s, w, [ok * w])[:, :size]
     else:
         p = sc.probs
         assert p is not None and sc.labels is not None
@@ -265,7 +282,7 @@ def even_parts(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold
         wk = None if w is None else w[:, None].expand(n, k).reshape(-1)
         # the outcome is 1 only at each row's label: one cell per row
         label_cell = cell.gather(1, sc.labels[:, None])[:, 0]
-        out = torch.cat([_sums(cell.reshape(-1), size + 1, _score_cols(s.reshape(-1), wk)),
+        out = torch.cat([_score_sums(cell.reshape(-1), size + 1, s.reshape(-1), wk, []),
                          _sums(label_cell, size + 1, [w])])[:, :size]
     return out.reshape(4, g, nb)
 
@@ -445,7 +462,7 @@ def adaptive_table(sc: Scores, *, max_prob: bool, class_conditional: bool, thres
         label_group = sc.labels if class_conditional else torch.zeros_like(sc.labels)
     out = {}
     for t in thresholds:
-        if max_prob and t == 0.0:  # top-label pairs keep every confidence at t = 0
+        if _keeps_all(t, max_prob):
             first = starts
         else:
             x = torch.full((g, 1), _below(float(t), v.dtype), dtype=v.dtype, device=dev)
@@ -526,33 +543,52 @@ def engine_tables(sc: Scores, *, binning: str, max_prob: bool, class_conditional
     """The table of CPU scores by the engine itself (:func:`calibkit.calibration_bins`, no copy
     of the tensors' memory): the path for CPU tensors, where the Rust kernels are faster than
     torch ops. Weights that are all 1 count as no weights (the unweighted kernels' bits)."""
+    t = _engine_bins(sc, binning=binning, max_prob=max_prob,
+                     class_conditional=class_conditional, threshold=threshold, num_bins=num_bins)
+    return (np.asarray(t.counts, dtype=np.float64), t.sum_score, t.sum_outcome)
+
+
+def _engine_bins(sc: Scores, **kw):
+    """:func:`calibkit.calibration_bins` of CPU scores (see :func:`engine_tables`)."""
     from ..binned.bins import calibration_bins
 
     w = sc.weight
-    w_np = None if w is None or bool((w == 1).all()) else w.numpy()
-    kw: dict = dict(binning=binning, max_prob=max_prob, class_conditional=class_conditional,
-                    threshold=threshold, num_bins=num_bins, sample_weight=w_np)
+    kw["sample_weight"] = None if w is None or bool((w == 1).all()) else w.numpy()
     if sc.probs is not None:
         assert sc.labels is not None
-        t = calibration_bins(sc.labels.numpy(), sc.probs.numpy(), **kw)
-    else:
-        pred = None if sc.predicted is None else sc.predicted.numpy()
-        t = calibration_bins(confidence=sc.confidence.numpy(), correct=sc.correct.numpy(),
-                             predicted=pred, num_classes=None if pred is None else sc.num_classes,
-                             **kw)
-    return (np.asarray(t.counts, dtype=np.float64), t.sum_score, t.sum_outcome)
+        return calibration_bins(sc.labels.numpy(), sc.probs.numpy(), **kw)
+    pred = None if sc.predicted is None else sc.predicted.numpy()
+    return calibration_bins(confidence=sc.confidence.numpy(), correct=sc.correct.numpy(),
+                            predicted=pred, num_classes=None if pred is None else sc.num_classes,
+                            **kw)
+
+
+def _units_halves(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The engine's exact cell sums (:class:`calibkit.binned.units.ScoreUnits` words: each
+    cell's i128 units as [high, low] int64 words) as the device's halves ``hi * 2**25 + lo``:
+    ``hi`` the units shifted right by 25 (below 2^53, exact in float64, for cells of up to
+    2^28 scores, as on the device), ``lo`` the low 25 bits."""
+    high, low = words[..., 0], words[..., 1].view(np.uint64)
+    hi = (high << np.int64(64 - LO_BITS)) | (low >> np.uint64(LO_BITS)).astype(np.int64)
+    lo = (low & np.uint64((1 << LO_BITS) - 1)).astype(np.int64)
+    return hi, lo
 
 
 def even_of(sc: Scores, *, max_prob: bool, class_conditional: bool, threshold: float,
             num_bins: int) -> torch.Tensor:
     """:func:`even_parts` where the scores are: torch ops on a device, the engine's kernels for
-    CPU scores (:func:`use_engine`; its table as parts ``counts, 0, sum_score * 2**50,
-    sum_outcome``, a CPU tensor)."""
+    CPU scores (:func:`use_engine`; the table's exact unit sums as the halves where the engine
+    gives them, else ``0, sum_score * 2**50``; a CPU tensor)."""
     if use_engine(sc.device):
-        c, ss, so = engine_tables(sc, binning="even", max_prob=max_prob,
-                                  class_conditional=class_conditional, threshold=threshold,
-                                  num_bins=num_bins)
-        return torch.from_numpy(np.stack([c, np.zeros_like(ss), ss * _UNITS_PER_ONE, so]))
+        t = _engine_bins(sc, binning="even", max_prob=max_prob,
+                         class_conditional=class_conditional, threshold=threshold,
+                         num_bins=num_bins)
+        if t.score_units is not None:
+            hi, lo = (x.astype(np.float64) for x in _units_halves(t.score_units.words))
+        else:
+            hi, lo = np.zeros_like(t.sum_score), t.sum_score * _UNITS_PER_ONE
+        return torch.from_numpy(np.stack([np.asarray(t.counts, dtype=np.float64), hi, lo,
+                                          t.sum_outcome]))
     return even_parts(sc, max_prob=max_prob, class_conditional=class_conditional,
                       threshold=threshold, num_bins=num_bins)
 
