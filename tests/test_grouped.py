@@ -289,3 +289,26 @@ def test_native_scores_of_another_dtype_are_a_type_error():
 
     with pytest.raises(InputTypeError, match="float32 or float64"):
         _native.grouped_bin_stats(None, np.zeros(3, np.int32), np.zeros(3), None, 1, "even", 5)
+
+
+def test_adaptive_positions_of_many_sizes_and_bad_sizes():
+    # The array form is the scalar rule row by row; malformed sizes are clear errors, and a
+    # table too large to hold is refused before it is allocated.
+    from calibkit.errors import InvalidParameterError, ParameterTypeError
+
+    sizes = np.array([0, 1, 2, 7, 10, 299])
+    for b in (1, 2, 3, 15):
+        got = adaptive_positions(sizes, b)
+        assert got.shape == (sizes.size, b - 1)
+        for n, row in zip(sizes, got):
+            want = adaptive_positions(int(n), b) if n else np.zeros(b - 1, np.int64)
+            np.testing.assert_array_equal(row, want)
+    np.testing.assert_array_equal(adaptive_positions(np.array(10), 3), [3, 7])
+    for bad in (np.array([[10]]), np.array([10.5]), 2.5, True):
+        with pytest.raises(ParameterTypeError):
+            adaptive_positions(bad, 3)
+    for bad in (-1, np.array([4, -1])):
+        with pytest.raises(InvalidParameterError, match="-1"):
+            adaptive_positions(bad, 3)
+    with pytest.raises(InvalidParameterError, match="fewer groups or bins"):
+        adaptive_positions(np.full(10**5, 5), 10**6)

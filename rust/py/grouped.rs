@@ -126,14 +126,19 @@ pub fn grouped_bin_stats_at<'py>(
     })
 }
 
+/// The bin-count rule of adaptive binning (the kernel's own check).
+fn check_adaptive_bins(num_bins: usize) -> PyResult<()> {
+    let limits = crate::kernels::core::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
+    limits.check(num_bins).map_err(to_py)
+}
+
 /// adaptive_positions(n, num_bins) -> int64 (num_bins - 1,): SPEC's 0-based ranks of the
 /// adaptive upper edges in a sorted group of `n` scores ([`crate::kernels::core::edges::adaptive_positions`]),
 /// for callers that select order statistics themselves (`calibkit.dask`).
 #[pyfunction]
 pub fn adaptive_positions<'py>(py: Python<'py>, n: usize, num_bins: usize) -> PyResult<Bound<'py, numpy::PyArray1<i64>>> {
     guard(py, || {
-        let limits = crate::kernels::core::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
-        limits.check(num_bins).map_err(to_py)?;
+        check_adaptive_bins(num_bins)?;
         let pos: Vec<i64> = crate::kernels::core::edges::adaptive_positions(n, num_bins).into_iter().map(|p| p as i64).collect();
         Ok(pos.into_pyarray(py))
     })
@@ -145,10 +150,16 @@ pub fn adaptive_positions<'py>(py: Python<'py>, n: usize, num_bins: usize) -> Py
 #[pyfunction]
 pub fn adaptive_positions_of<'py>(py: Python<'py>, sizes: PyReadonlyArray1<'py, i64>, num_bins: usize) -> PyResult<Bound<'py, PyArray2<i64>>> {
     guard(py, || {
-        let limits = crate::kernels::core::spec::Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: 0.0 };
-        limits.check(num_bins).map_err(to_py)?;
+        check_adaptive_bins(num_bins)?;
         let sizes = sizes.as_array();
         let w = num_bins - 1;
+        if sizes.len().checked_mul(w).is_none_or(|c| c > crate::kernels::core::spec::MAX_TABLE_CELLS) {
+            return Err(InvalidParameterError::new_err(format!(
+                "adaptive_positions_of: {} groups of {num_bins} bins are more than {} edges; pass fewer groups or bins",
+                sizes.len(),
+                crate::kernels::core::spec::MAX_TABLE_CELLS
+            )));
+        }
         let mut out = numpy::ndarray::Array2::<i64>::zeros((sizes.len(), w));
         for (mut row, &n) in out.rows_mut().into_iter().zip(sizes.iter()) {
             let n = usize::try_from(n).map_err(|_| {

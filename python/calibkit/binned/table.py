@@ -29,13 +29,14 @@ import numpy as np
 
 from .. import _native
 from .._budget import check_tables
-from .._params import NORMS, as_choice, renames
+from .._params import NORMS, as_choice, as_int, renames
 from .._validate import as_array, check_gce_params, check_weights
 from ..errors import (
     InputTypeError,
     InvalidParameterError,
     InvalidProbabilitiesError,
     MissingDependencyError,
+    ParameterTypeError,
     ShapeMismatchError,
 )
 from .units import ScoreUnits
@@ -483,7 +484,7 @@ def as_calibration_bins(stats, *, num_classes: int, binning: str, class_conditio
                           float(threshold))
 
 
-def adaptive_positions(n, num_bins: int) -> np.ndarray:
+def adaptive_positions(n: int | np.ndarray, num_bins: int) -> np.ndarray:
     """SPEC's 0-based ranks of the ``num_bins - 1`` adaptive upper edges in ``n`` sorted scores.
 
     The rule lives in the kernel (``rust/kernels/core/edges.rs``); this is for callers that select
@@ -498,8 +499,8 @@ def adaptive_positions(n, num_bins: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of int64
-        Shape ``(num_bins - 1,)`` for an int ``n``; ``(len(n), num_bins - 1)`` for an array,
-        row i for ``n[i]`` (zeros for an empty group).
+        Shape ``(num_bins - 1,)`` for an int ``n`` (empty for ``n = 0``); ``(len(n),
+        num_bins - 1)`` for a 1-D integer array, row i for ``n[i]`` (zeros for an empty group).
 
     Examples
     --------
@@ -508,10 +509,16 @@ def adaptive_positions(n, num_bins: int) -> np.ndarray:
     >>> adaptive_positions(np.array([10, 4, 0]), 3).tolist()
     [[3, 7], [1, 3], [0, 0]]
     """
-    if isinstance(n, np.ndarray):
-        return _native.adaptive_positions_of(np.ascontiguousarray(n, dtype=np.int64).reshape(-1),
-                                             int(num_bins))
-    return _native.adaptive_positions(int(n), int(num_bins))
+    if np.ndim(n) == 0:
+        n = n.item() if isinstance(n, np.ndarray) else n
+        return _native.adaptive_positions(as_int(n, "n", minimum=0), as_int(num_bins, "num_bins"))
+    sizes = np.asarray(n)
+    if sizes.ndim != 1 or not (sizes.dtype.kind in "iu" or sizes.size == 0):
+        raise ParameterTypeError(
+            f"n must be an int or a 1-D array of ints (group sizes), got an array of shape "
+            f"{sizes.shape} and dtype {sizes.dtype}")
+    return _native.adaptive_positions_of(np.ascontiguousarray(sizes, dtype=np.int64),
+                                         as_int(num_bins, "num_bins"))
 
 
 def even_boundaries(num_bins: int) -> np.ndarray:
