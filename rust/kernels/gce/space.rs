@@ -30,8 +30,7 @@ pub fn evaluate<T: Score>(
     let mut out = vec![f64::NAN; metrics.len() * bins.len()];
     for_each_table(x, metrics, bins, check, |m, bi, t| {
         let (g, norm) = metrics[m];
-        let par = x.probs.len() >= PAR_MIN_ENTRIES;
-        let reduce = if par { reduce::reduce_par } else { reduce::reduce };
+        let reduce = if parallel(x.n, x.k) { reduce::reduce_par } else { reduce::reduce };
         out[m * bins.len() + bi] = reduce(t, norm, g.class_conditional);
     })?;
     Ok(out)
@@ -91,6 +90,12 @@ pub fn for_each_table<T: Score>(
 /// `DETACH_ENTRIES`, 2^15), when nothing may go to the pool.
 const PAR_MIN_ENTRIES: usize = 1 << 20;
 
+/// Whether an input of `n` rows of `k` scores is large enough for the parallel forms
+/// ([`PAR_MIN_ENTRIES`]).
+fn parallel(n: usize, k: usize) -> bool {
+    n.saturating_mul(k) >= PAR_MIN_ENTRIES
+}
+
 /// The tables of every max-prob grouping not `done`, at every bin count, from the shared
 /// summary. Each table is independent of the others (its own pass over the summary), so they
 /// are made in parallel, one job per (grouping, bin count): on one thread they took about a
@@ -111,7 +116,7 @@ fn toplabel_tables(
     let jobs: Vec<(Grouping, usize)> =
         groupings.iter().flat_map(|&h| bins.iter().map(move |&b| (h, b))).collect();
     let table = |&(h, b): &(Grouping, usize)| toplabel::stats(top, k, &h, b);
-    let tables: Vec<BinStats> = if top.conf.len() * k >= PAR_MIN_ENTRIES {
+    let tables: Vec<BinStats> = if parallel(top.conf.len(), k) {
         jobs.par_iter().map(table).collect()
     } else {
         jobs.iter().map(table).collect()

@@ -8,10 +8,15 @@ use crate::kernels::KernelError;
 /// SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mixer.
 #[inline(always)]
 pub(crate) fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    z = (z ^ (z >> MIX_SHIFTS[0])).wrapping_mul(MIX_MULTIPLIERS[0]);
+    z = (z ^ (z >> MIX_SHIFTS[1])).wrapping_mul(MIX_MULTIPLIERS[1]);
+    z ^ (z >> MIX_SHIFTS[2])
 }
+
+/// SplitMix64's finaliser: the multipliers and shifts of [`mix64`] (also its AVX2 form,
+/// `weighted::hits`).
+pub(crate) const MIX_MULTIPLIERS: [u64; 2] = [0xbf58_476d_1ce4_e5b9, 0x94d0_49bb_1331_11eb];
+pub(crate) const MIX_SHIFTS: [u32; 3] = [30, 27, 31];
 
 /// The key of counter stream `stream` (one per resample) under `seed`.
 #[inline(always)]

@@ -49,6 +49,7 @@ pub fn hit_sums_portable(run: &[(u64, u64, u64)], keys: &[u64; LANES], units: bo
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::LANES;
+    use crate::kernels::weighted::draws::{MIX_MULTIPLIERS, MIX_SHIFTS};
     use std::arch::x86_64::*;
 
     /// `z * c` modulo 2^64 in each lane: `lo(z) lo(c) + (lo(z) hi(c) + hi(z) lo(c)) << 32`.
@@ -61,13 +62,14 @@ mod x86 {
         _mm256_add_epi64(a, _mm256_slli_epi64::<32>(_mm256_add_epi64(b, c)))
     }
 
-    /// `draws::mix64` in each lane.
+    /// `draws::mix64` in each lane (its shifts `MIX_SHIFTS`, as immediates).
     #[target_feature(enable = "avx2")]
     #[inline]
     fn mix64(z: __m256i, m1: (__m256i, __m256i), m2: (__m256i, __m256i)) -> __m256i {
-        let z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64::<30>(z)), m1.0, m1.1);
-        let z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64::<27>(z)), m2.0, m2.1);
-        _mm256_xor_si256(z, _mm256_srli_epi64::<31>(z))
+        const S: [u32; 3] = MIX_SHIFTS;
+        let z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64::<{ S[0] as i32 }>(z)), m1.0, m1.1);
+        let z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64::<{ S[1] as i32 }>(z)), m2.0, m2.1);
+        _mm256_xor_si256(z, _mm256_srli_epi64::<{ S[2] as i32 }>(z))
     }
 
     /// A 64-bit constant as its broadcast low and high 32-bit halves (`mul64`'s operands).
@@ -82,7 +84,7 @@ mod x86 {
     /// 64-bit compare is the unsigned one.
     #[target_feature(enable = "avx2")]
     pub(super) fn hit_sums(run: &[(u64, u64, u64)], keys: &[u64; LANES], units: bool) -> [u64; LANES] {
-        let (m1, m2) = (split(0xbf58_476d_1ce4_e5b9), split(0x94d0_49bb_1331_11eb));
+        let (m1, m2) = (split(MIX_MULTIPLIERS[0]), split(MIX_MULTIPLIERS[1]));
         let k0 = _mm256_set_epi64x(keys[3] as i64, keys[2] as i64, keys[1] as i64, keys[0] as i64);
         let k1 = _mm256_set_epi64x(keys[7] as i64, keys[6] as i64, keys[5] as i64, keys[4] as i64);
         let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
@@ -113,13 +115,7 @@ mod tests {
     /// hits 0; every draw hits 2^53 + 1) and count units at their bound.
     #[test]
     fn the_twin_gives_the_portable_sums() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::kernels::tests::xorshift_bits(0x2545_f491_4f6c_dd1du64);
         for n in [0usize, 1, 7, 300] {
             let run: Vec<(u64, u64, u64)> = (0..n)
                 .map(|i| {

@@ -30,7 +30,7 @@ use crate::kernels::core::spec::MAX_TABLE_CELLS;
 use crate::kernels::core::units;
 use crate::kernels::weighted::adaptive::Sorted;
 use crate::kernels::weighted::hits::{hit_sums, LANES as HIT_LANES};
-use crate::kernels::weighted::sums::{count_units, less_bias, plain_chunk, term_sums, term_sums_lanes, weighted_units, Counts, Scales, UnitSums, BIAS, LANES, TERM_BIAS};
+use crate::kernels::weighted::sums::{count_units, less_bias, plain_chunk, term_sums, term_sums_lanes, weighted_units, Counts, Scales, UnitSums, BIAS, LANES as TERM_LANES, TERM_BIAS};
 use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 // The draws moved to their own module; their paths here stay (the glue and other modules use
@@ -195,7 +195,8 @@ struct CellRuns {
     tags: Vec<u64>,
     /// No base weights: every entry's count units are 2^50 ([`Counts::All`]).
     uniform: bool,
-    /// No base weights (the fields `biased` and `inc`; else `count` and `score`).
+    /// The layout without base weights (the fields `biased` and `inc`: the drawn Poisson
+    /// path); else `count` and `score` (with base weights, or for the lanes).
     plain: bool,
     /// No base weights: each entry's score units plus [`BIAS`] (below 2^53), and its count
     /// increment, 1 plus 2^32 when it is its row's outcome column ([`plain_run`]).
@@ -301,13 +302,20 @@ impl CellRuns {
         }
     }
 
+    /// Cell `c`'s positions, and where its hits (its first entries) end.
+    #[inline(always)]
+    fn runs_of(&self, c: usize) -> (std::ops::Range<usize>, usize) {
+        let r = self.start[c]..self.start[c + 1];
+        let h = self.hits_end[c].clamp(r.start, r.end);
+        (r, h)
+    }
+
     /// (count, score, outcome) units of cell `c` with base weights: the outcome units are the
     /// count units of the cell's hits (its first entries). Not inlined into
     /// [`CellRuns::table_by`], whose loop with no base weights is the hot one.
     #[inline(never)]
     fn weighted_cell<R: Copy + Into<u64>>(&self, rows: &[R], c: usize, max_m: u64, m_of: impl Fn(u64) -> u64) -> (i128, i128, i128) {
-        let r = self.start[c]..self.start[c + 1];
-        let h = self.hits_end[c].clamp(r.start, r.end);
+        let (r, h) = self.runs_of(c);
         let (n1, s1) = self.weighted_run(&rows[r.start..h], r.start, max_m, &m_of);
         let (n2, s2) = self.weighted_run(&rows[h..r.end], h, max_m, &m_of);
         (n1.wrapping_add(n2), s1.wrapping_add(s2), n1)
@@ -344,12 +352,11 @@ impl CellRuns {
 }
 
 impl CellRuns {
-    /// (count, score, outcome) units of cell `c` with base weights in [`LANES`] resamples at
+    /// (count, score, outcome) units of cell `c` with base weights in [`TERM_LANES`] resamples at
     /// once, `m` each row's multiplicities in them (all below 2^11): [`CellRuns::weighted_cell`]
     /// of each, bit for bit, from one pass over the cell's entries.
-    fn weighted_cell_lanes(&self, c: usize, m: &[[u32; LANES]]) -> [(i128, i128, i128); LANES] {
-        let r = self.start[c]..self.start[c + 1];
-        let h = self.hits_end[c].clamp(r.start, r.end);
+    fn weighted_cell_lanes(&self, c: usize, m: &[[u32; TERM_LANES]]) -> [(i128, i128, i128); TERM_LANES] {
+        let (r, h) = self.runs_of(c);
         let count = |q: std::ops::Range<usize>| if self.uniform { Counts::All(units::SCALE as u64) } else { Counts::Each(&self.count[q]) };
         let (n1, s1) = term_sums_lanes(&self.row[r.start..h], m, count(r.start..h), &self.score[r.start..h]);
         let (n2, s2) = term_sums_lanes(&self.row[h..r.end], m, count(h..r.end), &self.score[h..r.end]);
@@ -357,28 +364,30 @@ impl CellRuns {
     }
 }
 
-/// [`bootstrap`] with base weights and multiplicities drawn per row (not in place): each block
-/// of [`BLOCK`] resamples takes its resamples [`LANES`] at a time through one pass over the
-/// cell runs ([`CellRuns::weighted_cell_lanes`]), so the runs (20 bytes an entry: 20 MB at
-/// (10k, 100) for SCE) are streamed once per [`LANES`] resamples. A group with a multiplicity
-/// of 2^11 or more takes the one-resample loop. Each value is the one-resample loop's, bit for
-/// bit (exact sums), whatever the grouping.
+/// [`bootstrap`] with multiplicities drawn per row (not in place), with or without base weights:
+/// each block of [`BLOCK`] resamples takes its resamples [`TERM_LANES`] at a time through one pass
+/// over the cell runs ([`CellRuns::weighted_cell_lanes`]), so the runs (20 bytes an entry: 20
+/// MB at (10k, 100) for SCE) are streamed once per [`TERM_LANES`] resamples. A group with a
+/// multiplicity of 2^11 or more, and tables of more than [`FAST_CELLS`] cells (whose lanes'
+/// sums, 192 bytes a cell per task, would not be small), take the one-resample loop. Each
+/// value is the one-resample loop's, bit for bit (exact sums), whatever the grouping.
 fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Vec<f64> {
     let runs = &CellRuns::new(cells, t, false, true);
     let (n, nc) = (cells.rows(), cells.groups * cells.nb);
+    let lanes_fit = nc <= FAST_CELLS;
     let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
         .into_par_iter()
         .map(|b| {
             let (first, end) = (b * BLOCK, ((b + 1) * BLOCK).min(n_resamples));
             let mut st = t.sc.table(cells.groups, cells.nb);
             let mut one = vec![0u32; n];
-            let mut m = vec![[0u32; LANES]; n];
-            let mut sums = vec![[(0i128, 0i128, 0i128); LANES]; nc];
+            let mut m = vec![[0u32; TERM_LANES]; n];
+            let mut sums = vec![[(0i128, 0i128, 0i128); TERM_LANES]; if lanes_fit { nc } else { 0 }];
             let mut out = Vec::with_capacity(end - first);
-            for r0 in (first..end).step_by(LANES) {
-                let lanes = LANES.min(end - r0);
+            for r0 in (first..end).step_by(TERM_LANES) {
+                let lanes = TERM_LANES.min(end - r0);
                 let mut most = 0u32;
-                for j in 0..LANES {
+                for j in 0..TERM_LANES {
                     if j < lanes {
                         bootstrap_counts(scheme, seed, (r0 + j) as u64, &mut one);
                     } else {
@@ -389,7 +398,7 @@ fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                         most = most.max(x);
                     }
                 }
-                if most >= 1 << 11 {
+                if most >= 1 << 11 || !lanes_fit {
                     for j in 0..lanes {
                         for (x, mi) in one.iter_mut().zip(&m) {
                             *x = mi[j];
@@ -446,13 +455,6 @@ fn plain_run<const WIDE: bool, R: Copy + Into<u64>>(rows: &[R], biased: &[u64], 
     (count * one, score, outcome * one)
 }
 
-/// A bootstrap task's scratch: the table and the multiplicities.
-#[derive(Default)]
-struct BootScratch {
-    st: Option<BinStats>,
-    m: Vec<u32>,
-}
-
 /// The metric on `n_resamples` bootstrap resamples (rows reweighted, bins fixed per entry).
 ///
 /// Valid when the bin of an entry does not depend on the other rows: even binning. Resample
@@ -475,21 +477,11 @@ pub fn bootstrap(
     if !drawn {
         return Ok(bootstrap_lanes(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
     }
-    let runs = CellRuns::new(cells, &t, drawn, false);
-    let n = cells.rows();
-    Ok(run_blocks(n_resamples, |r, s: &mut BootScratch| {
-        let st = s.st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
-        if drawn {
-            let key = stream_key(seed, r as u64);
-            runs.table(&t.sc, POISSON_MAX, st, |g| poisson_count(draw_tagged(key, g)) as u64);
-        } else {
-            s.m.resize(n, 0);
-            bootstrap_counts(scheme, seed, r as u64, &mut s.m);
-            let most = s.m.iter().copied().max().unwrap_or(0) as u64;
-            // rows were checked; `get` keeps them in bounds in any case
-            let m = &s.m;
-            runs.table(&t.sc, most, st, |i| m.get(i as usize).map_or(0, |&x| x as u64));
-        }
+    let runs = CellRuns::new(cells, &t, true, false);
+    Ok(run_blocks(n_resamples, |r, st: &mut Option<BinStats>| {
+        let st = st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
+        let key = stream_key(seed, r as u64);
+        runs.table(&t.sc, POISSON_MAX, st, |g| poisson_count(draw_tagged(key, g)) as u64);
         reduce(st, norm, class_conditional)
     }))
 }
@@ -537,29 +529,29 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
     // factor 2^12 of each other, whose units are about 2^50)
     let most = rows.iter().map(|r| r.2).max().unwrap_or(0);
     let hit_run = (u64::MAX / most.max(1)).min(1 << 30) as usize;
-    // TOP_LANES resamples per pass over the rows (each row read once for them)
-    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(TOP_LANES))
+    // HIT_LANES resamples per pass over the rows ([`hit_sums`]; each row read once for them)
+    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(HIT_LANES))
         .into_par_iter()
         .map(|b| {
-            let r0 = b * TOP_LANES;
-            let lanes = TOP_LANES.min(n_resamples - r0);
-            let mut keys = [0u64; TOP_LANES];
+            let r0 = b * HIT_LANES;
+            let lanes = HIT_LANES.min(n_resamples - r0);
+            let mut keys = [0u64; HIT_LANES];
             for (j, k) in keys.iter_mut().enumerate() {
                 *k = stream_key(seed, (r0 + j) as u64);
             }
-            let mut ys = vec![[0i128; TOP_LANES]; nc];
+            let mut ys = vec![[0i128; HIT_LANES]; nc];
             for (c, y) in ys.iter_mut().enumerate() {
                 let run = &rows[start[c]..start[c + 1]];
                 if plain {
                     // with no base weights a hit adds one row's 2^50 units: count the hits
                     let h = hit_sums(run, &keys, false);
-                    for j in 0..TOP_LANES {
+                    for j in 0..HIT_LANES {
                         y[j] = h[j] as i128 * units::SCALE as i128;
                     }
                 } else {
                     // the hits' count units (each below 2^61, [`Scales::of_terms`]) summed in
                     // `u64` over runs of `hit_run` rows, then folded into `i128`
-                    let mut wide = [0i128; TOP_LANES];
+                    let mut wide = [0i128; HIT_LANES];
                     for part in run.chunks(hit_run) {
                         for (w, s) in wide.iter_mut().zip(hit_sums(part, &keys, true)) {
                             *w = w.wrapping_add(s as i128);
@@ -581,9 +573,6 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
         .collect();
     blocks.into_iter().flatten().collect()
 }
-
-/// Resamples sharing each pass of [`consistency_top`] over the rows ([`hit_sums`]' lanes).
-const TOP_LANES: usize = HIT_LANES;
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
 /// predicted distribution, scores and bins unchanged.
@@ -970,7 +959,7 @@ mod tests {
             // the lanes' layout, four resamples of these multiplicities at once (below 2^11)
             if m.iter().all(|&x| x < 1 << 11) {
                 let lanes = CellRuns::new(&cells, &t, false, true);
-                let m4: Vec<[u32; LANES]> = m.iter().map(|&x| [x; LANES]).collect();
+                let m4: Vec<[u32; TERM_LANES]> = m.iter().map(|&x| [x; TERM_LANES]).collect();
                 for j in 0..nc {
                     let mut st = t.sc.table(groups, nb);
                     let s4 = lanes.weighted_cell_lanes(j, &m4);
@@ -1128,6 +1117,44 @@ mod tests {
                 let hit: Vec<u32> = (0..6).map(|i| if unit(draw(key, i as u64)) < s[i] { 0 } else { DROPPED }).collect();
                 let one = Cells { cell: &c, score: &s, hit: &hit, base: b, width: 1, groups: 1, nb: 3 };
                 assert_eq!(reduce(&one.stats(), Norm::L1, false), *v, "resample {r}");
+            }
+        }
+    }
+
+    /// Weights that lift the count units near 2^61: the weighted test's `u64` runs must end
+    /// every few rows (`hit_run`), or its sums would wrap.
+    #[test]
+    fn consistency_with_count_units_near_their_bound() {
+        let n = 40;
+        let c = vec![0u32; n];
+        let s: Vec<f64> = (0..n).map(|i| 0.55 + i as f64 / 100.0).collect();
+        let h = vec![0u32; n];
+        let base: Vec<f64> = (0..n).map(|i| 2040.0 + (i % 7) as f64).collect();
+        let cells = Cells { cell: &c, score: &s, hit: &h, base: Some(&base), width: 1, groups: 1, nb: 1 };
+        assert!(cells.terms().count.iter().all(|&u| u > 1 << 60), "count units are not near their bound");
+        for (r, v) in consistency(&cells, Norm::L1, false, 4, 9).unwrap().iter().enumerate() {
+            let key = stream_key(4, r as u64);
+            let hit: Vec<u32> = (0..n).map(|i| if unit(draw(key, i as u64)) < s[i] { 0 } else { DROPPED }).collect();
+            let one = Cells { hit: &hit, ..cells };
+            assert_eq!(reduce(&one.stats(), Norm::L1, false), *v, "resample {r}");
+        }
+    }
+
+    /// Tables of more than `FAST_CELLS` cells take the lanes' one-resample loop (as a group with
+    /// a multiplicity of 2^11 or more does): each resample still the repeated rows' table.
+    #[test]
+    fn bootstrap_of_a_large_table_is_the_repeated_rows() {
+        let (n, k, nb) = (30usize, 2usize, FAST_CELLS + 5);
+        let cell: Vec<u32> = (0..n * k).map(|e| ((e * 7919) % nb) as u32).collect();
+        let score: Vec<f64> = (0..n * k).map(|e| (e % 13) as f64 / 13.0).collect();
+        let hit: Vec<u32> = (0..n).map(|i| (i % k) as u32).collect();
+        let frac: Vec<f64> = (0..n).map(|i| 0.5 + i as f64 / 7.0).collect();
+        for b in [None, Some(&frac[..])] {
+            let cells = Cells { cell: &cell, score: &score, hit: &hit, base: b, width: k, groups: 1, nb };
+            let v = bootstrap(&cells, Norm::L1, false, Scheme::Poisson, 5, 6).unwrap();
+            let w = weights_matrix(Scheme::Poisson, 5, 0, 6, n);
+            for (r, x) in v.iter().enumerate() {
+                assert_eq!(*x, reduce(&repeated(&cells, &w[r * n..(r + 1) * n]).stats(), Norm::L1, false), "resample {r}");
             }
         }
     }

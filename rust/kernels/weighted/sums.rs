@@ -549,18 +549,38 @@ pub fn run_sums(rows: &[u32], mult: &[u32], count: Option<&[i64]>, score: &[i64]
 mod tests {
     use super::*;
 
+    /// Runs longer than [`TERM_CHUNK`] entries, every term at its bound: the lanes' `u64` sums
+    /// must be folded every chunk (else they wrap), on both paths, for both kinds of counts.
+    #[test]
+    fn lanes_fold_long_runs() {
+        use crate::kernels::core::simd::{with_level, Level};
+        let n = 2 * TERM_CHUNK + 37;
+        let rows = vec![0u32; n];
+        let m = [[2047u32, 1, 0, 1000]];
+        let count = vec![(1u64 << 61) - 1; n];
+        let score = vec![u64::MAX >> 1; n];
+        for kind in [Counts::Each(&count), Counts::All(1 << 50)] {
+            let each = match kind {
+                Counts::Each(c) => c[0] as i128,
+                Counts::All(c) => c as i128,
+            };
+            for level in [Level::Portable, Level::Avx2] {
+                let (c, s) = with_level(level, || term_sums_lanes(&rows, &m, kind, &score));
+                for j in 0..LANES {
+                    let k = m[0][j] as i128 * n as i128;
+                    assert_eq!(c[j], k * each, "lane {j} {level:?}");
+                    assert_eq!(s[j], k * (score[0] as i128 - TERM_BIAS as i128), "lane {j} {level:?}");
+                }
+            }
+        }
+    }
+
     /// Every lane of [`term_sums_lanes`] is [`term_sums`] of its resample, bit for bit, on
     /// both paths, with terms at their bounds and runs longer than one chunk's worth of lanes.
     #[test]
     fn lanes_are_the_one_resample_sums() {
         use crate::kernels::core::simd::{with_level, Level};
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::kernels::tests::xorshift_bits(0x9e37_79b9_7f4a_7c15u64);
         for (n, rows_n) in [(0usize, 1usize), (1, 3), (37, 5), (1000, 17)] {
             let rows: Vec<u32> = (0..n).map(|_| (next() % rows_n as u64) as u32).collect();
             let m: Vec<[u32; LANES]> = (0..rows_n).map(|_| std::array::from_fn(|_| (next() % (1 << 11)) as u32)).collect();
