@@ -893,13 +893,8 @@ mod tests {
         // cells of far more entries than a gather block (and, for the plain sums, many chunks):
         // every run boundary of the cell runs against exact i128 sums
         let (n, k, groups, nb) = (3000usize, 2usize, 1usize, 3usize);
-        let mut x = 7u64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut bits = crate::kernels::tests::xorshift_bits(7);
+        let mut next = |m: u64| bits() % m;
         let cell: Vec<u32> = (0..n * k).map(|_| if next(9) == 0 { DROPPED } else { next(nb as u64) as u32 }).collect();
         let score: Vec<f64> = (0..n * k).map(|_| next(1 << 30) as f64 / (1u64 << 30) as f64).collect();
         let hit: Vec<u32> = (0..n).map(|_| next(k as u64 + 1) as u32).map(|h| if h as usize == k { DROPPED } else { h }).collect();
@@ -1064,13 +1059,8 @@ mod tests {
     /// the bootstrap and for consistency resampling.
     #[test]
     fn resamples_are_the_repeated_rows() {
-        let mut x = 5u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut bits = crate::kernels::tests::xorshift_bits(5);
+        let mut next = |n: u64| bits() % n;
         let n = 60;
         for k in [1usize, 3] {
             let (groups, nb) = (2, 4);

@@ -647,11 +647,9 @@ mod tests {
             }
         }
         // the same bound on spread-out units (not only next to powers of two)
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut bits = crate::kernels::tests::xorshift_bits(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = bits();
             let u = (x >> 13) as i64 - (1 << 50);
             let w = 1.0 + (x % 2_000_000) as f64 / 977.0;
             let (got, e) = (weighted_units(w, u), exact(w, u));
@@ -670,17 +668,11 @@ mod tests {
 
     #[test]
     fn plain_sums_agree_across_chunk_sizes() {
-        let mut x = 3u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::kernels::tests::xorshift_bits(3);
         let n = 5000;
         let m: Vec<u8> = (0..n).map(|_| (next() % 18) as u8).collect();
         let (lo, hi): (Vec<u32>, Vec<u32>) = (0..n).map(|_| split((next() >> 13) as i64 - (1 << 50))).unzip();
-        let hit: Vec<u32> = (0..n).map(|_| if next() % 3 == 0 { u32::MAX } else { 0 }).collect();
+        let hit: Vec<u32> = (0..n).map(|_| if next().is_multiple_of(3) { u32::MAX } else { 0 }).collect();
         let whole = plain_sums(&m, &lo, &hi, &hit, plain_chunk(17));
         for chunk in [1, 7, 256, 4999] {
             assert_eq!(plain_sums(&m, &lo, &hi, &hit, chunk), whole, "chunk {chunk}");
