@@ -84,6 +84,34 @@ pub trait Wide: Copy + Default {
     /// `p..p+t` must be readable and AVX2 available.
     #[cfg(target_arch = "x86_64")]
     unsafe fn load_first(p: *const Self, t: usize) -> std::arch::x86_64::__m256d;
+
+    /// The last `t` (< 8) values of a row from `p`, as an array of f64 and as its two halves
+    /// (zeros after the values); reads nothing past `p+t`. Masked loads stored whole: an array
+    /// filled value by value (a `memcpy` for f64) and read back as vectors stalls on store
+    /// forwarding (a tenth of SCE's time at K = 10).
+    ///
+    /// # Safety
+    /// `p..p+t` must be readable and AVX2 available.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load_tail(p: *const Self, t: usize) -> ([f64; 8], std::arch::x86_64::__m256d, std::arch::x86_64::__m256d) {
+        use std::arch::x86_64::*;
+        assert!(t < 8);
+        // SAFETY: `load4` reads p..p+4 when t >= 4, `load_first` only lanes below its count,
+        // so nothing past p+t (readable by the caller's contract); the stores write the
+        // 8-value array; AVX2 is available.
+        unsafe {
+            let (v0, v1) = if t >= 4 {
+                (Self::load4(p), Self::load_first(p.add(4), t - 4))
+            } else {
+                (Self::load_first(p, t), _mm256_setzero_pd())
+            };
+            let mut a = [0.0f64; 8];
+            _mm256_storeu_pd(a.as_mut_ptr(), v0);
+            _mm256_storeu_pd(a.as_mut_ptr().add(4), v1);
+            (a, v0, v1)
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -119,7 +119,7 @@ pub trait RowVisitor {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub unsafe fn row_sum_and_bad_avx2<T: Score, V: RowVisitor>(row: &[T], visitor: &mut V) -> (f64, bool) {
-    // SAFETY: AVX2 is available (the caller's contract). Loads read row[j..j+8] with j + 8 <= n8 <= row.len(), and the tail is copied into `padded` (8 values) from the slice; the lane stores write the 8-value `lanes`. Offsets depend only on row.len(), which no other thread can change; `visit` gets j + n <= row.len().
+    // SAFETY: AVX2 is available (the caller's contract). Loads read row[j..j+8] with j + 8 <= n8 <= row.len(), and `load_tail` reads row[n8..row.len()] only; the lane stores write the 8-value `lanes`. Offsets depend only on row.len(), which no other thread can change; `visit` gets j + n <= row.len().
     unsafe {
         use std::arch::x86_64::*;
         let n8 = row.len() / 8 * 8;
@@ -141,16 +141,14 @@ pub unsafe fn row_sum_and_bad_avx2<T: Score, V: RowVisitor>(row: &[T], visitor: 
             sum += l;
         }
         let mut any_bad = _mm256_movemask_pd(bad) != 0;
-        let tail = &row[n8..];
-        if !tail.is_empty() {
-            let mut padded = [0.0f64; 8];
-            for (p, v) in padded.iter_mut().zip(tail) {
-                let v = v.to_f64();
+        let t = row.len() - n8;
+        if t > 0 {
+            let (padded, v0, v1) = T::load_tail(row.as_ptr().add(n8), t);
+            for &v in &padded[..t] {
                 sum += v;
                 any_bad |= !in_range(v);
-                *p = v;
             }
-            visitor.visit(n8, _mm256_loadu_pd(padded.as_ptr()), _mm256_loadu_pd(padded.as_ptr().add(4)), tail.len());
+            visitor.visit(n8, v0, v1, t);
         }
         (sum, any_bad)
     }

@@ -78,15 +78,15 @@ fn lane_sum(s0: __m256d, s1: __m256d, tail: &[f64]) -> f64 {
     sum
 }
 
-/// The row's tail (columns `n8..k`, fewer than 8) as f64 values.
+/// The row's tail (columns `n8..k`, fewer than 8): its values as f64, zeros after them, as
+/// an array and as two vectors
+/// ([`Wide::load_tail`](crate::kernels::core::score::Wide::load_tail)), and its length.
 #[inline(always)]
-fn tail<T: Score>(row: &[T], n8: usize) -> ([f64; 8], usize) {
-    let mut t = [0.0f64; 8];
-    let rest = &row[n8..];
-    for (d, v) in t.iter_mut().zip(rest) {
-        *d = v.to_f64();
-    }
-    (t, rest.len())
+fn tail<T: Score>(row: &[T], n8: usize) -> ([f64; 8], __m256d, __m256d, usize) {
+    let n = row.len() - n8;
+    // SAFETY: AVX2 is available (inlined into AVX2 code only); row[n8..n8 + n] is the row's.
+    let (t, t0, t1) = unsafe { T::load_tail(row.as_ptr().add(n8), n) };
+    (t, t0, t1, n)
 }
 
 /// One row of a dense (`COUNT`: counted) chunk: (row sum, some value out of range).
@@ -145,13 +145,13 @@ fn row_tail<T: Score, const COUNT: bool>(
     mut first: RowCheck,
 ) -> (f64, bool) {
     let thr = pass.cut.thr;
-    let (v, n) = tail(row, n8);
+    let (v, t0, t1, n) = tail(row, n8);
     let narrow = pass.narrow();
     if n > 0 {
         if !pass.cc && part.long {
             part.reserve(1);
         }
-        tail_lanes::<COUNT>(&v, n, n8, pass, part);
+        tail_lanes::<COUNT>(t0, t1, n, n8, pass, part);
     }
     for (c, &s) in (n8..).zip(&v[..n]) {
         let fast = s > thr && s < narrow && !(s > pass.cut.raise);
@@ -167,19 +167,18 @@ fn row_tail<T: Score, const COUNT: bool>(
 }
 
 /// The tail of a dense (`COUNT`: counted) row (`n` columns from `n8`, 0 < `n` < 8, as
-/// values `v` padded with zeros) into every lane, as a group of eight whose entries past the
+/// vectors `t0`, `t1` padded with zeros) into every lane, as a group of eight whose entries past the
 /// tail are in no lane: class-conditional, cells n8..n8 + 8, the tail's and padding cells
 /// (see [`LanePart`](super::LanePart)); pooled, the eight lane cells, those past the tail
 /// taking the biased units of 0.0 as in the portable pass.
 #[inline(always)]
-fn tail_lanes<const COUNT: bool>(v: &[f64; 8], n: usize, n8: usize, pass: &Pass, part: &mut Part) {
+fn tail_lanes<const COUNT: bool>(t0: __m256d, t1: __m256d, n: usize, n8: usize, pass: &Pass, part: &mut Part) {
     assert!(0 < n && n < 8);
     let at = if pass.cc { n8 } else { 0 };
     assert!(part.lanes.iter().all(|lp| lp.run.len() >= at + 8 && lp.count.len() >= at + 8));
-    // SAFETY: AVX2 is available (inlined into `rows` only). `v` holds 8 values; the run and
-    // count cells read and written are entries at..at + 8, within their lengths (asserted).
+    // SAFETY: AVX2 is available (inlined into `rows` only). The run and count cells read and
+    // written are entries at..at + 8, within their lengths (asserted).
     unsafe {
-        let (t0, t1) = (_mm256_loadu_pd(v.as_ptr()), _mm256_loadu_pd(v.as_ptr().add(4)));
         let count = _mm256_set1_epi64x(n as i64);
         let valid0 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(0, 1, 2, 3));
         let valid1 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(4, 5, 6, 7));
@@ -403,7 +402,7 @@ fn sparse_row<T: Score>(row: &[T], pass: &Pass, sc: &mut Scratch) -> (f64, bool)
         }
         (s0, s1, _mm256_movemask_pd(low) != 0)
     };
-    let (v, n) = tail(row, n8);
+    let (v, _, _, n) = tail(row, n8);
     for (c, &s) in (n8..).zip(&v[..n]) {
         bad |= !in_range(s);
         if s > thr {
