@@ -78,11 +78,11 @@
 //! | `adaptive_positions` | [`self::core::edges::adaptive_positions`] | the ranks of the adaptive edges |
 //! | `score_rows` | [`gce::rows::score_rows`] | a metric's kept scores as the primitive's rows (validated as by `gce`) |
 //! | `table_cells` | [`weighted::cells::table_cells`] | each score's cell by the kernels' own bin rules |
-//! | `resample_bootstrap`, `resample_consistency` | [`weighted::resample::bootstrap`], [`weighted::resample::consistency`] | resamples on fixed per-entry cells, each reduced by [`self::core::reduce::reduce`] |
+//! | `resample_bootstrap`, `resample_consistency` | [`weighted::resample::bootstrap`], [`weighted::consistency::consistency`] | resamples on fixed per-entry cells, each reduced by [`self::core::reduce::reduce`] |
 //! | `resample_bootstrap_grouped` (adaptive) | [`weighted::resample::bootstrap_grouped_from`] -> [`weighted::adaptive::Sorted`] | bootstrap with bins that move with the weights: each group sorted once, each resample's edges from cumulative weights ([`weighted::grouped::edge_ranks`], the primitive's rule), bins as runs of the sorted order; bitwise the primitive's table on the same weights (exact unit sums; with fractional base weights within half a unit per repeated entry) |
 //! | `resample_bootstrap_grouped` (even) | [`weighted::resample::bootstrap_grouped_from`] | [`weighted::grouped::grouped_bin_stats`] per resample |
 //! | `bootstrap_weights` | [`weighted::resample::weights_matrix`] | the per-row multiplicities the bootstraps use |
-//! | `consistency_draws` | [`weighted::resample::consistency_draws`] | the labels consistency resampling draws (for a Python callable) |
+//! | `consistency_draws` | [`weighted::consistency::consistency_draws`] | the labels consistency resampling draws (for a Python callable) |
 //!
 //! Every kernel here is bitwise the same for any number of threads (fixed chunks folded in
 //! order; counter-based random numbers per (seed, resample, row)).

@@ -32,7 +32,8 @@ fn out_of_range_label_on_the_compacting_path_is_an_error() {
 /// no resample asked for); the entry count `n * width` could overflow. Both are errors now.
 #[test]
 fn resampling_refuses_tables_beyond_the_cell_limit() {
-    use super::weighted::resample::{bootstrap, consistency, Cells, Scheme};
+    use super::weighted::consistency::consistency;
+    use super::weighted::resample::{bootstrap, Cells, Scheme};
     let (cell, score, hit) = ([0u32, 1], [0.5, 0.7], [0u32, 0]);
     for (groups, nb) in [(1, spec::MAX_TABLE_CELLS + 1), (usize::MAX, 2), (1 << 13, 1 << 13)] {
         let c = Cells { cell: &cell, score: &score, hit: &hit, base: None, width: 1, groups, nb };
@@ -51,7 +52,8 @@ fn resampling_refuses_tables_beyond_the_cell_limit() {
 #[test]
 fn large_one_entry_tables_take_the_general_loops_with_the_same_numbers() {
     use super::core::reduce::reduce;
-    use super::weighted::resample::{bootstrap, consistency, uniform, weights_matrix, Cells, Scheme, DROPPED};
+    use super::weighted::consistency::consistency;
+    use super::weighted::resample::{bootstrap, uniform, weights_matrix, Cells, Scheme, DROPPED};
     let n = 50;
     for nb in [7, (1 << 16) + 1] {
         let cell: Vec<u32> = (0..n).map(|i| if i % 9 == 0 { DROPPED } else { ((i * 7919) % nb) as u32 }).collect();

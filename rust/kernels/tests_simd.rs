@@ -105,7 +105,7 @@ fn every_kernel_takes_its_best_vector_twin() {
         let zero = vec![0u32; n];
         for base in [None, Some(&base[..])] {
             let cells = crate::kernels::weighted::resample::Cells { cell: &top, score: &conf, hit: &zero, base, width: 1, groups: 1, nb: 16 };
-            crate::kernels::weighted::resample::consistency(&cells, Norm::L1, false, 1, 8).unwrap();
+            crate::kernels::weighted::consistency::consistency(&cells, Norm::L1, false, 1, 8).unwrap();
         }
     }
     for (i, &kernel) in ALL.iter().enumerate() {

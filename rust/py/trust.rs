@@ -8,6 +8,7 @@ use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
 use super::{c_order, checks, grouping, run};
 use crate::kernels::gce::rows::{score_rows as rows_of, ScoreRows};
 use crate::kernels::Inputs;
+use crate::kernels::weighted::consistency;
 use crate::kernels::weighted::resample::{self, Cells, Scheme, Triples};
 use crate::kernels::{Binning, KernelError, Norm};
 
@@ -86,7 +87,7 @@ fn resample_consistency<'py>(
     guard(py, || {
         let norm = Norm::parse(norm).map_err(to_py)?;
         let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
-            resample::consistency(c, norm, class_conditional, seed, n_resamples)
+            consistency::consistency(c, norm, class_conditional, seed, n_resamples)
         })?;
         Ok(v.into_pyarray(py))
     })
@@ -202,7 +203,7 @@ fn consistency_draws<'py>(
     guard(py, || {
         let (n, width) = (score.shape()[0], score.shape()[1]);
         let s = c_order(&score, "score")?;
-        let v = py.detach(|| resample::consistency_draws(s, width, seed, r0, count)).map_err(to_py)?;
+        let v = py.detach(|| consistency::consistency_draws(s, width, seed, r0, count)).map_err(to_py)?;
         v.into_pyarray(py).reshape([count, n])
     })
 }
