@@ -3,6 +3,7 @@
 
 - :mod:`~calibkit.io.formats` -- what ``.npz``, ``.npy`` and CSV files hold, read without
   pickle;
+- :mod:`~calibkit.io.columns` -- which CSV columns are the labels, the scores and an index;
 - :mod:`~calibkit.io.predictions` -- :func:`read_predictions` (which arrays or columns are the
   scores and the labels, their kind, their values by calibkit's input rules),
   :func:`load_predictions` and the :class:`Predictions` record;

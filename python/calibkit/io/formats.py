@@ -1,10 +1,10 @@
 """The file formats predictions come in: ``.npz`` archives, ``.npy`` arrays and CSV text.
 
 This module reads what a file holds (its arrays, or its header and rows) without pickle, and
-names the file and the fix in a :class:`PredictionFileError` for every problem. Which arrays or
-columns are the scores and the labels, their kind and their values are decided by
-:mod:`calibkit.io.predictions`, the one reader the command line and :mod:`calibkit.analysis`
-use.
+names the file and the fix in a :class:`PredictionFileError` for every problem. Which CSV
+columns are the scores and the labels is decided by :mod:`calibkit.io.columns`; which arrays,
+their kind and their values by :mod:`calibkit.io.predictions`, the one reader the command line
+and :mod:`calibkit.analysis` use.
 """
 
 from __future__ import annotations
@@ -31,9 +31,7 @@ __all__ = [
     "CsvText",
     "read_csv_rows",
     "is_number",
-    "column_index",
     "kind_from_names",
-    "class_name_indices",
 ]
 
 #: Names a CSV label column (or a top-label file's labels) goes by, in order of preference.
@@ -197,24 +195,6 @@ def read_csv_rows(path: Path) -> CsvText:
     return CsvText(header, rows, delim, comma)
 
 
-def column_index(spec, header: list[str] | None, width: int, path: Path, flag: str,
-                 what: str) -> int:
-    """The 0-based position of column ``spec`` (a header name, else a position, negative ones
-    from the end); ``flag`` and ``what`` ("label", "score") name it in messages."""
-    spec = str(spec).strip()
-    if header is not None and spec in header:
-        return header.index(spec)
-    if spec.lstrip("-").isdigit():
-        j = int(spec)
-        if not -width <= j < width:
-            raise fail(path, f"{flag} {spec}: {what} column {j} does not exist ({width} columns, "
-                             f"positions 0..{width - 1})")
-        return j % width
-    cols = ", ".join(header) if header else "no header: use 0-based positions"
-    raise fail(path, f"{flag} {spec}: no column of that name (no column named {spec!r}; "
-                     f"columns: {cols})")
-
-
 def kind_from_names(names) -> str | None:
     """``"logits"`` when every name says logit, ``"probs"`` when every name says prob (or
     starts with ``p``: ``p0``, ``p_cat``), else None."""
@@ -224,34 +204,3 @@ def kind_from_names(names) -> str | None:
     if low and all("prob" in n or n.startswith("p") for n in low):
         return "probs"
     return None
-
-
-_PREFIXES = ("p_", "prob_", "probs_", "logit_", "logits_", "p(", "score_")
-
-
-def _strip(name: str) -> str:
-    n = name.strip()
-    for p in _PREFIXES:
-        if n.lower().startswith(p):
-            n = n[len(p):]
-            return n[:-1] if p == "p(" and n.endswith(")") else n
-    return n
-
-
-def class_name_indices(values, header, score_cols, j, path, notes) -> np.ndarray:
-    """Class names in the label column -> indices of the score columns of the same names (the
-    mapping is appended to ``notes``), or an error saying how to name the columns."""
-    classes = sorted(set(values))
-    col = header[j] if header else f"column {j}"
-    if header is not None:
-        names = [_strip(header[c]) for c in score_cols]
-        if all(c in names for c in classes) and len(set(names)) == len(names):
-            mapping = {c: names.index(c) for c in names}
-            notes.append("class names mapped to score columns: "
-                         + ", ".join(f"{c}={mapping[c]}" for c in names))
-            return np.array([mapping[v] for v in values], dtype=np.int64)
-    shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if len(classes) > 5 else "")
-    raise fail(path, f"label column {col!r} holds class names ({shown}), and the score columns "
-                     "are not named after them. Name each score column after its class (header "
-                     "e.g. label," + ",".join(str(c) for c in classes[:3]) + "), or write the "
-                     "labels as class indices 0..K-1 in the order of the score columns")

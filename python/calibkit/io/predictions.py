@@ -62,13 +62,11 @@ from .._params import as_flag, as_path
 from .._softmax import softmax
 from .._validate import as_labels, check_scores
 from ..errors import CalibkitError, InvalidParameterError, InvalidProbabilitiesError
+from .columns import choose_columns, class_name_indices
 from .formats import (
     CSV_SUFFIXES,
     DELIMITERS,
-    LABEL_NAMES,
     PredictionFileError,
-    class_name_indices,
-    column_index,
     fail,
     is_number,
     kind_from_names,
@@ -425,63 +423,6 @@ def _read_npy(path: Path, o: _Options):
 
 
 # ---------------------------------------------------------------------------- .csv
-#: Header names of index and id columns (case-insensitive; also pandas' unnamed index, whose
-#: header is empty or ``Unnamed: 0``).
-INDEX_NAMES = ("", "id", "ids", "index", "idx", "row", "row_id", "sample", "sample_id",
-               "example", "example_id", "image", "image_id", "uid", "key")
-
-
-def is_index_name(name: str) -> bool:
-    """Whether a CSV header names an index or id column (:data:`INDEX_NAMES`)."""
-    n = str(name).strip().lower()
-    return n in INDEX_NAMES or n.startswith("unnamed:")
-
-
-def _column_list(spec) -> list[str]:
-    """A column list: names or positions separated by commas (or given as a sequence)."""
-    if isinstance(spec, (list, tuple)):
-        return [str(c) for c in spec]
-    return [c for c in str(spec).split(",") if c.strip()]
-
-
-def _counts_rows(column: list[str]) -> bool:
-    """Whether a column holds consecutive integers (0, 1, 2, ... or any start): an index or
-    an id, never probabilities, and never labels of N >= 3 rows in order."""
-    if len(column) < 3:
-        return False
-    try:
-        v = np.array([float(c) for c in column])
-    except ValueError:
-        return False
-    return bool(np.all(v == np.round(v)) and np.all(np.diff(v) == 1.0))
-
-
-def _refuse_index_values(rows, header, j, score_cols, path, label_given) -> None:
-    """An unnamed index or id column (consecutive integers) is refused rather than read as a
-    class score or as the labels, naming the flags that choose the columns."""
-    width = len(rows[0])
-
-    def name(c):
-        return repr(header[c]) if header else f"column {c}"
-
-    def fix(*skip):
-        cols = [str(i) for i in range(width) if i not in skip]
-        shown = ",".join(cols) if len(cols) <= 6 else ",".join(cols[:3]) + ",...," + cols[-1]
-        return f"choose the score columns with --score-columns (e.g. --score-columns {shown})"
-
-    for c in score_cols:
-        if _counts_rows([r[c] for r in rows]):
-            raise fail(path, f"{name(c)} holds consecutive integers ({rows[0][c]}, {rows[1][c]}, "
-                             f"{rows[2][c]}, ...): an index or id column, not class scores; "
-                             + fix(j, c))
-    labels = [r[j] for r in rows]
-    if (not label_given and _counts_rows(labels)
-            and float(labels[-1]) >= max(len(score_cols), 2)):
-        raise fail(path, f"{name(j)}, read as the labels, holds consecutive integers "
-                         f"({rows[0][j]}, {rows[1][j]}, {rows[2][j]}, ...): an index or id column; "
-                         "name the label column with --label-column and " + fix(j)[7:])
-
-
 def _read_csv(path: Path, o: _Options):
     header, rows, delim, comma = read_csv_rows(path)
     notes = [] if delim == "," else [f"read as {DELIMITERS[delim]}-separated values"
@@ -495,30 +436,7 @@ def _read_csv(path: Path, o: _Options):
     if width < 2:
         raise fail(path, "needs a label column and at least one score column (expected "
                          "comma-separated values: label,score_0,score_1,...)")
-    if o.label_column is not None:
-        j = column_index(o.label_column, header, width, path, "--label-column", "label")
-    elif header is not None and any(h.lower() in LABEL_NAMES for h in header):
-        j = next(i for i, h in enumerate(header) if h.lower() in LABEL_NAMES)
-    else:
-        j = 0
-    if o.score_columns is not None:
-        score_cols = [column_index(s, header, width, path, "--score-columns", "score")
-                      for s in _column_list(o.score_columns)]
-        if j in score_cols:
-            raise fail(path, "--score-columns includes the label column")
-    else:
-        index = ([] if header is None else
-                 [i for i in range(width) if i != j and is_index_name(header[i])])
-        score_cols = [i for i in range(width) if i != j and i not in index]
-        if index and header is not None:
-            shown = ", ".join(repr(header[i]) if header[i] else f"column {i} (no name)"
-                              for i in index)
-            notes.append(f"{shown} read as an index or id column and left out of the scores "
-                         "(--score-columns chooses them)")
-        _refuse_index_values(rows, header, j, score_cols, path, o.label_column is not None)
-        if not score_cols:
-            raise fail(path, "no score columns left besides the label and index columns; "
-                             "choose them with --score-columns")
+    j, score_cols = choose_columns(header, rows, o.label_column, o.score_columns, path, notes)
     for i, r in enumerate(rows):
         for c in score_cols:
             if not is_number(r[c]):
