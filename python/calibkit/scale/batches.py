@@ -1,20 +1,22 @@
-"""One batch of a streaming accumulator: the metric argument, the batch's checks, and its kept
-score groups (:class:`calibkit.streaming.Accumulator` and ``calibkit.dask``)."""
+"""One batch of a streaming accumulator: the metric argument, the batch's checks, and what it
+adds (even tables and kept score groups; :class:`calibkit.streaming.Accumulator` and
+``calibkit.dask``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _toplabel
 from .._validate import float_dtype, length_mismatch_error, no_columns_error, validate_inputs
-from ..binned.groups import score_groups
+from ..binned.bins import calibration_bins
+from ..binned.groups import pair_groups, score_groups
 from ..binned.spec import MetricSpace, MetricSpec, as_space
-from ..binned.units import ScoreUnits
-from ..binned.weights import as_sample_weight
+from ..binned.units import ScoreUnits, exact_sums
+from ..binned.weights import as_sample_weight, pair_triples
 from ..errors import InvalidParameterError
 
 __all__ = ["metric_space_of", "check_batch", "batch_weights", "as_total", "add_table",
-           "kept_groups"]
+           "kept_groups", "lowest_thresholds", "matrix_contribution", "pairs_contribution"]
 
 
 
@@ -83,12 +85,73 @@ def kept_groups(y, p, w, max_prob: bool, class_conditional: bool, threshold: flo
         return [(p[:0, 0], np.zeros(0, bool), w) for _ in range(k if class_conditional else 1)]
     group, score, outcome, row = _native.score_rows(y, p, bool(max_prob),
                                                     bool(class_conditional), float(threshold))
-    tw = w[row]
+    return _weighted_groups(group, score, outcome, w[row], k if class_conditional else 1,
+                            p.dtype)
+
+
+def _weighted_groups(group, score, outcome, weight, num_groups: int, dtype) -> list:
+    """Per group ``(scores in dtype, outcomes as bool, weights)`` of weighted kept entries, in
+    entry order, without those of weight 0 (which drop a row)."""
     out = []
-    for g in range(k if class_conditional else 1):
-        m = group == g
-        out.append((score[m].astype(p.dtype), outcome[m] > 0.5, tw[m]))
+    for g in range(num_groups):
+        m = (group == g) & (weight > 0)
+        out.append((score[m].astype(dtype), outcome[m] > 0.5, weight[m]))
     return out
+
+
+def lowest_thresholds(adaptive_keys) -> dict:
+    """``{(max_prob, class_conditional): lowest threshold}`` of adaptive keys ``(mp, cc, t)``:
+    a batch keeps each grouping's scores once, at its lowest threshold (higher ones filter
+    them when added)."""
+    low: dict = {}
+    for mp, cc, t in adaptive_keys:
+        low[(mp, cc)] = min(t, low.get((mp, cc), t))
+    return low
+
+
+def matrix_contribution(y, p, w, even_keys, num_bins, adaptive_keys) -> tuple[dict, dict]:
+    """What one checked matrix batch (weight-0 rows dropped) adds to an accumulator: its even
+    tables ``{(mp, cc, t, b): (counts, exact score sums, outcome sums)}`` and its kept groups
+    ``{(mp, cc): (t_min, groups)}`` (:func:`lowest_thresholds`, :func:`kept_groups`)."""
+    even = {}
+    if y.shape[0]:
+        for mp, cc, t in even_keys:
+            for b in num_bins:
+                tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
+                                       threshold=t, num_bins=b, sample_weight=w)
+                even[(mp, cc, t, b)] = (tab.counts, exact_sums(tab.sum_score, tab.score_units),
+                                        tab.sum_outcome)
+    groups = {(mp, cc): (t, kept_groups(y, p, w, mp, cc, t, p.shape[1]))
+              for (mp, cc), t in lowest_thresholds(adaptive_keys).items()}
+    return even, groups
+
+
+def pairs_contribution(pairs, w, even_keys, num_bins, adaptive_keys, k: int) -> tuple[dict, dict]:
+    """:func:`matrix_contribution` of a batch of top-label pairs (:mod:`calibkit._toplabel`;
+    ``k`` classes); the values are checked here (by the even tables' pass, or alone)."""
+    even = {}
+    for mp, cc, t in even_keys:
+        for b in num_bins:
+            if w is None:
+                c, s, o, _, u = _toplabel.bin_stats(pairs, "even", mp, cc, t, b, units=True)
+            else:
+                tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t,
+                                  num_bins=b)
+                c, s, o, _, u = tr.stats(tr.weight_of(w), units=True)
+            even[(mp, cc, t, b)] = (c, exact_sums(s, u), o)
+    if not even:  # the Rust pass checks the values
+        _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
+    groups: dict[tuple, tuple] = {}
+    for (mp, cc), t in lowest_thresholds(adaptive_keys).items():
+        if w is None:
+            groups[(mp, cc)] = (t, pair_groups(pairs, cc, t))
+            continue
+        tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t,
+                          num_bins=1)
+        groups[(mp, cc)] = (t, _weighted_groups(tr.group, tr.score, tr.outcome,
+                                                tr.weight_of(w), k if cc else 1,
+                                                pairs.confidence.dtype))
+    return even, groups
 
 
 def batch_weights(sample_weight, n: int, *, carried: float, integer: bool):

@@ -6,64 +6,20 @@
 :meth:`Accumulator.merge` (they pickle, so they travel between processes), and call
 :meth:`Accumulator.compute` at the end.
 
-What is kept, per score group of docs/spec.md:
+What is kept, per score group of docs/spec.md (in detail, with the sketch's error bounds:
+the guide's "Streaming and Dask" page, docs/guide/streaming.md):
 
-* **even binning**: per-(group, bin) count, score sum and outcome sum (float64), taken per batch
-  from :func:`calibkit.calibration_bins` and added. Memory is independent of N and the result
-  equals the one-shot :func:`calibkit.gce` (to float64 rounding: 1e-12) for any batching.
-* **adaptive binning, ``adaptive="exact"``** (default): equal-mass edges need the order
-  statistics of all kept scores, so the kept scores themselves are stored, compactly: in the
-  input dtype (float32 stays 4 bytes), split by outcome so that outcomes cost no memory, and only
-  once per (max_prob, class_conditional) pair (a thresholded metric reuses the scores of an
-  unthresholded one). :attr:`Accumulator.nbytes` says how much is held. The result equals the
-  one-shot value to 1e-12.
-* **adaptive binning, ``adaptive="sketch"``**: bounded memory. Each group keeps two KLL quantile
-  sketches (Apache DataSketches; mergeable, about ``3 * sketch_k`` retained scores each) of its
-  kept scores, one per outcome. They are a weighted summary of the group's (score, outcome)
-  pairs, and :meth:`~Accumulator.compute` applies the adaptive rule of docs/spec.md to that
-  summary: the edges are its weighted quantiles at the rule's positions, and each bin's count,
-  score sum and outcome sum are the weighted sums of the retained items in it. This is a single pass, and two sketch
-  accumulators merge like exact ones. What is exact: the group sizes; and everything, as long as
-  no sketch has compacted (fewer than about ``sketch_k`` scores per group and outcome;
-  :attr:`Accumulator.is_exact`). What is approximate once a sketch compacts, with
-  ``eps = Accumulator.rank_error()`` and ``eps2 = Accumulator.rank_error(pmf=True)``
-  (DataSketches' normalized rank errors: 99th percentiles of the maximum error over all
-  queries; 0.28 % and 0.36 % for the default k = 1024):
+* **even binning**: per-(group, bin) count, exact score sum (grid units) and outcome sum, taken
+  per batch from :func:`calibkit.calibration_bins` and added; memory independent of N.
+* **adaptive binning, ``adaptive="exact"``** (default): the kept scores themselves, compactly
+  (input dtype, split by outcome, once per (max_prob, class_conditional) pair);
+  :attr:`Accumulator.nbytes` says how much.
+* **adaptive binning, ``adaptive="sketch"``**: two KLL quantile sketches per group (bounded
+  memory; Apache DataSketches), approximate once they compact (:meth:`Accumulator.rank_error`).
 
-  - the edges: each lies within ``eps * n`` ranks of the spec's exact position ``pos_j``;
-  - the bin sums: for any range of scores (a bin), the estimated count is within ``eps2 * n``
-    of the true count of that range and the outcome sum within ``eps2 * n1`` (n1 = scores with
-    outcome 1); the score sum errs by at most the count error times the largest score.
-
-  Both are checked against the truth on real data in the test suite. Each bin's gap is
-  therefore off by at most about ``eps2 * B``, so the metric's worst case is of that order;
-  actual errors are much smaller because the sketch's errors are unbiased and largely cancel
-  (measured: ACE within 1e-4 and RMSCE within 6e-4 of exact on CIFAR-100 outputs; on 1M
-  synthetic rows within 7e-4 and 3e-3). Like any estimate of absolute gaps it is biased upward
-  for nearly calibrated models. Use the exact mode (or :mod:`calibkit.dask`) when the metric must
-  be exact.
-
-**Sample weights** (``update(..., sample_weight=w)``, any finite ``w >= 0``; 0 drops a row):
-even tables hold weighted sums (float64 counts: total weights); the exact adaptive mode keeps
-each kept score's weight beside it (8 more bytes per kept score, only once a weighted batch was
-seen), and :meth:`~Accumulator.compute` bins them with the primitive's weighted equal-mass rule
-(docs/weighted-bins.md). The result equals :func:`calibkit.gce` with the concatenated weights
-(1e-12) for any batching; integer weights equal repeated rows. The sketch mode takes integer
-weights only (each kept score enters its sketch ``weight`` times, since DataSketches' KLL has no
-weighted update: the update's time and temporary memory grow with the batch's total weight); a
-fractional weight is refused there with an error that names ``adaptive="exact"``.
-
-**``num_bins="auto"``**: the bin count is chosen when :meth:`~Accumulator.compute` or
-:meth:`~Accumulator.bins` is called, by the rule of :mod:`calibkit.binned.auto_bins` applied to
-the rows seen so far (that of :func:`calibkit.gce` for one metric, of
-:func:`calibkit.evaluate` for a space), with the same
-:class:`~calibkit.errors.FewSamplesWarning`. Since any count may be asked for, "auto" implies
-the exact mode for *every* metric, even-binning ones included: the kept scores (and weights)
-are held, about 4 or 8 bytes per kept score (plus 8 with weights) instead of a fixed-size table.
-
-Bad input never half-applies: a batch whose K or float dtype differs from the first batch, an
-invalid batch, or a merge of accumulators built for different metrics, bin counts, modes, K or
-dtype raises a specific error and leaves the accumulator as it was.
+Unweighted, both exact modes equal the one-shot :func:`calibkit.gce` bit for bit for any
+batching and merging; with ``sample_weight`` to 1e-12. ``num_bins="auto"`` chooses the bin
+count at :meth:`~Accumulator.compute` and implies the exact mode for every metric.
 
 Examples
 --------
@@ -81,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -100,12 +57,10 @@ from .._params import (
 )
 from .._typing import NumBinsList
 from ..binned.auto_bins import auto_num_bins, warn_if_few
-from ..binned.bins import CalibrationBins, calibration_bins, reduce_bins
-from ..binned.groups import pair_groups
+from ..binned.bins import CalibrationBins, reduce_bins
 from ..binned.space import Evaluation
 from ..binned.table import even_boundaries
-from ..binned.units import ScoreUnits, exact_sums
-from ..binned.weights import pair_triples
+from ..binned.units import ScoreUnits
 from ..errors import (
     IncompatibleAccumulatorError,
     InputTypeError,
@@ -117,8 +72,9 @@ from .batches import (
     as_total,
     batch_weights,
     check_batch,
-    kept_groups,
+    matrix_contribution,
     metric_space_of,
+    pairs_contribution,
 )
 from .kept import KeptScores, bin_rows, equal_state
 from .sketch import SketchGroups, load_datasketches
@@ -138,8 +94,6 @@ def _locked(method: _F) -> _F:
     """Run ``method`` holding the accumulator's lock (and, for ``merge`` and ``==``, the other
     accumulator's too, taken in a fixed order so that ``a.merge(b)`` and ``b.merge(a)`` in two
     threads cannot deadlock)."""
-    import functools
-
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         other = args[0] if args and isinstance(args[0], Accumulator) else None
@@ -377,19 +331,8 @@ class Accumulator:
             pos = w > 0  # weight 0 drops a row
             if not pos.all():
                 y, p, w = y[pos], np.ascontiguousarray(p[pos]), w[pos]
-        even = {}
-        if y.shape[0]:
-            for mp, cc, t in self._even_keys:
-                for b in self.num_bins:
-                    tab = calibration_bins(y, p, binning="even", max_prob=mp,
-                                           class_conditional=cc, threshold=t, num_bins=b,
-                                           sample_weight=w)
-                    even[(mp, cc, t, b)] = (tab.counts, exact_sums(tab.sum_score, tab.score_units),
-                                            tab.sum_outcome)
-        groups = {}
-        for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
-            t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
-            groups[(mp, cc)] = (t_min, kept_groups(y, p, w, mp, cc, t_min, k))
+        even, groups = matrix_contribution(y, p, w, self._even_keys, self.num_bins,
+                                           self._adaptive_keys)
         # Commit (nothing below can fail on valid state).
         if self.num_classes is None:
             self._allocate(k, dtype)
@@ -432,32 +375,8 @@ class Accumulator:
                 self._allocate(k, dtype)
             return self
         # Compute everything the batch contributes before touching the state.
-        even = {}
-        for mp, cc, t in self._even_keys:
-            for b in self.num_bins:
-                if w is None:
-                    c, s, o, _, u = _toplabel.bin_stats(pairs, "even", mp, cc, t, b, units=True)
-                else:
-                    tr = pair_triples(pairs, binning="even", class_conditional=cc, threshold=t,
-                                      num_bins=b)
-                    c, s, o, _, u = tr.stats(tr.weight_of(w), units=True)
-                even[(mp, cc, t, b)] = (c, exact_sums(s, u), o)
-        if not even:  # the Rust pass checks the values
-            _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)
-        groups: dict[tuple, tuple] = {}
-        for mp, cc in {(mp, cc) for mp, cc, _ in self._adaptive_keys}:
-            t_min = min(t for m, c, t in self._adaptive_keys if (m, c) == (mp, cc))
-            if w is None:
-                groups[(mp, cc)] = (t_min, pair_groups(pairs, cc, t_min))
-                continue
-            tr = pair_triples(pairs, binning="adaptive", class_conditional=cc, threshold=t_min,
-                              num_bins=1)
-            tw = tr.weight_of(w)
-            gl = []
-            for g in range(k if cc else 1):
-                m = (tr.group == g) & (tw > 0)  # weight 0 drops a row
-                gl.append((tr.score[m].astype(dtype), tr.outcome[m] > 0.5, tw[m]))
-            groups[(mp, cc)] = (t_min, gl)
+        even, groups = pairs_contribution(pairs, w, self._even_keys, self.num_bins,
+                                          self._adaptive_keys, k)
         # Commit (nothing below can fail on valid state).
         if self.num_classes is None:
             self._allocate(k, dtype)
