@@ -38,32 +38,37 @@ pub(crate) fn collapse(t: &BinStats) -> BinStats {
 /// class-conditional tables where `pooled_from_classes` (from `classes`, the
 /// class-conditional tables and twins of the same `bins` and `cut`, when the caller has them),
 /// else from a pooled pass.
-pub(super) fn pooled_tables<T: Score>(
+pub(super) fn pooled_tables<'a, T: Score>(
     x: &Inputs<T>,
     bins: &[usize],
     check: &Checks,
     force: Option<Mode>,
     cut: Cut,
-    classes: Option<(&[BinStats], &[BinStats])>,
+    classes: Option<(&'a [BinStats], &'a [BinStats])>,
 ) -> Result<(Vec<BinStats>, Vec<BinStats>), KernelError> {
     let (from, own): (Vec<usize>, Vec<usize>) = bins.iter().partition(|&&b| pooled_from_classes(x.k, b));
     let split = |mut v: Vec<BinStats>, n: usize| {
         let twins = v.split_off(n);
         (v, twins)
     };
-    // The class-conditional tables of `from`, in order.
-    let (cc, cc_twins): (Vec<BinStats>, Vec<BinStats>) = match classes {
+    // The class-conditional tables of `from`, in order: the caller's (borrowed: they are
+    // large, and copying them cost `evaluate` a serial copy of every table), or a pass's.
+    let passed;
+    let (cc, cc_twins): (Vec<&BinStats>, Vec<&BinStats>) = match classes {
         Some((t, w)) => {
-            let pick = |v: &[BinStats]| -> Vec<BinStats> {
-                bins.iter().zip(v).filter(|(&b, _)| pooled_from_classes(x.k, b)).map(|(_, t)| t.clone()).collect()
+            let pick = |v: &'a [BinStats]| -> Vec<&'a BinStats> {
+                bins.iter().zip(v).filter(|(&b, _)| pooled_from_classes(x.k, b)).map(|(_, t)| t).collect()
             };
             (pick(t), pick(w))
         }
-        None => split(pass_tables(x, true, &from, check, force, cut)?, from.len()),
+        None => {
+            passed = split(pass_tables(x, true, &from, check, force, cut)?, from.len());
+            (passed.0.iter().collect(), passed.1.iter().collect())
+        }
     };
     let (mine, mine_twins) = split(pass_tables(x, false, &own, check, force, cut)?, own.len());
     let (mut cc, mut cc_twins, mut mine, mut mine_twins) =
-        (cc.iter().map(collapse), cc_twins.iter().map(collapse), mine.into_iter(), mine_twins.into_iter());
+        (cc.into_iter().map(collapse), cc_twins.into_iter().map(collapse), mine.into_iter(), mine_twins.into_iter());
     let (mut tables, mut twins) = (Vec::with_capacity(bins.len()), Vec::new());
     for &b in bins {
         let (t, w) = if pooled_from_classes(x.k, b) { (cc.next(), cc_twins.next()) } else { (mine.next(), mine_twins.next()) };
