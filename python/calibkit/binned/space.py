@@ -246,8 +246,9 @@ def evaluate(labels=None, probs=None, space=None, num_bins: NumBinsList = DEFAUL
 
     Each group of scores is sorted (adaptive) or histogrammed (even) once and shared by all
     metrics and bin counts that use it, so the 32 x 5 table of the paper costs a few
-    single-metric calls. Every value equals the corresponding single
-    ``calibkit.gce(labels, probs, **spec.kwargs(), num_bins=b)`` to 1e-12.
+    single-metric calls. Every value is the corresponding single
+    ``calibkit.gce(labels, probs, **spec.kwargs(), num_bins=b)`` bit for bit, with or without
+    ``sample_weight`` (tests/test_paths.py).
 
     Parameters
     ----------
