@@ -51,9 +51,28 @@ fn units_value<'py>(py: Python<'py>, u: PyReadonlyArray3<'py, i64>) -> PyResult<
     })
 }
 
+/// units_sum_at(words int64 (M, 2), cells int64 (M,), num_cells) -> int64 (num_cells, 2): the
+/// exact sums of the units by cell ([`units::sum_at`]; `calibkit.dask` gathers bucket sums
+/// into bins).
+#[pyfunction]
+fn units_sum_at<'py>(py: Python<'py>, words: numpy::PyReadonlyArray2<'py, i64>, cells: numpy::PyReadonlyArray1<'py, i64>, num_cells: usize) -> PyResult<Bound<'py, PyArray3<i64>>> {
+    guard(py, || {
+        if words.shape()[1] != 2 {
+            return Err(ShapeMismatchError::new_err(format!("words must have shape (M, 2), got last axis {}", words.shape()[1])));
+        }
+        let w = words.as_slice().map_err(|_| ShapeMismatchError::new_err("words must be C-contiguous"))?;
+        let c = cells.as_slice().map_err(|_| ShapeMismatchError::new_err("cells must be contiguous"))?;
+        let values: Vec<i128> = w.chunks_exact(2).map(|w| ((w[0] as i128) << 64) | (w[1] as u64 as i128)).collect();
+        let sums = units::sum_at(&values, c, num_cells).map_err(super::errors::to_py)?;
+        let st = BinStats { units: sums, ..BinStats::zeros(1, num_cells) };
+        Ok(units_to_py(py, &st)?.expect("a table with units"))
+    })
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units_add, m)?)?;
     m.add_function(wrap_pyfunction!(units_value, m)?)?;
+    m.add_function(wrap_pyfunction!(units_sum_at, m)?)?;
     m.add("UNIT", units::GRID)?;
     Ok(())
 }

@@ -1,0 +1,382 @@
+//! One chunk's share of a pass of the exact distributed selection of adaptive edges
+//! (`calibkit.dask`; the coordinator is `python/calibkit/scale/select.py`).
+//!
+//! A pass is planned per score grouping and threshold: every group owns a few disjoint
+//! *regions* of the key line (a score's key is its bit pattern, see [`Keyed`]); a region is
+//! either cut into buckets by given bounds, whose tables the pass fills, or a *fetch* region,
+//! whose scores (with their outcomes) the pass returns. The first pass has one region per
+//! group, the whole first-pass grid, whose buckets are found from the bit pattern by
+//! [`GridLocator`]; later passes cut the buckets holding wanted ranks into finer buckets (found
+//! by a binary search of their bounds) or fetch them.
+//!
+//! A bucket's table is its count, its outcome count and the exact sum of its scores' grid units
+//! ([`units`]): integers, so the coordinator adds the tables of the buckets that lie inside a
+//! bin, plus the fetched scores binned at the exact edges, and has the bin's table bit for bit
+//! as one in-memory call builds it, with no counting pass.
+//!
+//! One read of the chunk per grouping: all probabilities read the matrix row by row; top-label
+//! groupings take each row's prediction and confidence from [`toplabel::summarise`] (the
+//! kernels' first-maximum rule); top-label pairs are read as given. Groupings that differ only
+//! by their threshold share the read (and, while their plans agree, the bucket search).
+
+use crate::kernels::core::units;
+use crate::kernels::core::validate::Checks;
+use crate::kernels::gce::pairs::Pairs;
+use crate::kernels::gce::toplabel;
+use crate::kernels::{Inputs, KernelError, Score};
+
+/// Element types with the selection's order-preserving keys.
+pub trait Keyed: Score {
+    /// Mantissa bits of the type (23 or 52).
+    const MANT: u32;
+    /// The key of a value: its bit pattern as a signed integer, the magnitude bits of negative
+    /// values flipped, and -0.0 taken as +0.0; keys sort exactly as the values do.
+    fn key(self) -> i64;
+    /// [`Keyed::key`] of a value of this type given widened to f64 (exact: it narrows back).
+    fn key_of_wide(x: f64) -> i64;
+}
+
+impl Keyed for f32 {
+    const MANT: u32 = 23;
+    #[inline(always)]
+    fn key(self) -> i64 {
+        let b = self.to_bits() as i32;
+        let k = if b < 0 { b ^ 0x7FFF_FFFF } else { b };
+        (if k == -1 { 0 } else { k }) as i64
+    }
+    #[inline(always)]
+    fn key_of_wide(x: f64) -> i64 {
+        (x as f32).key()
+    }
+}
+
+impl Keyed for f64 {
+    const MANT: u32 = 52;
+    #[inline(always)]
+    fn key(self) -> i64 {
+        let b = self.to_bits() as i64;
+        let k = if b < 0 { b ^ 0x7FFF_FFFF_FFFF_FFFF } else { b };
+        if k == -1 {
+            0
+        } else {
+            k
+        }
+    }
+    #[inline(always)]
+    fn key_of_wide(x: f64) -> i64 {
+        x.key()
+    }
+}
+
+/// The bucket of a key among sorted bounds (`bounds[i] <= key < bounds[i + 1]`), if any.
+#[inline]
+fn search(bounds: &[i64], key: i64) -> Option<usize> {
+    let i = bounds.partition_point(|&b| b <= key);
+    (i > 0 && i < bounds.len()).then(|| i - 1)
+}
+
+/// The bucket of a score among the first pass's grid bounds without a search (exactly
+/// [`search`]): non-negative keys index a table of cells by their bit pattern, a few cells
+/// per binade below 2^-8 and cells of 2^(mantissa - 16) ulps above it (narrower than half the
+/// grid's uniform step, at most 2^16 steps), so a cell holds at most one bound inside it and one
+/// comparison finishes the lookup. Cells holding more (next to 1.0, among the powers of two),
+/// negative keys and keys past 2.0 take the search.
+pub struct GridLocator<'a> {
+    bounds: &'a [i64],
+    /// Per cell: the bucket of the cell's first key, or -2 (the search).
+    table: Vec<i32>,
+    fine: i64,
+    coarse_shift: u32,
+    fine_shift: u32,
+    offset: i64,
+}
+
+impl<'a> GridLocator<'a> {
+    /// The locator of `bounds` (sorted, unique) for keys of `T`.
+    pub fn new<T: Keyed>(bounds: &'a [i64]) -> Self {
+        let fine = T::key_of_wide(2f64.powi(-8));
+        let end = T::key_of_wide(2.0);
+        let (coarse_shift, fine_shift) = (T::MANT - 8, T::MANT - 16);
+        let n_coarse = fine >> coarse_shift;
+        let n_fine = ((end - fine) >> fine_shift) + 1;
+        let start = |c: i64| if c < n_coarse { c << coarse_shift } else { fine + ((c - n_coarse) << fine_shift) };
+        let cells = (n_coarse + n_fine) as usize;
+        let mut table = Vec::with_capacity(cells);
+        // Both sequences increase: one merge. `first` counts the bounds <= the cell's start,
+        // `below_stop` those < its stop.
+        let (mut first, mut below_stop) = (0usize, 0usize);
+        for c in 0..cells as i64 {
+            let (lo, stop) = (start(c), start(c + 1));
+            while first < bounds.len() && bounds[first] <= lo {
+                first += 1;
+            }
+            below_stop = below_stop.max(first);
+            while below_stop < bounds.len() && bounds[below_stop] < stop {
+                below_stop += 1;
+            }
+            let inside = below_stop - first;
+            let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 <= i32::MAX as usize;
+            table.push(if ok { (first - 1) as i32 } else { -2 });
+        }
+        GridLocator { bounds, table, fine, coarse_shift, fine_shift, offset: n_coarse }
+    }
+
+    #[inline(always)]
+    pub fn locate(&self, key: i64) -> Option<usize> {
+        let cell = if key < self.fine { key >> self.coarse_shift } else { ((key - self.fine) >> self.fine_shift) + self.offset };
+        if key >= 0 && (cell as usize) < self.table.len() {
+            let b = self.table[cell as usize];
+            if b >= 0 {
+                // the one bound that may lie inside the cell (the last one ends the grid)
+                let b = b as usize + (self.bounds.get(b as usize + 1).is_some_and(|&u| u <= key) as usize);
+                return (b + 1 < self.bounds.len()).then_some(b);
+            }
+        }
+        search(self.bounds, key)
+    }
+}
+
+/// What a region does with the scores in it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// Buckets of the first pass's grid, found by [`GridLocator`].
+    Grid,
+    /// Buckets found by a binary search of their bounds.
+    Buckets,
+    /// The scores are returned, with their outcomes, under the region's target id.
+    Fetch,
+}
+
+/// One region of a group's plan: keys in `[lo, hi)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub lo: i64,
+    pub hi: i64,
+    pub kind: Kind,
+    /// Buckets: the range of the plan's bounds that cut the region (`bounds[0] == lo`, last
+    /// `== hi`), and the table slot of its first bucket. Fetch: unused, and the target id.
+    pub bounds: std::ops::Range<usize>,
+    pub slot: usize,
+}
+
+/// One grouping's plan for a pass: the regions of each group and where their tables go.
+pub struct Plan {
+    /// Scores are kept when `score > threshold` (f64; -inf keeps every score).
+    pub threshold: f64,
+    /// Per group, its regions sorted by `lo`, disjoint.
+    pub groups: Vec<Vec<Region>>,
+    pub bounds: Vec<i64>,
+    /// Table slots (buckets) of the pass.
+    pub size: usize,
+}
+
+impl Plan {
+    /// A plan from the coordinator's flat form: `regions` rows `[group, kind (0 grid, 1 buckets,
+    /// 2 fetch), bounds start, bounds length, slot or target id]`, checked.
+    pub fn from_rows(threshold: f64, num_groups: usize, rows: &[[i64; 5]], bounds: Vec<i64>, size: usize) -> Result<Self, KernelError> {
+        let bad = |why: &str| KernelError::Parameter(format!("selection plan: {why}"));
+        let mut groups: Vec<Vec<Region>> = vec![Vec::new(); num_groups];
+        for r in rows {
+            let g = usize::try_from(r[0]).ok().filter(|&g| g < num_groups).ok_or_else(|| bad("group out of range"))?;
+            let kind = match r[1] {
+                0 => Kind::Grid,
+                1 => Kind::Buckets,
+                2 => Kind::Fetch,
+                _ => return Err(bad("unknown region kind")),
+            };
+            let (start, len) = (usize::try_from(r[2]).map_err(|_| bad("negative bounds start"))?, usize::try_from(r[3]).map_err(|_| bad("negative bounds length"))?);
+            if len < 2 || start.checked_add(len).is_none_or(|e| e > bounds.len()) {
+                return Err(bad("bounds out of range"));
+            }
+            let b = &bounds[start..start + len];
+            if b.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad("bounds must increase"));
+            }
+            let slot = usize::try_from(r[4]).map_err(|_| bad("negative slot or id"))?;
+            if kind != Kind::Fetch && slot.checked_add(len - 1).is_none_or(|e| e > size) {
+                return Err(bad("slots out of range"));
+            }
+            let (lo, hi) = (b[0], b[len - 1]);
+            let bounds = if kind == Kind::Fetch { 0..0 } else { start..start + len };
+            groups[g].push(Region { lo, hi, kind, bounds, slot });
+        }
+        for regions in &mut groups {
+            regions.sort_by_key(|r| r.lo);
+            if regions.windows(2).any(|w| w[0].hi > w[1].lo) {
+                return Err(bad("regions overlap"));
+            }
+        }
+        Ok(Plan { threshold, groups, bounds, size })
+    }
+
+    fn same_regions(&self, other: &Plan) -> bool {
+        self.groups == other.groups && self.bounds == other.bounds
+    }
+}
+
+/// A bucket's exact table.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub count: u64,
+    pub outcome: u64,
+    pub units: i128,
+}
+
+/// What one chunk gives back for one plan.
+#[derive(Debug, Default, PartialEq)]
+pub struct Scanned<T> {
+    pub cells: Vec<Cell>,
+    pub fetched_id: Vec<i64>,
+    pub fetched_score: Vec<T>,
+    pub fetched_outcome: Vec<bool>,
+}
+
+/// Where a key goes in one plan.
+#[derive(Clone, Copy)]
+enum Hit {
+    Miss,
+    Slot(usize),
+    Fetch(i64),
+}
+
+struct Scanner<'a, T: Keyed> {
+    plan: &'a Plan,
+    /// One locator per distinct grid bounds range of the plan.
+    grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
+    /// Whether the previous plan has the same regions (its hit is this plan's).
+    shares: bool,
+    out: Scanned<T>,
+}
+
+impl<'a, T: Keyed> Scanner<'a, T> {
+    fn new(plan: &'a Plan, shares: bool) -> Self {
+        let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)> = Vec::new();
+        for r in plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid) {
+            if !grids.iter().any(|(b, _)| *b == r.bounds) {
+                grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
+            }
+        }
+        Scanner { plan, grids, shares, out: Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() } }
+    }
+
+    #[inline(always)]
+    fn find(&self, g: usize, key: i64) -> Hit {
+        let regions = &self.plan.groups[g];
+        let r = match regions.len() {
+            0 => return Hit::Miss,
+            1 => &regions[0],
+            _ => match regions.partition_point(|r| r.lo <= key) {
+                0 => return Hit::Miss,
+                i => &regions[i - 1],
+            },
+        };
+        if key < r.lo || key >= r.hi {
+            return Hit::Miss;
+        }
+        let bucket = match r.kind {
+            Kind::Fetch => return Hit::Fetch(r.slot as i64),
+            Kind::Grid => match self.grids.iter().find(|(b, _)| *b == r.bounds) {
+                Some((_, loc)) => loc.locate(key),
+                None => None,
+            },
+            Kind::Buckets => search(&self.plan.bounds[r.bounds.clone()], key),
+        };
+        bucket.map_or(Hit::Miss, |b| Hit::Slot(r.slot + b))
+    }
+
+    #[inline(always)]
+    fn add(&mut self, hit: Hit, s: T, wide: f64, outcome: bool) {
+        match hit {
+            Hit::Miss => {}
+            Hit::Slot(i) => {
+                let c = &mut self.out.cells[i];
+                c.count += 1;
+                c.outcome += outcome as u64;
+                c.units += units::units(wide) as i128;
+            }
+            Hit::Fetch(id) => {
+                self.out.fetched_id.push(id);
+                self.out.fetched_score.push(s);
+                self.out.fetched_outcome.push(outcome);
+            }
+        }
+    }
+}
+
+/// Runs every plan (sorted by threshold, ascending) over a stream of `(group, score, outcome)`.
+fn scan_entries<T: Keyed>(plans: &[Plan], num_groups: usize, each: impl FnOnce(&mut dyn FnMut(usize, T, bool))) -> Result<Vec<Scanned<T>>, KernelError> {
+    if plans.windows(2).any(|w| !(w[0].threshold <= w[1].threshold)) {
+        return Err(KernelError::Parameter("selection plans must be sorted by threshold".into()));
+    }
+    if plans.iter().any(|p| p.groups.len() != num_groups) {
+        return Err(KernelError::Parameter(format!("selection plans must have {num_groups} groups")));
+    }
+    let mut scanners: Vec<Scanner<T>> = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
+    let mut visit = |g: usize, s: T, outcome: bool| {
+        if g >= num_groups {
+            return; // a changed input (validated before the first pass); the counts will say so
+        }
+        let wide = s.to_f64();
+        let key = s.key();
+        let mut hit = Hit::Miss;
+        for sc in scanners.iter_mut() {
+            // plans are sorted by threshold: once one drops the score, the later ones do too
+            if !(wide > sc.plan.threshold) {
+                break;
+            }
+            if !sc.shares {
+                hit = sc.find(g, key);
+            }
+            sc.add(hit, s, wide, outcome);
+        }
+    };
+    each(&mut visit);
+    Ok(scanners.into_iter().map(|s| s.out).collect())
+}
+
+/// One chunk of a probability matrix (validated by the first pass), every plan of one
+/// grouping (`max_prob`, `class_conditional`) at once.
+pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
+    let groups = if class_conditional { x.k } else { 1 };
+    if max_prob {
+        let none = Checks { values: false, row_sums: false, labels: false };
+        let top = toplabel::summarise(x, &none)?;
+        scan_entries(plans, groups, |visit| {
+            for i in 0..x.n {
+                let g = if class_conditional { top.pred[i] as usize } else { 0 };
+                let s = x.row(i)[(top.pred[i] as usize).min(x.k - 1)];
+                visit(g, s, top.correct[i]);
+            }
+        })
+    } else {
+        scan_entries(plans, groups, |visit| {
+            for i in 0..x.n {
+                let label = x.labels[i];
+                for (c, &s) in x.row(i).iter().enumerate() {
+                    visit(if class_conditional { c } else { 0 }, s, label == c as i64);
+                }
+            }
+        })
+    }
+}
+
+/// One chunk of top-label pairs (validated by the first pass); groups are the predicted classes
+/// when `class_conditional` (then `pairs.pred` is given).
+pub fn scan_pairs<T: Keyed>(pairs: &Pairs<T>, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
+    let groups = if class_conditional { pairs.k } else { 1 };
+    let pred = match (class_conditional, pairs.pred) {
+        (false, _) => None,
+        (true, Some(p)) => Some(p),
+        (true, None) => return Err(KernelError::Parameter("class-conditional pairs need predicted".into())),
+    };
+    scan_entries(plans, groups, |visit| {
+        for i in 0..pairs.n {
+            let g = pred.map_or(0, |p| usize::try_from(p[i]).unwrap_or(usize::MAX));
+            visit(g, pairs.conf[i], pairs.correct[i] != 0);
+        }
+    })
+}
+
+#[cfg(test)]
+#[path = "tests_select.rs"]
+mod tests;
