@@ -76,60 +76,71 @@ fn search(bounds: &[i64], key: i64) -> Option<usize> {
 }
 
 /// The bucket of a score among the first pass's grid bounds without a search (exactly
-/// [`search`]): non-negative keys index a table of cells by their bit pattern, a few cells
-/// per binade below 2^-8 and cells of 2^(mantissa - 16) ulps above it (narrower than half the
-/// grid's uniform step, at most 2^16 steps), so a cell holds at most one bound inside it and one
-/// comparison finishes the lookup. Cells holding more (next to 1.0, among the powers of two),
-/// negative keys and keys past 2.0 take the search.
+/// [`search`]): non-negative keys index a table of cells by their bit pattern, each binade
+/// (exponent) cut into a power of two of equal cells, at least twice as many as the bounds in
+/// it (so a uniform grid's cells are narrower than half its step and hold at most one bound
+/// inside them), and one comparison finishes the lookup. The table is about four cells per
+/// bound. Cells holding more bounds, negative keys and keys past the last bound take the
+/// search.
 pub struct GridLocator<'a> {
     bounds: &'a [i64],
     /// Per cell: the bucket of the cell's first key, or -2 (the search).
     table: Vec<i32>,
-    fine: i64,
-    coarse_shift: u32,
-    fine_shift: u32,
-    offset: i64,
+    /// Per binade: its first cell and the shift of its mantissa bits to a cell.
+    base: Vec<(u32, u32)>,
+    mant: u32,
 }
 
 impl<'a> GridLocator<'a> {
     /// The locator of `bounds` (sorted, unique) for keys of `T`.
     pub fn new<T: Keyed>(bounds: &'a [i64]) -> Self {
-        let fine = T::key_of_wide(2f64.powi(-8));
-        let end = T::key_of_wide(2.0);
-        let (coarse_shift, fine_shift) = (T::MANT - 8, T::MANT - 16);
-        let n_coarse = fine >> coarse_shift;
-        let n_fine = ((end - fine) >> fine_shift) + 1;
-        let start = |c: i64| if c < n_coarse { c << coarse_shift } else { fine + ((c - n_coarse) << fine_shift) };
-        let cells = (n_coarse + n_fine) as usize;
-        let mut table = Vec::with_capacity(cells);
-        // Both sequences increase: one merge. `first` counts the bounds <= the cell's start,
-        // `below_stop` those < its stop.
-        let (mut first, mut below_stop) = (0usize, 0usize);
-        for c in 0..cells as i64 {
-            let (lo, stop) = (start(c), start(c + 1));
-            while first < bounds.len() && bounds[first] <= lo {
-                first += 1;
-            }
-            below_stop = below_stop.max(first);
-            while below_stop < bounds.len() && bounds[below_stop] < stop {
-                below_stop += 1;
-            }
-            let inside = below_stop - first;
-            let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 <= i32::MAX as usize;
-            table.push(if ok { (first - 1) as i32 } else { -2 });
+        let mant = T::MANT;
+        let top = bounds.last().map_or(0, |&b| b.max(0)) >> mant;
+        let binades = top as usize + 1;
+        let mut inside = vec![0usize; binades];
+        for &b in bounds.iter().filter(|&&b| b >= 0) {
+            inside[(b >> mant) as usize] += 1;
         }
-        GridLocator { bounds, table, fine, coarse_shift, fine_shift, offset: n_coarse }
+        let mut base = Vec::with_capacity(binades);
+        let mut cells = 0u32;
+        for &n in &inside {
+            let bits = (2 * n).next_power_of_two().trailing_zeros().min(16).min(mant);
+            base.push((cells, mant - bits));
+            cells += 1 << bits;
+        }
+        let mut table = Vec::with_capacity(cells as usize);
+        // Cells in key order: one merge with the bounds. `first` counts the bounds <= the
+        // cell's start, `below_stop` those < its stop.
+        let (mut first, mut below_stop) = (0usize, 0usize);
+        for (e, &(_, shift)) in base.iter().enumerate() {
+            let start = (e as i64) << mant;
+            for c in 0..1i64 << (mant - shift) {
+                let (lo, stop) = (start + (c << shift), start + ((c + 1) << shift));
+                while first < bounds.len() && bounds[first] <= lo {
+                    first += 1;
+                }
+                below_stop = below_stop.max(first);
+                while below_stop < bounds.len() && bounds[below_stop] < stop {
+                    below_stop += 1;
+                }
+                let ok = first > 0 && first < bounds.len() && below_stop - first <= 1 && first - 1 <= i32::MAX as usize;
+                table.push(if ok { (first - 1) as i32 } else { -2 });
+            }
+        }
+        GridLocator { bounds, table, base, mant }
     }
 
     #[inline(always)]
     pub fn locate(&self, key: i64) -> Option<usize> {
-        let cell = if key < self.fine { key >> self.coarse_shift } else { ((key - self.fine) >> self.fine_shift) + self.offset };
-        if key >= 0 && (cell as usize) < self.table.len() {
-            let b = self.table[cell as usize];
-            if b >= 0 {
-                // the one bound that may lie inside the cell (the last one ends the grid)
-                let b = b as usize + (self.bounds.get(b as usize + 1).is_some_and(|&u| u <= key) as usize);
-                return (b + 1 < self.bounds.len()).then_some(b);
+        if key >= 0 {
+            if let Some(&(first, shift)) = self.base.get((key >> self.mant) as usize) {
+                let cell = first as usize + ((key & ((1i64 << self.mant) - 1)) >> shift) as usize;
+                let b = self.table[cell];
+                if b >= 0 {
+                    // the one bound that may lie inside the cell (the last one ends the grid)
+                    let b = b as usize + (self.bounds.get(b as usize + 1).is_some_and(|&u| u <= key) as usize);
+                    return (b + 1 < self.bounds.len()).then_some(b);
+                }
             }
         }
         search(self.bounds, key)
@@ -239,8 +250,19 @@ enum Hit {
     Fetch(i64),
 }
 
+/// A bucket's running table during a scan: 16 bytes (half a [`Cell`], so that a chunk's hot
+/// buckets stay in cache), folded into the bucket's [`Cell`] every [`units::RUN`] scores (the
+/// `i64` unit sum of that many scores cannot overflow).
+#[derive(Clone, Copy, Default)]
+struct Run {
+    units: i64,
+    count: u32,
+    outcome: u32,
+}
+
 struct Scanner<'a, T: Keyed> {
     plan: &'a Plan,
+    runs: Vec<Run>,
     /// One locator per distinct grid bounds range of the plan.
     grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
     /// Whether the previous plan has the same regions (its hit is this plan's).
@@ -256,7 +278,8 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
             }
         }
-        Scanner { plan, grids, shares, out: Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() } }
+        let out = Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() };
+        Scanner { plan, runs: vec![Run::default(); plan.size], grids, shares, out }
     }
 
     #[inline(always)]
@@ -289,10 +312,13 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         match hit {
             Hit::Miss => {}
             Hit::Slot(i) => {
-                let c = &mut self.out.cells[i];
-                c.count += 1;
-                c.outcome += outcome as u64;
-                c.units += units::units(wide) as i128;
+                let r = &mut self.runs[i];
+                r.count += 1;
+                r.outcome += outcome as u32;
+                r.units += units::units(wide);
+                if r.count as usize == units::RUN {
+                    fold(&mut self.out.cells[i], r);
+                }
             }
             Hit::Fetch(id) => {
                 self.out.fetched_id.push(id);
@@ -301,6 +327,15 @@ impl<'a, T: Keyed> Scanner<'a, T> {
             }
         }
     }
+}
+
+/// Adds a run into its bucket's cell and empties it.
+#[inline]
+fn fold(c: &mut Cell, r: &mut Run) {
+    c.count += r.count as u64;
+    c.outcome += r.outcome as u64;
+    c.units += r.units as i128;
+    *r = Run::default();
 }
 
 /// Runs every plan (sorted by threshold, ascending) over a stream of `(group, score, outcome)`.
@@ -331,7 +366,15 @@ fn scan_entries<T: Keyed>(plans: &[Plan], num_groups: usize, each: impl FnOnce(&
         }
     };
     each(&mut visit);
-    Ok(scanners.into_iter().map(|s| s.out).collect())
+    Ok(scanners
+        .into_iter()
+        .map(|mut s| {
+            for (c, r) in s.out.cells.iter_mut().zip(s.runs.iter_mut()) {
+                fold(c, r);
+            }
+            s.out
+        })
+        .collect())
 }
 
 /// One chunk of a probability matrix (validated by the first pass), every plan of one
