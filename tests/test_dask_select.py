@@ -103,6 +103,21 @@ def test_fetch_regions_return_exactly_their_scores():
         np.testing.assert_array_equal(got_ok[ids == 100 + i], got[ids == 100 + i] > 0.5)
 
 
+def test_packed_tables_round_trip():
+    rng = np.random.default_rng(10)
+    c = rng.integers(0, 5000, 100)
+    o = rng.integers(0, 5000, 100)
+    small = np.stack([np.zeros(100, np.int64), rng.integers(0, 2**62, 100)], axis=1)
+    small[::3] = np.stack([np.full(34, -1), -rng.integers(1, 2**62, 34)], axis=1)
+    wide = small.copy()
+    wide[7] = [3, 12345]  # a sum past 2**64
+    for words, shipped in ((small, 8), (wide, 16)):
+        packed = sel.pack_tables(c, o, words)
+        assert packed[2].nbytes == shipped * 100
+        for a, b in zip(sel.unpack_tables(packed), (c, o, words)):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_bad_plans_are_calibkit_errors():
     p = np.full((4, 2), 0.5)
     y = np.zeros(4, dtype=np.int64)

@@ -86,7 +86,7 @@ from ..errors import (
     MissingDependencyError,
     ShapeMismatchError,
 )
-from .select import Selection, SelectionError
+from .select import Selection, SelectionError, pack_tables, unpack_tables
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -222,7 +222,7 @@ def _scans(plans, scan) -> dict:
         sent = [(plans[k][0], plans[k][1]["regions"], plans[k][1]["bounds"], plans[k][1]["size"])
                 for k in keys]
         for key, res in zip(keys, scan(mp, cc, sent)):
-            out[key] = tuple(res[:3]) + ([res[3]], [res[4]], [res[5]])
+            out[key] = (pack_tables(*res[:3]), [res[3]], [res[4]], [res[5]])
     return out
 
 
@@ -341,15 +341,17 @@ def _combine(*parts):
                 out["even"][key] = [a + b for a, b in zip(out["even"][key], arrays)]
             else:
                 out["even"][key] = list(arrays)
+    tables: dict = {}
     for q in parts:
-        for akey, (c, o, w, ids, sc, oc) in q["scan"].items():
-            have = out["scan"].get(akey)
-            if have is None:
-                out["scan"][akey] = (c, o, w, list(ids), list(sc), list(oc))
-            else:
-                words = _native.units_add(have[2][None], w[None])[0]
-                out["scan"][akey] = (have[0] + c, have[1] + o, words, have[3] + ids,
-                                     have[4] + sc, have[5] + oc)
+        for akey, (packed, ids, sc, oc) in q["scan"].items():
+            c, o, w = unpack_tables(packed)
+            have = tables.get(akey)
+            tables[akey] = (c, o, w) if have is None else (
+                have[0] + c, have[1] + o, _native.units_add(have[2][None], w[None])[0])
+            fetched = out["scan"].get(akey, (None, [], [], []))
+            out["scan"][akey] = (None, fetched[1] + ids, fetched[2] + sc, fetched[3] + oc)
+    for akey, tab in tables.items():
+        out["scan"][akey] = (pack_tables(*tab),) + out["scan"][akey][1:]
     return out
 
 
@@ -453,8 +455,8 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
     while True:
         for a, s in sel.items():
             if not s.done and a in scans:
-                c, o, w, ids, sc, oc = scans[a]
-                s.advance((c, o, w, np.concatenate(ids), np.concatenate(sc),
+                packed, ids, sc, oc = scans[a]
+                s.advance((*unpack_tables(packed), np.concatenate(ids), np.concatenate(sc),
                            np.concatenate(oc)))
         todo = {a: s.plan() for a, s in sel.items() if not s.done}
         if not todo:
@@ -560,7 +562,8 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
     """Every metric of a space at every bin count, over dask arrays, sharing passes.
 
     Same arguments and result as :func:`calibkit.evaluate`; all even-binning metrics come
-    from one map-reduce and all adaptive ones from one shared selection plus one counting pass.
+    from one map-reduce and all adaptive ones from one shared selection, whose passes also give
+    their tables (no counting pass).
 
     Parameters
     ----------

@@ -29,15 +29,20 @@ use crate::kernels::{Inputs, KernelError, Score};
 pub trait Keyed: Score {
     /// Mantissa bits of the type (23 or 52).
     const MANT: u32;
+    /// Bits of a non-negative key (31 or 63).
+    const BITS: u32;
     /// The key of a value: its bit pattern as a signed integer, the magnitude bits of negative
     /// values flipped, and -0.0 taken as +0.0; keys sort exactly as the values do.
     fn key(self) -> i64;
     /// [`Keyed::key`] of a value of this type given widened to f64 (exact: it narrows back).
     fn key_of_wide(x: f64) -> i64;
+    /// The value (widened to f64) of a key: the inverse of [`Keyed::key`] (key 0 is +0.0).
+    fn value_of_key(k: i64) -> f64;
 }
 
 impl Keyed for f32 {
     const MANT: u32 = 23;
+    const BITS: u32 = 31;
     #[inline(always)]
     fn key(self) -> i64 {
         let b = self.to_bits() as i32;
@@ -48,10 +53,16 @@ impl Keyed for f32 {
     fn key_of_wide(x: f64) -> i64 {
         (x as f32).key()
     }
+    #[inline(always)]
+    fn value_of_key(k: i64) -> f64 {
+        let k = k as i32;
+        f32::from_bits((if k < 0 { k ^ 0x7FFF_FFFF } else { k }) as u32) as f64
+    }
 }
 
 impl Keyed for f64 {
     const MANT: u32 = 52;
+    const BITS: u32 = 63;
     #[inline(always)]
     fn key(self) -> i64 {
         let b = self.to_bits() as i64;
@@ -66,6 +77,10 @@ impl Keyed for f64 {
     fn key_of_wide(x: f64) -> i64 {
         x.key()
     }
+    #[inline(always)]
+    fn value_of_key(k: i64) -> f64 {
+        f64::from_bits((if k < 0 { k ^ 0x7FFF_FFFF_FFFF_FFFF } else { k }) as u64)
+    }
 }
 
 /// The bucket of a key among sorted bounds (`bounds[i] <= key < bounds[i + 1]`), if any.
@@ -74,6 +89,9 @@ fn search(bounds: &[i64], key: i64) -> Option<usize> {
     let i = bounds.partition_point(|&b| b <= key);
     (i > 0 && i < bounds.len()).then(|| i - 1)
 }
+
+/// The flag of a locator cell with one bound inside it (a bucket index is below it).
+const ONE_INSIDE: i32 = 1 << 30;
 
 /// The bucket of a score among the first pass's grid bounds without a search (exactly
 /// [`search`]): non-negative keys index a table of cells by their bit pattern, each binade
@@ -84,7 +102,8 @@ fn search(bounds: &[i64], key: i64) -> Option<usize> {
 /// search.
 pub struct GridLocator<'a> {
     bounds: &'a [i64],
-    /// Per cell: the bucket of the cell's first key, or -2 (the search).
+    /// Per cell: the bucket of the cell's first key (with [`ONE_INSIDE`] if a bound lies inside
+    /// the cell), or -2 (the search).
     table: Vec<i32>,
     /// Per binade: its first cell and the shift of its mantissa bits to a cell.
     base: Vec<(u32, u32)>,
@@ -123,8 +142,9 @@ impl<'a> GridLocator<'a> {
                 while below_stop < bounds.len() && bounds[below_stop] < stop {
                     below_stop += 1;
                 }
-                let ok = first > 0 && first < bounds.len() && below_stop - first <= 1 && first - 1 <= i32::MAX as usize;
-                table.push(if ok { (first - 1) as i32 } else { -2 });
+                let inside = below_stop - first;
+                let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 < ONE_INSIDE as usize;
+                table.push(if ok { (first - 1) as i32 | if inside == 1 { ONE_INSIDE } else { 0 } } else { -2 });
             }
         }
         GridLocator { bounds, table, base, mant }
@@ -132,18 +152,23 @@ impl<'a> GridLocator<'a> {
 
     #[inline(always)]
     pub fn locate(&self, key: i64) -> Option<usize> {
+        let bounds = self.bounds;
         if key >= 0 {
             if let Some(&(first, shift)) = self.base.get((key >> self.mant) as usize) {
                 let cell = first as usize + ((key & ((1i64 << self.mant) - 1)) >> shift) as usize;
-                let b = self.table[cell];
-                if b >= 0 {
-                    // the one bound that may lie inside the cell (the last one ends the grid)
-                    let b = b as usize + (self.bounds.get(b as usize + 1).is_some_and(|&u| u <= key) as usize);
-                    return (b + 1 < self.bounds.len()).then_some(b);
+                let t = self.table[cell];
+                if t >= 0 {
+                    if t & ONE_INSIDE == 0 {
+                        return Some(t as usize); // no bound inside the cell
+                    }
+                    // the one bound inside the cell (the last one ends the grid)
+                    let b = (t & !ONE_INSIDE) as usize;
+                    let b = b + (bounds[b + 1] <= key) as usize;
+                    return (b + 1 < bounds.len()).then_some(b);
                 }
             }
         }
-        search(self.bounds, key)
+        search(bounds, key)
     }
 }
 
@@ -242,7 +267,24 @@ pub struct Scanned<T> {
     pub fetched_outcome: Vec<bool>,
 }
 
-/// Where a key goes in one plan.
+/// Cells (a power of two) of the later passes' filter: 2^20 bits, 128 KB per group.
+const FILTER_BITS: u32 = 20;
+
+/// The filter of one group's regions: the cells (top [`FILTER_BITS`] bits of a non-negative
+/// key) that hold a key of some region are set.
+fn region_filter<T: Keyed>(regions: &[Region]) -> Vec<u64> {
+    let mut bits = vec![0u64; (1 << FILTER_BITS) / 64];
+    let shift = T::BITS - FILTER_BITS;
+    for r in regions.iter().filter(|r| r.hi > 0) {
+        let (first, last) = ((r.lo.max(0) >> shift) as usize, ((r.hi - 1) >> shift) as usize);
+        for c in first..=last.min((1 << FILTER_BITS) - 1) {
+            bits[c / 64] |= 1 << (c % 64);
+        }
+    }
+    bits
+}
+
+/// Where a key goes in one plan: a bucket's table slot, a fetch target, or nowhere.
 #[derive(Clone, Copy)]
 enum Hit {
     Miss,
@@ -260,14 +302,38 @@ struct Run {
     outcome: u32,
 }
 
+impl Run {
+    #[inline]
+    fn fold_into(&mut self, c: &mut Cell) {
+        c.count += self.count as u64;
+        c.outcome += self.outcome as u64;
+        c.units += self.units as i128;
+        *self = Run::default();
+    }
+}
+
 struct Scanner<'a, T: Keyed> {
     plan: &'a Plan,
     runs: Vec<Run>,
+    /// Runs already folded (a bucket reaches [`units::RUN`] scores rarely: a small map).
+    folded: std::collections::HashMap<usize, Cell>,
     /// One locator per distinct grid bounds range of the plan.
     grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
-    /// Whether the previous plan has the same regions (its hit is this plan's).
+    /// Per group, the lowest key of each region (for the search).
+    los: Vec<Vec<i64>>,
+    /// Plans without a grid (the later passes, whose regions are narrow): per group a bitmap
+    /// of [`FILTER_BITS`] cells of the non-negative keys (their top bits), set where a region
+    /// may hold the key, so that most scores are dropped by one bit test, not a search.
+    filter: Option<Vec<Vec<u64>>>,
+    /// Whether the previous plan has the same regions (its hit is this plan's). Such a plan
+    /// (a higher threshold) fills only the buckets that straddle its threshold: a bucket whose
+    /// lowest value is above it holds scores this plan and the previous one both keep, so its
+    /// table is the previous plan's.
     shares: bool,
-    out: Scanned<T>,
+    /// For a plan that shares: a bit per slot, set where its bucket's lowest value is above
+    /// the threshold (its table is the previous plan's); empty otherwise.
+    whole: Vec<u64>,
+    fetched: Scanned<T>,
 }
 
 impl<'a, T: Keyed> Scanner<'a, T> {
@@ -278,31 +344,61 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
             }
         }
-        let out = Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() };
-        Scanner { plan, runs: vec![Run::default(); plan.size], grids, shares, out }
+        let runs = vec![Run::default(); plan.size];
+        let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
+        let filter = grids.is_empty().then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs)).collect());
+        let mut whole = Vec::new();
+        if shares {
+            whole = vec![0u64; plan.size.div_ceil(64)];
+            for r in plan.groups.iter().flatten().filter(|r| r.kind != Kind::Fetch) {
+                for (b, &lo) in plan.bounds[r.bounds.start..r.bounds.end - 1].iter().enumerate() {
+                    let i = r.slot + b;
+                    whole[i / 64] |= ((T::value_of_key(lo) > plan.threshold) as u64) << (i % 64);
+                }
+            }
+        }
+        Scanner { plan, runs, folded: Default::default(), grids, los, filter, shares, whole, fetched: Scanned::default() }
     }
 
     #[inline(always)]
     fn find(&self, g: usize, key: i64) -> Hit {
+        if let Some(f) = &self.filter {
+            if key >= 0 {
+                let c = (key >> (T::BITS - FILTER_BITS)) as usize;
+                if f[g][c / 64] >> (c % 64) & 1 == 0 {
+                    return Hit::Miss;
+                }
+            }
+        }
         let regions = &self.plan.groups[g];
         let r = match regions.len() {
             0 => return Hit::Miss,
             1 => &regions[0],
-            _ => match regions.partition_point(|r| r.lo <= key) {
-                0 => return Hit::Miss,
-                i => &regions[i - 1],
-            },
+            mut n => {
+                // the last region starting at or below the key, by a search whose steps are
+                // selects, not branches (keys fall between the targets at random: branches
+                // would mispredict about every other step)
+                let los = &self.los[g];
+                let mut base = 0usize;
+                while n > 1 {
+                    let half = n / 2;
+                    base = std::hint::select_unpredictable(los[base + half] <= key, base + half, base);
+                    n -= half;
+                }
+                &regions[base]
+            }
         };
         if key < r.lo || key >= r.hi {
             return Hit::Miss;
         }
+        let bounds = &self.plan.bounds[r.bounds.clone()];
         let bucket = match r.kind {
             Kind::Fetch => return Hit::Fetch(r.slot as i64),
             Kind::Grid => match self.grids.iter().find(|(b, _)| *b == r.bounds) {
                 Some((_, loc)) => loc.locate(key),
                 None => None,
             },
-            Kind::Buckets => search(&self.plan.bounds[r.bounds.clone()], key),
+            Kind::Buckets => search(bounds, key),
         };
         bucket.map_or(Hit::Miss, |b| Hit::Slot(r.slot + b))
     }
@@ -312,49 +408,73 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         match hit {
             Hit::Miss => {}
             Hit::Slot(i) => {
+                if self.whole.get(i / 64).is_some_and(|&w| w >> (i % 64) & 1 == 1) {
+                    return; // a whole bucket: the previous plan's table
+                }
                 let r = &mut self.runs[i];
                 r.count += 1;
                 r.outcome += outcome as u32;
                 r.units += units::units(wide);
                 if r.count as usize == units::RUN {
-                    fold(&mut self.out.cells[i], r);
+                    r.fold_into(self.folded.entry(i).or_default());
                 }
             }
             Hit::Fetch(id) => {
-                self.out.fetched_id.push(id);
-                self.out.fetched_score.push(s);
-                self.out.fetched_outcome.push(outcome);
+                self.fetched.fetched_id.push(id);
+                self.fetched.fetched_score.push(s);
+                self.fetched.fetched_outcome.push(outcome);
             }
         }
     }
+
+    /// The plan's tables (`previous`: the previous plan's, when this one shares its regions).
+    fn finish(mut self, previous: Option<&[Cell]>) -> Scanned<T> {
+        let mut cells: Vec<Cell> = self.runs.iter().map(|r| Cell { count: r.count as u64, outcome: r.outcome as u64, units: r.units as i128 }).collect();
+        for (i, c) in self.folded {
+            cells[i].count += c.count;
+            cells[i].outcome += c.outcome;
+            cells[i].units += c.units;
+        }
+        if let Some(prev) = previous.filter(|_| self.shares) {
+            for (i, (c, p)) in cells.iter_mut().zip(prev).enumerate() {
+                if self.whole[i / 64] >> (i % 64) & 1 == 1 {
+                    *c = *p;
+                }
+            }
+        }
+        self.fetched.cells = cells;
+        self.fetched
+    }
 }
 
-/// Adds a run into its bucket's cell and empties it.
-#[inline]
-fn fold(c: &mut Cell, r: &mut Run) {
-    c.count += r.count as u64;
-    c.outcome += r.outcome as u64;
-    c.units += r.units as i128;
-    *r = Run::default();
+/// Every plan of one grouping (sorted by threshold, ascending) over a stream of
+/// `(group, score, outcome)` entries: [`Scan::visit`] each, then [`Scan::finish`].
+struct Scan<'a, T: Keyed> {
+    scanners: Vec<Scanner<'a, T>>,
+    num_groups: usize,
 }
 
-/// Runs every plan (sorted by threshold, ascending) over a stream of `(group, score, outcome)`.
-fn scan_entries<T: Keyed>(plans: &[Plan], num_groups: usize, each: impl FnOnce(&mut dyn FnMut(usize, T, bool))) -> Result<Vec<Scanned<T>>, KernelError> {
-    if plans.windows(2).any(|w| !(w[0].threshold <= w[1].threshold)) {
-        return Err(KernelError::Parameter("selection plans must be sorted by threshold".into()));
+impl<'a, T: Keyed> Scan<'a, T> {
+    fn new(plans: &'a [Plan], num_groups: usize) -> Result<Self, KernelError> {
+        if plans.windows(2).any(|w| !(w[0].threshold <= w[1].threshold)) {
+            return Err(KernelError::Parameter("selection plans must be sorted by threshold".into()));
+        }
+        if plans.iter().any(|p| p.groups.len() != num_groups) {
+            return Err(KernelError::Parameter(format!("selection plans must have {num_groups} groups")));
+        }
+        let scanners = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
+        Ok(Scan { scanners, num_groups })
     }
-    if plans.iter().any(|p| p.groups.len() != num_groups) {
-        return Err(KernelError::Parameter(format!("selection plans must have {num_groups} groups")));
-    }
-    let mut scanners: Vec<Scanner<T>> = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
-    let mut visit = |g: usize, s: T, outcome: bool| {
-        if g >= num_groups {
+
+    #[inline(always)]
+    fn visit(&mut self, g: usize, s: T, outcome: bool) {
+        if g >= self.num_groups {
             return; // a changed input (validated before the first pass); the counts will say so
         }
         let wide = s.to_f64();
         let key = s.key();
         let mut hit = Hit::Miss;
-        for sc in scanners.iter_mut() {
+        for sc in self.scanners.iter_mut() {
             // plans are sorted by threshold: once one drops the score, the later ones do too
             if !(wide > sc.plan.threshold) {
                 break;
@@ -364,60 +484,65 @@ fn scan_entries<T: Keyed>(plans: &[Plan], num_groups: usize, each: impl FnOnce(&
             }
             sc.add(hit, s, wide, outcome);
         }
-    };
-    each(&mut visit);
-    Ok(scanners
-        .into_iter()
-        .map(|mut s| {
-            for (c, r) in s.out.cells.iter_mut().zip(s.runs.iter_mut()) {
-                fold(c, r);
-            }
-            s.out
-        })
-        .collect())
+    }
+
+    fn finish(self) -> Vec<Scanned<T>> {
+        let mut out: Vec<Scanned<T>> = Vec::with_capacity(self.scanners.len());
+        for sc in self.scanners {
+            let done = sc.finish(out.last().map(|p| &p.cells[..]));
+            out.push(done);
+        }
+        out
+    }
 }
 
 /// One chunk of a probability matrix (validated by the first pass), every plan of one
 /// grouping (`max_prob`, `class_conditional`) at once.
 pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
-    let groups = if class_conditional { x.k } else { 1 };
+    let mut scan = Scan::new(plans, if class_conditional { x.k } else { 1 })?;
     if max_prob {
         let none = Checks { values: false, row_sums: false, labels: false };
         let top = toplabel::summarise(x, &none)?;
-        scan_entries(plans, groups, |visit| {
-            for i in 0..x.n {
-                let g = if class_conditional { top.pred[i] as usize } else { 0 };
-                let s = x.row(i)[(top.pred[i] as usize).min(x.k - 1)];
-                visit(g, s, top.correct[i]);
+        for i in 0..x.n {
+            let g = if class_conditional { top.pred[i] as usize } else { 0 };
+            scan.visit(g, x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
+        }
+    } else if class_conditional {
+        // column by column: one group's buckets (or filter) at a time stay in cache (the
+        // strided reads of the chunk cost far less than misses on every group's table)
+        for c in 0..x.k {
+            for (i, &label) in x.labels.iter().enumerate() {
+                scan.visit(c, x.probs[i * x.k + c], label == c as i64);
             }
-        })
+        }
     } else {
-        scan_entries(plans, groups, |visit| {
-            for i in 0..x.n {
-                let label = x.labels[i];
-                for (c, &s) in x.row(i).iter().enumerate() {
-                    visit(if class_conditional { c } else { 0 }, s, label == c as i64);
-                }
+        for (i, &label) in x.labels.iter().enumerate() {
+            for (c, &s) in x.row(i).iter().enumerate() {
+                scan.visit(0, s, label == c as i64);
             }
-        })
+        }
     }
+    Ok(scan.finish())
 }
 
 /// One chunk of top-label pairs (validated by the first pass); groups are the predicted classes
 /// when `class_conditional` (then `pairs.pred` is given).
 pub fn scan_pairs<T: Keyed>(pairs: &Pairs<T>, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
-    let groups = if class_conditional { pairs.k } else { 1 };
-    let pred = match (class_conditional, pairs.pred) {
-        (false, _) => None,
-        (true, Some(p)) => Some(p),
-        (true, None) => return Err(KernelError::Parameter("class-conditional pairs need predicted".into())),
-    };
-    scan_entries(plans, groups, |visit| {
-        for i in 0..pairs.n {
-            let g = pred.map_or(0, |p| usize::try_from(p[i]).unwrap_or(usize::MAX));
-            visit(g, pairs.conf[i], pairs.correct[i] != 0);
+    let mut scan = Scan::new(plans, if class_conditional { pairs.k } else { 1 })?;
+    match (class_conditional, pairs.pred) {
+        (false, _) => {
+            for (&s, &o) in pairs.conf.iter().zip(pairs.correct) {
+                scan.visit(0, s, o != 0);
+            }
         }
-    })
+        (true, Some(pred)) => {
+            for ((&s, &o), &p) in pairs.conf.iter().zip(pairs.correct).zip(pred) {
+                scan.visit(usize::try_from(p).unwrap_or(usize::MAX), s, o != 0);
+            }
+        }
+        (true, None) => return Err(KernelError::Parameter("class-conditional pairs need predicted".into())),
+    }
+    Ok(scan.finish())
 }
 
 #[cfg(test)]

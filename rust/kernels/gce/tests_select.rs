@@ -44,11 +44,7 @@ fn check_locator<T: Keyed>(uniform: usize, narrow: impl Fn(f64) -> T, from_key: 
 
 #[test]
 fn grid_locator_is_the_exact_search() {
-    let f32_value = |k: i64| {
-        let k = k as i32;
-        f32::from_bits((if k < 0 { k ^ 0x7FFF_FFFF } else { k }) as u32) as f64
-    };
-    let f64_value = |k: i64| f64::from_bits((if k < 0 { k ^ 0x7FFF_FFFF_FFFF_FFFF } else { k }) as u64);
+    let (f32_value, f64_value) = (f32::value_of_key, f64::value_of_key);
     for uniform in [64, 10485, 65536] {
         check_locator::<f32>(uniform, |x| x as f32, f32_value, 150, 25);
         check_locator::<f64>(uniform, |x| x, f64_value, 1075, 54);
@@ -63,19 +59,24 @@ fn keys_sort_as_values() {
         let (a, b) = (w[0] as f32, w[1] as f32);
         assert!((a < b) == (a.key() < b.key()) && (a == b) == (a.key() == b.key()), "{w:?}");
     }
+    for x in xs {
+        assert_eq!(f64::value_of_key(x.key()), x + 0.0);
+        assert_eq!(f32::value_of_key((x as f32).key()), (x as f32) as f64 + 0.0);
+    }
     assert_eq!((-0.0f64).key(), 0);
     assert_eq!((-0.0f32).key(), 0);
 }
 
-/// A plan of three regions of group 0 (buckets, fetch, buckets) and a grid of group 1.
-fn plan(threshold: f64, grid_bounds: &[i64]) -> Plan {
+/// A plan of three regions of group 0 (buckets, fetch, buckets) and a grid of group 1 (cut by
+/// the grid locator, or, `filtered`, by a search behind the later passes' filter).
+fn plan(threshold: f64, grid_bounds: &[i64], filtered: bool) -> Plan {
     let k = |x: f64| x.key();
     let mut bounds: Vec<i64> = vec![k(0.1), k(0.2), k(0.25), k(0.3)];
     bounds.extend([k(0.5), k(0.6)]);
     bounds.extend([k(0.7), k(0.7) + 1, k(0.9)]);
     let g0 = bounds.len();
     bounds.extend_from_slice(grid_bounds);
-    let rows = [[0, 1, 0, 4, 0], [0, 2, 4, 2, 17], [0, 1, 6, 3, 3], [1, 0, g0 as i64, grid_bounds.len() as i64, 5]];
+    let rows = [[0, 1, 0, 4, 0], [0, 2, 4, 2, 17], [0, 1, 6, 3, 3], [1, filtered as i64, g0 as i64, grid_bounds.len() as i64, 5]];
     Plan::from_rows(threshold, 2, &rows, bounds, 5 + grid_bounds.len() - 1).unwrap()
 }
 
@@ -121,8 +122,8 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
     let labels: Vec<i64> = (0..n).map(|i| (i % 3 == 0) as i64).collect();
     let x = Inputs::new(&probs, &labels, k).unwrap();
     let gb = grid::<f64>(64, 40, 20, |x| x.key());
-    let plans = [plan(0.0, &gb), plan(0.0, &gb), plan(0.25, &gb)];
-    for (mp, cc) in [(false, true), (true, true), (false, false), (true, false)] {
+    for (mp, cc, filtered) in [(false, true, false), (true, true, false), (false, false, false), (true, false, false), (false, true, true), (true, true, true)] {
+        let plans = [plan(0.0, &gb, filtered), plan(0.0, &gb, filtered), plan(0.25, &gb, filtered)];
         let mut entries = Vec::new();
         for i in 0..n {
             let row = x.row(i);
@@ -144,7 +145,15 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
         }).collect();
         let got = scan_matrix(&x, mp, cc, &ps).unwrap();
         for (p, g) in ps.iter().zip(&got) {
-            assert_eq!(*g, naive(p, &entries), "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
+            let want = naive(p, &entries);
+            assert_eq!(g.cells, want.cells, "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
+            // fetched entries in any order
+            let sorted = |s: &Scanned<f64>| {
+                let mut v: Vec<(i64, u64, bool)> = (0..s.fetched_id.len()).map(|i| (s.fetched_id[i], s.fetched_score[i].to_bits(), s.fetched_outcome[i])).collect();
+                v.sort_unstable();
+                v
+            };
+            assert_eq!(sorted(g), sorted(&want));
         }
         assert!(got[0].cells.iter().map(|c| c.count).sum::<u64>() > 0 && !got[0].fetched_id.is_empty());
     }
