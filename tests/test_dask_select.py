@@ -56,8 +56,8 @@ def test_grid_pass_is_the_exact_search(dtype, uniform):
     outcome = (np.arange(s.size) % 3 == 0).astype(np.uint8)
     plan = {"regions": np.array([[0, 0, 0, bounds.size, 0]], dtype=np.int64), "bounds": bounds,
             "size": bounds.size - 1}
-    c, o, w, ids, _, _ = _native.select_scan_pairs(s, outcome, None, 1, False,
-                                                   [_plan(plan, -np.inf)])[0]
+    res = _native.select_scan_pairs(s, outcome, None, 1, False, [_plan(plan, -np.inf)])[0]
+    (c, o, w), ids = sel.unpack_tables(res[:3]), res[3]
     idx = np.searchsorted(bounds, sel.to_keys(s), side="right") - 1
     np.testing.assert_array_equal(c, np.bincount(idx, minlength=bounds.size - 1))
     np.testing.assert_array_equal(o, np.bincount(idx, weights=outcome, minlength=c.size))
@@ -103,19 +103,33 @@ def test_fetch_regions_return_exactly_their_scores():
         np.testing.assert_array_equal(got_ok[ids == 100 + i], got[ids == 100 + i] > 0.5)
 
 
-def test_packed_tables_round_trip():
+def test_tables_ship_packed_when_they_fit():
+    """16 bytes a bucket (int32 counts, one int64 per score sum) unless a sum needs two words."""
     rng = np.random.default_rng(10)
-    c = rng.integers(0, 5000, 100)
-    o = rng.integers(0, 5000, 100)
-    small = np.stack([np.zeros(100, np.int64), rng.integers(0, 2**62, 100)], axis=1)
-    small[::3] = np.stack([np.full(34, -1), -rng.integers(1, 2**62, 34)], axis=1)
-    wide = small.copy()
-    wide[7] = [3, 12345]  # a sum past 2**64
-    for words, shipped in ((small, 8), (wide, 16)):
-        packed = sel.pack_tables(c, o, words)
-        assert packed[2].nbytes == shipped * 100
-        for a, b in zip(sel.unpack_tables(packed), (c, o, words)):
-            np.testing.assert_array_equal(a, b)
+    for n, packed in ((1000, True), (20000, False)):  # 20000 scores near 1 in one bucket
+        s = np.concatenate([rng.random(n), np.full(n, 0.99)])
+        ok = (rng.random(s.size) < 0.5).astype(np.uint8)
+        bounds = np.array([0, sel.to_keys(np.array([0.5]))[0], sel.to_keys(np.array([2.0]))[0]])
+        plan = (-np.inf, np.array([[0, 1, 0, 3, 0]]), bounds, 2)
+        c, o, w = _native.select_scan_pairs(s, ok, None, 1, False, [plan])[0][:3]
+        assert (c.dtype == np.int32 and w.ndim == 1) == packed
+        c, o, w = sel.unpack_tables((c, o, w))
+        np.testing.assert_array_equal(c, [(s < 0.5).sum(), (s >= 0.5).sum()])
+        np.testing.assert_array_equal(o, [ok[s < 0.5].sum(), ok[s >= 0.5].sum()])
+        whole = grouped_bin_stats([0] * s.size, s, ok, num_bins=1, units=True)
+        assert _native.units_value(w[None]).sum() == pytest.approx(s.sum(), rel=1e-12)
+        assert whole[0].sum() == c.sum()
+
+
+def test_unit_sums_of_packed_and_wide_parts_add_exactly():
+    one = np.array([2**62, -5, 7], dtype=np.int64)
+    wide = np.array([[1, 0], [-1, -3], [0, 9]], dtype=np.int64)  # 2**64, -3, 9
+    got = _native.units_sum_parts([one, wide, one])
+    want = [2**64 + 2**63, -13, 23]
+    as_int = [(int(h) << 64) + (int(lo) & (2**64 - 1)) for h, lo in got]
+    assert as_int == want
+    with pytest.raises(calibkit.errors.CalibkitError):
+        _native.units_sum_parts([one, one[:2]])
 
 
 def test_bad_plans_are_calibkit_errors():

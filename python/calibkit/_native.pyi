@@ -22,6 +22,8 @@ def units_sum_at(
     words: npt.NDArray[np.int64], cells: npt.NDArray[np.int64], num_cells: int
 ) -> npt.NDArray[np.int64]:
     """The exact sums of (M, 2) unit words by cell: int64 (1, num_cells, 2)."""
+def units_sum_parts(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The exact sum of unit sums given as int64 (n,) or (n, 2) words: int64 (n, 2)."""
 
 # The selection pass of calibkit.dask (rust/py/select.rs). A plan is (threshold, regions int64
 # (R, 5) rows [group, kind (0 grid, 1 buckets, 2 fetch), bounds start, bounds length, slot or

@@ -26,23 +26,36 @@ fn plans(num_groups: usize, given: &[PyPlan<'_>]) -> PyResult<Vec<Plan>> {
         .collect()
 }
 
-/// Each plan's (counts int64 (size,), outcome counts int64 (size,), score units int64
-/// (size, 2) as `[high, low]` words, fetched target ids int64, fetched scores, fetched
-/// outcomes bool).
+/// Each plan's (counts, outcome counts, score units, fetched target ids int64, fetched scores,
+/// fetched outcomes bool). The tables are packed to ship: int32 counts and outcome counts and
+/// one int64 per exact score sum (16 bytes a bucket, not 32) when every bucket fits, as a
+/// chunk's mostly do (a sum needs two words past about 4096 scores); else int64 counts and
+/// outcome counts and the sums as (size, 2) `[high, low]` words
+/// (`calibkit.scale.select.unpack_tables` reads both).
 fn scanned_to_py<'py, T: Keyed + numpy::Element>(py: Python<'py>, out: Vec<Scanned<T>>) -> PyResult<Bound<'py, PyList>> {
     let items = out
         .into_iter()
         .map(|s| {
-            let count: Vec<i64> = s.cells.iter().map(|c| c.count as i64).collect();
-            let outcome: Vec<i64> = s.cells.iter().map(|c| c.outcome as i64).collect();
-            let words: Vec<i64> = s.cells.iter().flat_map(|c| [(c.units >> 64) as i64, c.units as u64 as i64]).collect();
             let n = s.cells.len();
+            let small = s.cells.iter().all(|c| c.count < i32::MAX as u64 && i64::try_from(c.units).is_ok());
+            let tables = if small {
+                let count: Vec<i32> = s.cells.iter().map(|c| c.count as i32).collect();
+                let outcome: Vec<i32> = s.cells.iter().map(|c| c.outcome as i32).collect();
+                let units: Vec<i64> = s.cells.iter().map(|c| c.units as i64).collect();
+                [count.into_pyarray(py).into_any(), outcome.into_pyarray(py).into_any(), units.into_pyarray(py).into_any()]
+            } else {
+                let count: Vec<i64> = s.cells.iter().map(|c| c.count as i64).collect();
+                let outcome: Vec<i64> = s.cells.iter().map(|c| c.outcome as i64).collect();
+                let words: Vec<i64> = s.cells.iter().flat_map(|c| [(c.units >> 64) as i64, c.units as u64 as i64]).collect();
+                [count.into_pyarray(py).into_any(), outcome.into_pyarray(py).into_any(), words.into_pyarray(py).reshape([n, 2])?.into_any()]
+            };
+            let [count, outcome, units] = tables;
             PyTuple::new(
                 py,
                 [
-                    count.into_pyarray(py).into_any(),
-                    outcome.into_pyarray(py).into_any(),
-                    words.into_pyarray(py).reshape([n, 2])?.into_any(),
+                    count,
+                    outcome,
+                    units,
                     s.fetched_id.into_pyarray(py).into_any(),
                     s.fetched_score.into_pyarray(py).into_any(),
                     s.fetched_outcome.into_pyarray(py).into_any(),

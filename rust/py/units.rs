@@ -69,10 +69,43 @@ fn units_sum_at<'py>(py: Python<'py>, words: numpy::PyReadonlyArray2<'py, i64>, 
     })
 }
 
+/// units_sum_parts(parts) -> int64 (n, 2): the exact sum of several tables' unit sums, each
+/// given as int64 (n,) (a sum that fits one word) or (n, 2) `[high, low]` words
+/// (`calibkit.dask` adds its chunks' packed bucket tables).
+#[pyfunction]
+fn units_sum_parts<'py>(py: Python<'py>, parts: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    guard(py, || {
+        let mut total: Option<Vec<i128>> = None;
+        for part in &parts {
+            let values: Vec<i128> = if let Ok(a) = part.extract::<numpy::PyReadonlyArray1<i64>>() {
+                a.as_array().iter().map(|&v| v as i128).collect()
+            } else if let Ok(a) = part.extract::<PyReadonlyArray3<i64>>() {
+                read(&a, "part")?
+            } else {
+                let a = part.extract::<numpy::PyReadonlyArray2<i64>>()?;
+                if a.shape()[1] != 2 {
+                    return Err(ShapeMismatchError::new_err(format!("a part must have shape (n,) or (n, 2), got last axis {}", a.shape()[1])));
+                }
+                let s = a.as_slice().map_err(|_| ShapeMismatchError::new_err("parts must be C-contiguous"))?;
+                s.chunks_exact(2).map(|w| ((w[0] as i128) << 64) | (w[1] as u64 as i128)).collect()
+            };
+            match &mut total {
+                None => total = Some(values),
+                Some(t) if t.len() == values.len() => t.iter_mut().zip(&values).for_each(|(a, b)| *a = a.wrapping_add(*b)),
+                Some(t) => return Err(ShapeMismatchError::new_err(format!("unit sums of {} and {} cells cannot be added", t.len(), values.len()))),
+            }
+        }
+        let total = total.unwrap_or_default();
+        let words: Vec<i64> = total.iter().flat_map(|&u| [(u >> 64) as i64, u as u64 as i64]).collect();
+        words.into_pyarray(py).reshape([total.len(), 2])
+    })
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units_add, m)?)?;
     m.add_function(wrap_pyfunction!(units_value, m)?)?;
     m.add_function(wrap_pyfunction!(units_sum_at, m)?)?;
+    m.add_function(wrap_pyfunction!(units_sum_parts, m)?)?;
     m.add("UNIT", units::GRID)?;
     Ok(())
 }

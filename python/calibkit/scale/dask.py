@@ -86,7 +86,7 @@ from ..errors import (
     MissingDependencyError,
     ShapeMismatchError,
 )
-from .select import Selection, SelectionError, pack_tables, unpack_tables
+from .select import Selection, SelectionError, unpack_tables
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -222,7 +222,7 @@ def _scans(plans, scan) -> dict:
         sent = [(plans[k][0], plans[k][1]["regions"], plans[k][1]["bounds"], plans[k][1]["size"])
                 for k in keys]
         for key, res in zip(keys, scan(mp, cc, sent)):
-            out[key] = (pack_tables(*res[:3]), [res[3]], [res[4]], [res[5]])
+            out[key] = (tuple(res[:3]), [res[3]], [res[4]], [res[5]])
     return out
 
 
@@ -344,14 +344,13 @@ def _combine(*parts):
     tables: dict = {}
     for q in parts:
         for akey, (packed, ids, sc, oc) in q["scan"].items():
-            c, o, w = unpack_tables(packed)
-            have = tables.get(akey)
-            tables[akey] = (c, o, w) if have is None else (
-                have[0] + c, have[1] + o, _native.units_add(have[2][None], w[None])[0])
+            tables.setdefault(akey, []).append(packed)
             fetched = out["scan"].get(akey, (None, [], [], []))
             out["scan"][akey] = (None, fetched[1] + ids, fetched[2] + sc, fetched[3] + oc)
-    for akey, tab in tables.items():
-        out["scan"][akey] = (pack_tables(*tab),) + out["scan"][akey][1:]
+    for akey, tabs in tables.items():  # summed: wide
+        summed = (sum(t[0].astype(np.int64) for t in tabs), sum(t[1].astype(np.int64) for t in tabs),
+                  _native.units_sum_parts([t[2] for t in tabs]))
+        out["scan"][akey] = (summed,) + out["scan"][akey][1:]
     return out
 
 

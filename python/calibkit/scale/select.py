@@ -47,7 +47,6 @@ __all__ = [
     "from_keys",
     "grid_size",
     "initial_bounds",
-    "pack_tables",
     "split_bounds",
     "unpack_tables",
     "to_keys",
@@ -137,19 +136,10 @@ def split_bounds(lo: int, hi: int, m: int) -> np.ndarray:
     return lo + i * np.int64(step) + (i * np.int64(rem)) // np.int64(m)
 
 
-def pack_tables(counts, outcomes, words) -> tuple:
-    """Bucket tables as a chunk ships them: int32 counts and outcome counts and one int64 per
-    exact score sum (16 bytes a bucket, not 32) when they fit, as a chunk's mostly do (a
-    bucket's sum needs two words past about 4096 scores); else as given."""
-    if (counts.size and counts.max() < np.iinfo(np.int32).max
-            and np.array_equal(words[:, 0], words[:, 1] >> 63)):
-        return counts.astype(np.int32), outcomes.astype(np.int32), words[:, 1].copy()
-    return counts, outcomes, words
-
-
 def unpack_tables(packed) -> tuple:
-    """``(counts int64, outcome counts int64, unit words int64 (size, 2))`` of
-    :func:`pack_tables`' result."""
+    """``(counts int64, outcome counts int64, unit words int64 (size, 2))`` of bucket tables
+    as a chunk ships them (``_native.select_scan``: packed to int32 counts and one int64 per
+    score sum when they fit, else wide)."""
     c, o, w = packed
     if w.ndim == 1:
         w = np.stack([w >> 63, w], axis=1)

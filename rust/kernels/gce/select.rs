@@ -19,6 +19,8 @@
 //! kernels' first-maximum rule); top-label pairs are read as given. Groupings that differ only
 //! by their threshold share the read (and, while their plans agree, the bucket search).
 
+use std::cmp::Ordering;
+
 use crate::kernels::core::units;
 use crate::kernels::core::validate::Checks;
 use crate::kernels::gce::pairs::Pairs;
@@ -267,21 +269,24 @@ pub struct Scanned<T> {
     pub fetched_outcome: Vec<bool>,
 }
 
-/// Cells (a power of two) of the later passes' filter: 2^20 bits, 128 KB per group.
-const FILTER_BITS: u32 = 20;
+/// The later passes' filter: at most 2^20 cells (128 KB) per group, and at most 2^27 cells
+/// (16 MB) in all.
+fn filter_bits(groups: usize) -> u32 {
+    (27 - groups.max(1).next_power_of_two().trailing_zeros()).clamp(10, 20)
+}
 
-/// The filter of one group's regions: the cells (top [`FILTER_BITS`] bits of a non-negative
-/// key) that hold a key of some region are set.
-fn region_filter<T: Keyed>(regions: &[Region]) -> Vec<u64> {
-    let mut bits = vec![0u64; (1 << FILTER_BITS) / 64];
-    let shift = T::BITS - FILTER_BITS;
+/// The filter of one group's regions: the cells (the top `bits` bits of a non-negative key)
+/// that hold a key of some region are set.
+fn region_filter<T: Keyed>(regions: &[Region], bits: u32) -> Vec<u64> {
+    let mut set = vec![0u64; ((1usize << bits) / 64).max(1)];
+    let shift = T::BITS - bits;
     for r in regions.iter().filter(|r| r.hi > 0) {
         let (first, last) = ((r.lo.max(0) >> shift) as usize, ((r.hi - 1) >> shift) as usize);
-        for c in first..=last.min((1 << FILTER_BITS) - 1) {
-            bits[c / 64] |= 1 << (c % 64);
+        for c in first..=last.min((1 << bits) - 1) {
+            set[c / 64] |= 1 << (c % 64);
         }
     }
-    bits
+    set
 }
 
 /// Where a key goes in one plan: a bucket's table slot, a fetch target, or nowhere.
@@ -322,9 +327,10 @@ struct Scanner<'a, T: Keyed> {
     /// Per group, the lowest key of each region (for the search).
     los: Vec<Vec<i64>>,
     /// Plans without a grid (the later passes, whose regions are narrow): per group a bitmap
-    /// of [`FILTER_BITS`] cells of the non-negative keys (their top bits), set where a region
+    /// of cells of the non-negative keys (their top `filter_bits` bits), set where a region
     /// may hold the key, so that most scores are dropped by one bit test, not a search.
     filter: Option<Vec<Vec<u64>>>,
+    filter_bits: u32,
     /// Whether the previous plan has the same regions (its hit is this plan's). Such a plan
     /// (a higher threshold) fills only the buckets that straddle its threshold: a bucket whose
     /// lowest value is above it holds scores this plan and the previous one both keep, so its
@@ -346,7 +352,8 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         }
         let runs = vec![Run::default(); plan.size];
         let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
-        let filter = grids.is_empty().then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs)).collect());
+        let filter_bits = filter_bits(plan.groups.len());
+        let filter = grids.is_empty().then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs, filter_bits)).collect());
         let mut whole = Vec::new();
         if shares {
             whole = vec![0u64; plan.size.div_ceil(64)];
@@ -357,14 +364,14 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 }
             }
         }
-        Scanner { plan, runs, folded: Default::default(), grids, los, filter, shares, whole, fetched: Scanned::default() }
+        Scanner { plan, runs, folded: Default::default(), grids, los, filter, filter_bits, shares, whole, fetched: Scanned::default() }
     }
 
     #[inline(always)]
     fn find(&self, g: usize, key: i64) -> Hit {
         if let Some(f) = &self.filter {
             if key >= 0 {
-                let c = (key >> (T::BITS - FILTER_BITS)) as usize;
+                let c = (key >> (T::BITS - self.filter_bits)) as usize;
                 if f[g][c / 64] >> (c % 64) & 1 == 0 {
                     return Hit::Miss;
                 }
@@ -376,13 +383,13 @@ impl<'a, T: Keyed> Scanner<'a, T> {
             1 => &regions[0],
             mut n => {
                 // the last region starting at or below the key, by a search whose steps are
-                // selects, not branches (keys fall between the targets at random: branches
+                // arithmetic, not branches (keys fall between the targets at random: branches
                 // would mispredict about every other step)
                 let los = &self.los[g];
                 let mut base = 0usize;
                 while n > 1 {
                     let half = n / 2;
-                    base = std::hint::select_unpredictable(los[base + half] <= key, base + half, base);
+                    base += half * (los[base + half] <= key) as usize;
                     n -= half;
                 }
                 &regions[base]
@@ -456,7 +463,7 @@ struct Scan<'a, T: Keyed> {
 
 impl<'a, T: Keyed> Scan<'a, T> {
     fn new(plans: &'a [Plan], num_groups: usize) -> Result<Self, KernelError> {
-        if plans.windows(2).any(|w| !(w[0].threshold <= w[1].threshold)) {
+        if plans.windows(2).any(|w| !matches!(w[0].threshold.partial_cmp(&w[1].threshold), Some(Ordering::Less | Ordering::Equal))) {
             return Err(KernelError::Parameter("selection plans must be sorted by threshold".into()));
         }
         if plans.iter().any(|p| p.groups.len() != num_groups) {
@@ -476,7 +483,7 @@ impl<'a, T: Keyed> Scan<'a, T> {
         let mut hit = Hit::Miss;
         for sc in self.scanners.iter_mut() {
             // plans are sorted by threshold: once one drops the score, the later ones do too
-            if !(wide > sc.plan.threshold) {
+            if wide.partial_cmp(&sc.plan.threshold) != Some(Ordering::Greater) {
                 break;
             }
             if !sc.shares {

@@ -84,7 +84,7 @@ fn plan(threshold: f64, grid_bounds: &[i64], filtered: bool) -> Plan {
 fn naive(plan: &Plan, entries: &[(usize, f64, bool)]) -> Scanned<f64> {
     let mut out = Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() };
     for &(g, s, o) in entries {
-        if !(s > plan.threshold) {
+        if s.partial_cmp(&plan.threshold) != Some(std::cmp::Ordering::Greater) {
             continue;
         }
         let key = s.key();
@@ -125,14 +125,14 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
     for (mp, cc, filtered) in [(false, true, false), (true, true, false), (false, false, false), (true, false, false), (false, true, true), (true, true, true)] {
         let plans = [plan(0.0, &gb, filtered), plan(0.0, &gb, filtered), plan(0.25, &gb, filtered)];
         let mut entries = Vec::new();
-        for i in 0..n {
+        for (i, &label) in labels.iter().enumerate() {
             let row = x.row(i);
             if mp {
                 let p = if row[1] > row[0] { 1 } else { 0 };
-                entries.push((if cc { p } else { 0 }, row[p], labels[i] == p as i64));
+                entries.push((if cc { p } else { 0 }, row[p], label == p as i64));
             } else {
                 for (c, &s) in row.iter().enumerate() {
-                    entries.push((if cc { c } else { 0 }, s, labels[i] == c as i64));
+                    entries.push((if cc { c } else { 0 }, s, label == c as i64));
                 }
             }
         }
