@@ -14,10 +14,13 @@
 //! bin, plus the fetched scores binned at the exact edges, and has the bin's table bit for bit
 //! as one in-memory call builds it, with no counting pass.
 //!
-//! One read of the chunk per grouping: all probabilities read the matrix row by row; top-label
-//! groupings take each row's prediction and confidence from [`toplabel::summarise`] (the
-//! kernels' first-maximum rule); top-label pairs are read as given. Groupings that differ only
-//! by their threshold share the read (and, while their plans agree, the bucket search).
+//! One read of the chunk per grouping: all probabilities read the matrix row by row (column by
+//! column when class-conditional, so that one group's tables at a time stay in cache);
+//! top-label groupings take each row's prediction and confidence from [`toplabel::summarise`]
+//! (the kernels' first-maximum rule); top-label pairs are read as given. Groupings that differ
+//! only by their threshold share the read and, while their plans agree, the bucket search and
+//! the tables of the buckets above the higher threshold. Later passes drop most scores by one
+//! bit test (a filter on the keys' top bits) before searching the regions.
 
 use std::cmp::Ordering;
 
@@ -345,7 +348,8 @@ struct Scanner<'a, T: Keyed> {
 impl<'a, T: Keyed> Scanner<'a, T> {
     fn new(plan: &'a Plan, shares: bool) -> Self {
         let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)> = Vec::new();
-        for r in plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid) {
+        // a plan that shares never searches: the previous plan's hits are its own
+        for r in plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid && !shares) {
             if !grids.iter().any(|(b, _)| *b == r.bounds) {
                 grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
             }
@@ -353,7 +357,8 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         let runs = vec![Run::default(); plan.size];
         let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
         let filter_bits = filter_bits(plan.groups.len());
-        let filter = grids.is_empty().then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs, filter_bits)).collect());
+        let no_grid = !plan.groups.iter().flatten().any(|r| r.kind == Kind::Grid);
+        let filter = (no_grid && !shares).then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs, filter_bits)).collect());
         let mut whole = Vec::new();
         if shares {
             whole = vec![0u64; plan.size.div_ceil(64)];
