@@ -1,5 +1,5 @@
 """Tests of calibkit.dask: exact equality with the in-memory metrics for any chunking (even:
-one map-reduce; adaptive: distributed selection + one counting pass), bad input, and a real
+one map-reduce; adaptive: distributed selection whose bucket tables give the bins), bad input, and a real
 two-process dask.distributed cluster."""
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_adaptive_metrics_share_few_passes(monkeypatch):
     got = cdask.evaluate(dl, dp, space=space, **SYNC)
     want = evaluate(d["labels"], d["probs"], space=space)
     np.testing.assert_allclose(got.values, want.values, rtol=0, atol=1e-12)
-    assert len(calls) <= 5  # grid pass, refine/fetch pass(es), counting pass
+    assert len(calls) <= 4  # grid pass, refine/fetch pass(es); no counting pass
 
 
 @pytest.mark.parametrize("kind", ["dirichlet", "ties", "grid"])
@@ -154,17 +154,18 @@ def test_deep_refinement_stays_exact(monkeypatch, kind, dtype):
 
 
 def test_partial_results_do_not_grow_with_the_chunk():
-    """What a chunk sends back is bounded by the bucket budget, not by its number of rows."""
+    """What a chunk sends back is bounded by the bucket budget, not by its number of rows: 16
+    bytes per bucket (count, outcome count, exact score sum, packed) and the fetched scores."""
+    sizes = []
     for rows in (20_000, 200_000):
         labels, probs = make_data(4, rows, 10, "dirichlet")
         sel = _select.Selection(10, np.float64, (15,))
         plan = sel.plan()
         assert plan["size"] <= 2 * _select.BUCKET_BUDGET
-        job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan},
-               "count": {}, "num_bins": (15,)}
-        size = len(pickle.dumps(cdask._chunk_task(labels, probs, job)))
-        assert size <= 4 * plan["size"] + 10_000  # int32 dense, or sparse when smaller
-    assert size < probs.nbytes / 5
+        job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan}}
+        sizes.append(len(pickle.dumps(cdask._chunk_task(labels, probs, job))))
+        assert sizes[-1] <= 16 * plan["size"] + 10_000  # packed: 16 bytes a bucket
+    assert abs(sizes[1] - sizes[0]) < 100  # the same tables (a row count differs)
 
 
 def test_plans_carry_everything_the_workers_need(monkeypatch):
@@ -172,14 +173,14 @@ def test_plans_carry_everything_the_workers_need(monkeypatch):
     labels, probs = make_data(7, 3000, 4, "dirichlet")
     sel = _select.Selection(4, np.float64, (15,))
     plan = sel.plan()
-    job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan}, "count": {},
-           "num_bins": (15,)}
+    job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan}}
     reference = cdask._chunk_task(labels, probs, job)["scan"][(False, True, 0.0)]
     monkeypatch.setattr(_select, "BUCKET_BUDGET", 64)  # a "worker" configured otherwise
     other = cdask._chunk_task(labels, probs, job)["scan"][(False, True, 0.0)]
-    np.testing.assert_array_equal(_select.unpack(other[0]),
-                                  _select.unpack(reference[0]))
-    assert _select.unpack(other[0]).size == plan["size"]
+    for a, b in zip(_select.unpack_tables(reference[0]), _select.unpack_tables(other[0])):
+        np.testing.assert_array_equal(a, b)
+    counts = _select.unpack_tables(other[0])[0]
+    assert counts.size == plan["size"] and counts.sum() == probs.size
 
 
 def test_changing_inputs_are_detected():

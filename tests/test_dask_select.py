@@ -1,6 +1,7 @@
-"""The fast paths of the exact selection (issue 29 item 4): the first pass's grid buckets by a
-lookup table, fetched scores by comparisons, and groupings that differ by their threshold
-sharing one chunk's groups; each must find what the plain searches find."""
+"""The exact selection of calibkit.dask (issue 29 item 4): the native pass's bucket tables and
+fetched scores are what plain searches give, thresholds of one grouping share one read, and the
+bins assembled from whole buckets plus fetched scores are the in-memory tables bit for bit
+(no counting pass)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,15 @@ from conftest import requires
 
 import calibkit
 import calibkit.scale.select as sel
+from calibkit import _native
 from calibkit.binned.groups import score_groups
-from calibkit.binned.table import adaptive_positions
+from calibkit.binned.table import grouped_bin_stats
+
+dask = requires("dask")
+da = requires("dask.array")
+import calibkit.scale.dask as cdask  # noqa: E402
+
+SYNC = {"scheduler": "synchronous"}
 
 
 def _awkward(dtype, bounds):
@@ -25,85 +33,192 @@ def _awkward(dtype, bounds):
     return s[np.isfinite(s)]
 
 
+def _plan(plan, threshold=0.0):
+    return (threshold, plan["regions"], plan["bounds"], plan["size"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_keys_sort_like_the_values_and_invert(dtype):
+    s = np.unique(_awkward(dtype, sel.initial_bounds(dtype, 64)))
+    k = sel.to_keys(s)
+    assert (np.diff(k) > 0).all()  # -0.0 and 0.0 are one value (np.unique keeps one)
+    np.testing.assert_array_equal(sel.from_keys(k, dtype), s.astype(np.float64) + 0.0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("uniform", [64, 10485, 65536])
-def test_grid_locator_is_the_exact_search(dtype, uniform):
+def test_grid_pass_is_the_exact_search(dtype, uniform):
+    """Pass 1 (the grid locator on bit patterns) counts what a search of the bounds counts, and
+    its outcome counts and exact score sums add up to the group's."""
     bounds = sel.initial_bounds(dtype, uniform)
     s = _awkward(dtype, bounds)
-    want = np.searchsorted(bounds, sel.to_keys(s), side="right") - 1
-    got = sel._grid_locator(np.dtype(dtype).str, uniform)(s)
-    np.testing.assert_array_equal(got, want)
-
-
-def _sorted_fetch(groups, plan, dtype):
-    """Each target's fetched scores, sorted (the fetch order within a chunk is free)."""
-    _, fetched = sel.scan_groups(groups, plan, dtype)
-    return {t: np.sort(np.concatenate(v)) for t, v in fetched.items()}
+    s = s[(s >= -1e-4) & (s <= 1 + 1e-4)]
+    outcome = (np.arange(s.size) % 3 == 0).astype(np.uint8)
+    plan = {"regions": np.array([[0, 0, 0, bounds.size, 0]], dtype=np.int64), "bounds": bounds,
+            "size": bounds.size - 1}
+    res = _native.select_scan_pairs(s, outcome, None, 1, False, [_plan(plan, -np.inf)])[0]
+    (c, o, w), ids = sel.unpack_tables(res[:3]), res[3]
+    idx = np.searchsorted(bounds, sel.to_keys(s), side="right") - 1
+    np.testing.assert_array_equal(c, np.bincount(idx, minlength=bounds.size - 1))
+    np.testing.assert_array_equal(o, np.bincount(idx, weights=outcome, minlength=c.size))
+    assert ids.size == 0
+    whole = grouped_bin_stats(None, s, outcome, num_bins=1, units=True)[4].words.reshape(-1, 2)
+    def total(words):
+        return _native.units_sum_at(words, np.zeros(len(words), dtype=np.int64), 1)
+    np.testing.assert_array_equal(total(w), total(whole))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_scan_with_a_threshold_equals_the_groups_of_that_threshold(dtype):
+def test_thresholds_share_one_read_and_equal_their_own_groups(dtype):
     rng = np.random.default_rng(4)
     p = calibkit.softmax(rng.normal(size=(6000, 4)) * 3).astype(dtype)
     y = rng.integers(0, 4, 6000)
-    low = score_groups(y, p, False, True, 0.0)
-    for t in (0.01, 0.3):
-        own = score_groups(y, p, False, True, t)
-        s_own, s_low = sel.Selection(4, dtype, (10, 15)), sel.Selection(4, dtype, (10, 15))
-        located: dict = {}
-        sel.scan_groups(low, s_low.plan(), dtype, located=located)  # fills the shared buckets
-        while not s_own.done:
-            plan = s_own.plan()
-            a = sel.scan_groups(own, plan, dtype)
-            b = sel.scan_groups(low, plan, dtype, threshold=t, located=located)
-            np.testing.assert_array_equal(sel.unpack(a[0]), sel.unpack(b[0]))
-            assert a[1].keys() == b[1].keys()
-            for tid in a[1]:
-                np.testing.assert_array_equal(np.sort(np.concatenate(a[1][tid])),
-                                              np.sort(np.concatenate(b[1][tid])))
-            s_own.advance(*a)
-        for b in (10, 15):
-            want = np.sort(own[0][0])[adaptive_positions(own[0][0].size, b)]
-            np.testing.assert_array_equal(s_own.edges(0, b), want)
+    s0, s1, s2 = (sel.Selection(4, dtype, (10, 15)) for _ in range(3))
+    both = _native.select_scan(y, p, False, True, [_plan(s0.plan(), 0.0),
+                                                   _plan(s1.plan(), 0.01)])
+    alone = _native.select_scan(y, p, False, True, [_plan(s2.plan(), 0.01)])
+    for a, b in zip(both[1], alone[0]):
+        np.testing.assert_array_equal(a, b)
+    groups = score_groups(y, p, False, True, 0.01)
+    counts = both[1][0].reshape(4, -1).sum(axis=1)
+    np.testing.assert_array_equal(counts, [g[0].size for g in groups])
 
 
-def test_many_fetch_targets_take_the_sort(monkeypatch):
-    """Direct and sorted fetching find the same scores."""
+def test_fetch_regions_return_exactly_their_scores():
     rng = np.random.default_rng(5)
     s = rng.random(50000).astype(np.float32)
-    groups = [(s, s > 0.5)]
-    los = np.sort(rng.choice(sel.to_keys(s), 40, replace=False))
-    his = los + 1000
-    keep = np.r_[True, his[:-1] <= los[1:]]
-    plan = {"size": 0, "refine": {}, "fetch": {0: (los[keep], his[keep],
-                                                    np.arange(keep.sum(), dtype=np.int64))}}
-    direct = _sorted_fetch(groups, plan, np.float32)
-    monkeypatch.setattr(sel, "FETCH_DIRECT", 0)
-    assert direct.keys() == _sorted_fetch(groups, plan, np.float32).keys()
-    for t, v in _sorted_fetch(groups, plan, np.float32).items():
-        np.testing.assert_array_equal(direct[t], v)
+    ok = (s > 0.5).astype(np.uint8)
+    keys = np.sort(rng.choice(sel.to_keys(s), 40, replace=False))
+    los = keys[::2]
+    his = np.minimum(los + 1000, keys[1::2])
+    bounds = np.column_stack([los, his]).reshape(-1)
+    regions = np.array([[0, 2, 2 * i, 2, 100 + i] for i in range(los.size)], dtype=np.int64)
+    res = _native.select_scan_pairs(s, ok, None, 1, False,
+                                    [(-np.inf, regions, bounds, 0)])[0]
+    ids, got, got_ok = res[3], res[4], res[5]
+    k = sel.to_keys(s)
+    for i, (lo, hi) in enumerate(zip(los, his)):
+        want = np.sort(s[(k >= lo) & (k < hi)])
+        np.testing.assert_array_equal(np.sort(got[ids == 100 + i]), want)
+        np.testing.assert_array_equal(got_ok[ids == 100 + i], got[ids == 100 + i] > 0.5)
 
 
-def test_thresholds_of_one_grouping_share_the_chunk_groups(monkeypatch):
-    requires("dask")
-    da = requires("dask.array")
-    import calibkit.scale.dask as cdask
+def test_tables_ship_packed_when_they_fit():
+    """16 bytes a bucket (int32 counts, one int64 per score sum) unless a sum needs two words."""
+    rng = np.random.default_rng(10)
+    for n, packed in ((1000, True), (20000, False)):  # 20000 scores near 1 in one bucket
+        s = np.concatenate([rng.random(n), np.full(n, 0.99)])
+        ok = (rng.random(s.size) < 0.5).astype(np.uint8)
+        bounds = np.array([0, sel.to_keys(np.array([0.5]))[0], sel.to_keys(np.array([2.0]))[0]])
+        plan = (-np.inf, np.array([[0, 1, 0, 3, 0]]), bounds, 2)
+        c, o, w = _native.select_scan_pairs(s, ok, None, 1, False, [plan])[0][:3]
+        assert (c.dtype == np.int32 and w.ndim == 1) == packed
+        c, o, w = sel.unpack_tables((c, o, w))
+        np.testing.assert_array_equal(c, [(s < 0.5).sum(), (s >= 0.5).sum()])
+        np.testing.assert_array_equal(o, [ok[s < 0.5].sum(), ok[s >= 0.5].sum()])
+        whole = grouped_bin_stats([0] * s.size, s, ok, num_bins=1, units=True)
+        assert _native.units_value(w[None]).sum() == pytest.approx(s.sum(), rel=1e-12)
+        assert whole[0].sum() == c.sum()
 
+
+def test_unit_sums_of_packed_and_wide_parts_add_exactly():
+    one = np.array([2**62, -5, 7], dtype=np.int64)
+    wide = np.array([[1, 0], [-1, -3], [0, 9]], dtype=np.int64)  # 2**64, -3, 9
+    got = _native.units_sum_parts([one, wide, one])
+    want = [2**64 + 2**63, -13, 23]
+    as_int = [(int(h) << 64) + (int(lo) & (2**64 - 1)) for h, lo in got]
+    assert as_int == want
+    with pytest.raises(calibkit.errors.CalibkitError):
+        _native.units_sum_parts([one, one[:2]])
+
+
+def test_bad_plans_are_calibkit_errors():
+    p = np.full((4, 2), 0.5)
+    y = np.zeros(4, dtype=np.int64)
+    with pytest.raises(calibkit.errors.CalibkitError, match="selection plan"):
+        _native.select_scan(y, p, False, True, [(0.0, np.array([[5, 0, 0, 2, 0]]),
+                                                 np.array([0, 9]), 1)])
+    with pytest.raises(calibkit.errors.CalibkitError, match="cell"):
+        _native.units_sum_at(np.zeros((1, 2), dtype=np.int64), np.array([3]), 2)
+
+
+def test_thresholds_of_one_grouping_share_the_chunk_read(monkeypatch):
     calls = []
-    original = cdask.score_groups
+    original = _native.select_scan
 
-    def counted(*args):
-        calls.append(args[2:])
-        return original(*args)
+    def counted(y, p, mp, cc, plans):
+        calls.append((mp, cc, [t for t, *_ in plans]))
+        return original(y, p, mp, cc, plans)
 
-    monkeypatch.setattr(cdask, "score_groups", counted)
+    monkeypatch.setattr(_native, "select_scan", counted)
     rng = np.random.default_rng(6)
     p = calibkit.softmax(rng.normal(size=(3000, 5)) * 2)
     y = rng.integers(0, 5, 3000)
     ev = cdask.evaluate(da.from_array(y, chunks=3000), da.from_array(p, chunks=(3000, 5)),
-                        space=["ACE", "TACE"], num_bins=15, scheduler="synchronous")
-    # one score_groups per chunk and selection pass; the counting pass forms both groupings'
-    assert calls[:-2] and all(c == (False, True, 0.0) for c in calls[:-2])
+                        space=["ACE", "TACE"], num_bins=15, **SYNC)
+    assert calls and calls[0] == (False, True, [0.0, 0.01])
+    assert all(c[:2] == (False, True) for c in calls)
     for m in ("ACE", "TACE"):
-        assert ev.get(m, 15) == pytest.approx(calibkit.evaluate(y, p, space=[m], num_bins=15)
-                                              .get(m, 15), rel=1e-12, abs=1e-15)
+        assert ev.get(m, 15) == calibkit.evaluate(y, p, space=[m], num_bins=15).get(m, 15)
+
+
+def _data(kind, dtype, n=3000, k=4, seed=8):
+    rng = np.random.default_rng(seed)
+    if kind == "ties":
+        p = rng.dirichlet(np.ones(k), size=5)[rng.integers(0, 5, size=n)]
+    elif kind == "grid":
+        p = rng.multinomial(10, np.ones(k) / k, size=n) / 10.0
+    else:
+        p = calibkit.softmax(rng.normal(size=(n, k)) * 3)
+    return rng.integers(0, k, size=n), p.astype(dtype)
+
+
+ADAPTIVE = ["ACE", "TACE", "RMSCE", "gce(adaptive,top,classwise,0.0,l1)",
+            "gce(adaptive,all,pooled,0.01,l2)", "gce(adaptive,top,classwise,0.01,l2)"]
+
+
+@pytest.mark.parametrize("kind", ["softmax", "ties", "grid"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("deep", [False, True])
+def test_adaptive_tables_equal_in_memory_bit_for_bit(monkeypatch, kind, dtype, deep):
+    """Whole buckets plus fetched scores give the in-memory values bit for bit: matrices and
+    their top-label pairs, thresholds 0 and 0.01, ties, several bin counts, and with tiny
+    budgets (refined down to single keys, nothing fetched)."""
+    if deep:
+        monkeypatch.setattr(sel, "FETCH_MAX", 0)
+        monkeypatch.setattr(sel, "BUCKET_BUDGET", 64)
+    y, p = _data(kind, dtype)
+    bins = (1, 3, 15, 40)
+    dl, dp = da.from_array(y, chunks=700), da.from_array(p, chunks=(700, p.shape[1]))
+    got = cdask.evaluate(dl, dp, space=ADAPTIVE, num_bins=bins, **SYNC)
+    want = calibkit.evaluate(y, p, space=ADAPTIVE, num_bins=bins)
+    np.testing.assert_array_equal(got.values, want.values)
+    pred = p.argmax(axis=1)
+    conf, ok = p.max(axis=1), pred == y
+    pair_space = ["RMSCE", "gce(adaptive,top,classwise,0.0,l1)",
+                  "gce(adaptive,top,classwise,0.01,l2)"]
+    args = {"confidence": da.from_array(conf, chunks=500), "correct": da.from_array(ok, chunks=500),
+            "predicted": da.from_array(pred, chunks=500), "num_classes": p.shape[1]}
+    got = cdask.evaluate(space=pair_space, num_bins=bins, **args, **SYNC)
+    want = calibkit.evaluate(space=pair_space, num_bins=bins, confidence=conf, correct=ok,
+                             predicted=pred, num_classes=p.shape[1])
+    np.testing.assert_array_equal(got.values, want.values)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pairs_with_zero_and_negative_confidences_bit_for_bit(dtype):
+    rng = np.random.default_rng(9)
+    conf = rng.random(4000)
+    conf[::7] = 0.0
+    conf[3::11] = -rng.random(conf[3::11].size) * 5e-5  # within the range tolerance
+    conf[5::13] = 1.0
+    conf = conf.astype(dtype)
+    ok = rng.random(4000) < 0.6
+    pred = rng.integers(0, 3, 4000)
+    space = ["RMSCE", "gce(adaptive,top,classwise,0.0,l1)", "gce(adaptive,top,pooled,0.01,l1)"]
+    kw = {"confidence": conf, "correct": ok, "predicted": pred, "num_classes": 3}
+    dkw = {k: da.from_array(v, chunks=900) if isinstance(v, np.ndarray) else v
+           for k, v in kw.items()}
+    got = cdask.evaluate(space=space, num_bins=(2, 10, 30), **dkw, **SYNC)
+    want = calibkit.evaluate(space=space, num_bins=(2, 10, 30), **kw)
+    np.testing.assert_array_equal(got.values, want.values)

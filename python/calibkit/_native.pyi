@@ -18,6 +18,35 @@ def units_add(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray
     """The exact sum of two tables' score units, each (G, nb, 2) int64 [high, low] words."""
 def units_value(u: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """Each cell's exact unit sum rounded once to float64 (G, nb): the kernels' sum_score."""
+def units_sum_at(
+    words: npt.NDArray[np.int64], cells: npt.NDArray[np.int64], num_cells: int
+) -> npt.NDArray[np.int64]:
+    """The exact sums of (M, 2) unit words by cell: int64 (1, num_cells, 2)."""
+def units_sum_parts(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The exact sum of unit sums given as int64 (n,) or (n, 2) words: int64 (n, 2)."""
+
+# The selection pass of calibkit.dask (rust/py/select.rs). A plan is (threshold, regions int64
+# (R, 5) rows [group, kind (0 grid, 1 buckets, 2 fetch), bounds start, bounds length, slot or
+# target id], bounds int64, size); plans sorted by threshold. Per plan: (counts int64 (size,),
+# outcome counts int64 (size,), score units int64 (size, 2), fetched ids int64, fetched scores
+# (the input dtype), fetched outcomes bool).
+def select_scan(
+    labels: npt.NDArray[np.int64],
+    probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    max_prob: bool,
+    class_conditional: bool,
+    plans: list[tuple[float, npt.NDArray[np.int64], npt.NDArray[np.int64], int]],
+) -> list[tuple[Any, ...]]: ...
+def select_scan_pairs(
+    confidence: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    correct: npt.NDArray[np.uint8],
+    predicted: npt.NDArray[np.int64] | None,
+    num_classes: int,
+    class_conditional: bool,
+    plans: list[tuple[float, npt.NDArray[np.int64], npt.NDArray[np.int64], int]],
+) -> list[tuple[Any, ...]]: ...
+def select_keys(scores: npt.NDArray[np.float32] | npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """The selection's order-preserving int64 key of each score (its bit pattern)."""
 MAX_TABLE_CELLS: int
 
 def gce(

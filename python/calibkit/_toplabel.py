@@ -94,13 +94,20 @@ class Pairs:
         return self.confidence.shape[0] > 0 and bool(self.confidence.min() <= 0)
 
 
+def keep_above(threshold: float) -> float:
+    """The pair form's one keep rule as a strict lower bound: a confidence is kept when it is
+    above this, i.e. ``confidence > threshold``, and every one at ``threshold == 0`` (exact 0.0
+    included; see the module docstring): -inf there. Used by every pair path (:func:`kept_rows`,
+    :mod:`calibkit.binned.weights`, resampling, ``calibkit.dask``'s selection kernel)."""
+    return -np.inf if threshold == 0.0 else float(threshold)
+
+
 def kept_rows(confidence: np.ndarray, threshold: float) -> np.ndarray:
-    """Indices (int64) of the kept confidences: ``confidence > threshold``, and every one at
-    ``threshold == 0`` (exact 0.0 included; see the module docstring). The pair form's one
-    keep rule, used by every pair path (here, :mod:`calibkit.binned.weights`, resampling)."""
-    if threshold == 0.0:
+    """Indices (int64) of the kept confidences (:func:`keep_above`)."""
+    above = keep_above(threshold)
+    if above == -np.inf:
         return np.arange(confidence.shape[0], dtype=np.int64)
-    return np.flatnonzero(confidence > np.float64(threshold)).astype(np.int64)
+    return np.flatnonzero(confidence > np.float64(above)).astype(np.int64)
 
 
 def rows(pairs: Pairs, class_conditional: bool, threshold: float):

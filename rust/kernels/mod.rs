@@ -77,6 +77,9 @@
 //! | `grouped_bin_stats_at` | [`weighted::grouped::grouped_bin_stats_at`] | the same against given upper edges (`calibkit.dask`) |
 //! | `adaptive_positions` | [`self::core::edges::adaptive_positions`] | the ranks of the adaptive edges |
 //! | `score_rows` | [`gce::rows::score_rows`] | a metric's kept scores as the primitive's rows (validated as by `gce`) |
+//! | `select_scan`, `select_scan_pairs` | [`gce::select::scan_matrix`], [`gce::select::scan_pairs`] | one chunk's share of a `calibkit.dask` selection pass: exact bucket tables (count, outcome count, score units) of planned key ranges, found by [`gce::select::GridLocator`] or a search, and the fetched (score, outcome) of fetch ranges; every threshold of a grouping in one read |
+//! | `select_keys` | [`gce::select::Keyed::key`] | the selection's order-preserving keys (bit patterns) |
+//! | `units_sum_at` | [`self::core::units::sum_at`] | exact unit sums gathered by cell (bucket tables into bins) |
 //! | `table_cells` | [`weighted::cells::table_cells`] | each score's cell by the kernels' own bin rules |
 //! | `resample_bootstrap`, `resample_consistency` | [`weighted::resample::bootstrap`], [`weighted::consistency::consistency`] | resamples on fixed per-entry cells, each reduced by [`self::core::reduce::reduce`] |
 //! | `resample_bootstrap_grouped` (adaptive) | [`weighted::resample::bootstrap_grouped_from`] -> [`weighted::adaptive::Sorted`] | bootstrap with bins that move with the weights: each group sorted once, each resample's edges from cumulative weights ([`weighted::grouped::edge_ranks`], the primitive's rule), bins as runs of the sorted order; bitwise the primitive's table on the same weights (exact unit sums; with fractional base weights within half a unit per repeated entry) |

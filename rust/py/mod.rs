@@ -23,6 +23,7 @@ mod cells;
 pub(crate) mod errors;
 mod grouped;
 mod pairs;
+mod select;
 mod simd;
 mod trust;
 mod units;
@@ -266,6 +267,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cells::register(m)?;
     simd::register(m)?;
     units::register(m)?;
+    select::register(m)?;
     m.add("RANGE_TOL", kernels::core::validate::RANGE_TOL)?;
     m.add("ROW_SUM_TOL", kernels::core::validate::ROW_SUM_TOL)?;
     m.add("MAX_BINS", kernels::core::spec::MAX_BINS)?;

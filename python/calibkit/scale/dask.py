@@ -9,12 +9,14 @@ partial results that are combined in a tree (``split_every`` at a time).
   outcome sum (:func:`calibkit.calibration_bins`); the sums are added and reduced to the metric.
 * **Adaptive binning, exact**: the equal-mass edges are order statistics of each score group, so
   they are found by a distributed selection (histogram refinement on the bit patterns of the
-  scores, see :mod:`calibkit.scale.select`): pass 1 counts each group's scores in a fixed grid of
+  scores, see :mod:`calibkit.scale.select`): pass 1 puts each group's scores in a fixed grid of
   buckets (and does the even-binning map-reduce), each later pass narrows every wanted rank to
-  a finer bucket or fetches the scores of its bucket once it holds at most 2**18 of them; then
-  one counting pass accumulates per-(group, bin) sums against the exact edges. Typically 3
-  passes in all (10M x 10 float32: 3; the CIFAR-100 records: 3). Only bucket counts (at most
-  about 2**20 per pass) and a bounded number of scores (at most 2**22 per pass) ever travel.
+  a finer bucket or fetches the scores of its bucket once it holds at most 2**18 of them. Every
+  bucket comes back as an exact table (count, outcome count, exact score sum), so the bins'
+  tables are the whole buckets between the edges plus the fetched scores binned at the edges:
+  no counting pass. Typically 2 passes in all (10M x 10 float32: 2). Only bucket tables (at
+  most about 2**20 buckets per pass) and a bounded number of scores (at most 2**22 per pass)
+  ever travel.
 
 * **Sample weights** (``sample_weight=``, any finite weights >= 0): one pass. Each chunk yields
   weighted even tables (:func:`calibkit.calibration_bins` with the chunk's weights) and, for
@@ -72,10 +74,9 @@ from .._validate import (
     validate_inputs,
 )
 from ..binned.bins import calibration_bins, reduce_bins
-from ..binned.groups import pair_groups, score_groups
 from ..binned.space import Evaluation
 from ..binned.spec import DEFAULT_NUM_BINS, MetricSpace, MetricSpec, as_space
-from ..binned.table import grouped_bin_stats, grouped_bin_stats_at
+from ..binned.table import grouped_bin_stats
 from ..binned.units import exact_sums
 from ..binned.weights import as_sample_weight, pair_triples
 from ..errors import (
@@ -85,7 +86,7 @@ from ..errors import (
     MissingDependencyError,
     ShapeMismatchError,
 )
-from .select import Selection, SelectionError, add_packed, scan_groups
+from .select import Selection, SelectionError, unpack_tables
 
 __all__ = ["SelectionError", "evaluate", "gce"]
 
@@ -208,35 +209,20 @@ def _prepare_pairs(confidence, correct, predicted, num_classes):
 # ------------------------------------------------------------------------------------------------
 
 
-def _count_tables(groups, edges, num_bins):
-    """Per-(group, bin) count / score / outcome sums of one chunk against the selected edges."""
-    g_count = len(groups)
-    g = np.repeat(np.arange(g_count, dtype=np.int64), [len(s) for s, _ in groups])
-    s = np.concatenate([s for s, _ in groups])
-    o = np.concatenate([o for _, o in groups], dtype=np.float64)
-    tabs = {}
-    for b in num_bins:
-        # a group with no score has no edges; any placeholder does (it bins nothing)
-        upper = np.array([e if len(e) == b - 1 else np.zeros(b - 1) for e in edges[b]],
-                         dtype=np.float64).reshape(g_count, b - 1)
-        c, ss, so, _, u = grouped_bin_stats_at(g, s, o, upper, num_groups=g_count, units=True)
-        tabs[b] = [np.rint(c).astype(np.int64), exact_sums(ss, u), so]
-    return tabs
-
-
-def _scans(plans, groups_of, dtype):
-    """Every scanned grouping's :func:`scan_groups` result for one chunk. Groupings that differ
-    only by their threshold share the groups of the lowest one (``groups_of(max_prob,
-    class_conditional, threshold)``), each scanning the scores its threshold keeps."""
-    out, base = {}, {}
-    for mp, cc, t in sorted(plans):
-        plan = plans[(mp, cc, t)]
-        if (mp, cc) in base:
-            groups, located = base[(mp, cc)]
-            out[(mp, cc, t)] = scan_groups(groups, plan, dtype, threshold=t, located=located)
-        else:
-            groups, located = base[(mp, cc)] = (groups_of(mp, cc, t), {})
-            out[(mp, cc, t)] = scan_groups(groups, plan, dtype, located=located)
+def _scans(plans, scan) -> dict:
+    """Every planned grouping's selection pass over one chunk: one ``scan(max_prob,
+    class_conditional, plans)`` (a native read of the chunk) per grouping, its thresholds'
+    plans sorted by threshold (``plans`` maps (max_prob, class_conditional, threshold) to
+    (the kernel's threshold, plan))."""
+    by: dict = {}
+    for key in sorted(plans):
+        by.setdefault(key[:2], []).append(key)
+    out = {}
+    for (mp, cc), keys in by.items():
+        sent = [(plans[k][0], plans[k][1]["regions"], plans[k][1]["bounds"], plans[k][1]["size"])
+                for k in keys]
+        for key, res in zip(keys, scan(mp, cc, sent)):
+            out[key] = (tuple(res[:3]), [res[3]], [res[4]], [res[5]])
     return out
 
 
@@ -251,7 +237,7 @@ def _chunk_task(labels, probs, job):
     if np.shape(labels)[0] == 0 and np.shape(probs)[0] == 0:
         return None
     y, p = validate_inputs(labels, probs)
-    out: dict = {"rows": y.shape[0], "even": {}, "scan": {}, "count": {}}
+    out: dict = {"rows": y.shape[0], "even": {}, "scan": {}}
     for mp, cc, t, b in job["even"]:
         tab = calibration_bins(y, p, binning="even", max_prob=mp, class_conditional=cc,
                                threshold=t, num_bins=b)
@@ -259,10 +245,8 @@ def _chunk_task(labels, probs, job):
                                        tab.sum_outcome]
     if job["validate"] and not job["even"]:
         calibration_bins(y, p, num_bins=1)  # the Rust pass checks every value
-    out["scan"] = _scans(job["scan"], lambda mp, cc, t: score_groups(y, p, mp, cc, t), p.dtype)
-    for akey, edges in job["count"].items():
-        for b, tab in _count_tables(score_groups(y, p, *akey), edges, job["num_bins"]).items():
-            out["count"][akey + (b,)] = tab
+    plans = {key: (float(key[2]), plan) for key, plan in job["scan"].items()}
+    out["scan"] = _scans(plans, lambda mp, cc, sent: _native.select_scan(y, p, mp, cc, sent))
     return out
 
 
@@ -271,18 +255,15 @@ def _pairs_chunk_task(confidence, correct, predicted, num_classes, job):
     if np.shape(confidence)[0] == 0:
         return None
     pairs = _toplabel.resolve(None, None, confidence, correct, predicted, num_classes)
-    out: dict = {"rows": pairs.n, "even": {}, "scan": {}, "count": {}}
+    out: dict = {"rows": pairs.n, "even": {}, "scan": {}}
     for mp, cc, t, b in job["even"]:
         c, ss, so, _, u = _toplabel.bin_stats(pairs, "even", mp, cc, t, b, units=True)
         out["even"][(mp, cc, t, b)] = [c, exact_sums(ss, u), so]
     if job["validate"] and not job["even"]:
         _toplabel.bin_stats(pairs, "even", True, False, 0.0, 1)  # the Rust pass checks values
-    dtype = pairs.confidence.dtype
-    out["scan"] = _scans(job["scan"], lambda mp, cc, t: pair_groups(pairs, cc, t), dtype)
-    for (mp, cc, t), edges in job["count"].items():
-        groups = pair_groups(pairs, cc, t)
-        for b, tab in _count_tables(groups, edges, job["num_bins"]).items():
-            out["count"][(mp, cc, t, b)] = tab
+    plans = {key: (_toplabel.keep_above(key[2]), plan) for key, plan in job["scan"].items()}
+    out["scan"] = _scans(plans, lambda mp, cc, sent: _native.select_scan_pairs(
+        *pairs.native_args(), cc, sent))
     return out
 
 
@@ -353,24 +334,23 @@ def _combine(*parts):
         return None
     if "kept" in parts[0]:
         return _combine_weighted(parts)
-    out = {"rows": sum(q["rows"] for q in parts), "even": {}, "scan": {}, "count": {}}
-    for section in ("even", "count"):
-        for q in parts:
-            for key, arrays in q[section].items():
-                if key in out[section]:
-                    out[section][key] = [a + b for a, b in zip(out[section][key], arrays)]
-                else:
-                    out[section][key] = list(arrays)
+    out = {"rows": sum(q["rows"] for q in parts), "even": {}, "scan": {}}
     for q in parts:
-        for akey, (packed, fetched) in q["scan"].items():
-            have = out["scan"].get(akey)
-            if have is None:
-                out["scan"][akey] = (packed, {t: list(v) for t, v in fetched.items()})
-                continue
-            merged = dict(have[1])
-            for t, v in fetched.items():
-                merged[t] = merged.get(t, []) + list(v)
-            out["scan"][akey] = (add_packed(have[0], packed), merged)
+        for key, arrays in q["even"].items():
+            if key in out["even"]:
+                out["even"][key] = [a + b for a, b in zip(out["even"][key], arrays)]
+            else:
+                out["even"][key] = list(arrays)
+    tables: dict = {}
+    for q in parts:
+        for akey, (packed, ids, sc, oc) in q["scan"].items():
+            tables.setdefault(akey, []).append(packed)
+            fetched = out["scan"].get(akey, (None, [], [], []))
+            out["scan"][akey] = (None, fetched[1] + ids, fetched[2] + sc, fetched[3] + oc)
+    for akey, tabs in tables.items():  # summed: wide
+        summed = (sum(t[0].astype(np.int64) for t in tabs), sum(t[1].astype(np.int64) for t in tabs),
+                  _native.units_sum_parts([t[2] for t in tabs]))
+        out["scan"][akey] = (summed,) + out["scan"][akey][1:]
     return out
 
 
@@ -462,8 +442,6 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
         job.setdefault("even", [])
         job.setdefault("validate", False)
         job.setdefault("scan", {})
-        job.setdefault("count", {})
-        job["num_bins"] = num_bins
         res = _run_pass(lblocks, pblocks, job, scheduler, split_every)
         if res is None or res["rows"] != n:  # pragma: no cover - guarded by _prepare
             raise SelectionError("the chunks held fewer rows than the arrays' shape says")
@@ -476,21 +454,16 @@ def _values(labels, probs, space: MetricSpace, num_bins: tuple, scheduler, split
     while True:
         for a, s in sel.items():
             if not s.done and a in scans:
-                s.advance(*scans[a])
+                packed, ids, sc, oc = scans[a]
+                s.advance((*unpack_tables(packed), np.concatenate(ids), np.concatenate(sc),
+                           np.concatenate(oc)))
         todo = {a: s.plan() for a, s in sel.items() if not s.done}
         if not todo:
             break
         scans = run({"scan": todo})["scan"]
-    if akeys:
-        edges = {a: {b: [s.edges(g, b) for g in range(s.num_groups)] for b in num_bins}
-                 for a, s in sel.items()}
-        counted = run({"count": edges})["count"]
-        for (mp, cc, t, b), tab in counted.items():
-            sizes = sel[(mp, cc, t)].sizes  # known after the first selection pass
-            if sizes is None or not np.array_equal(tab[0].sum(axis=1), sizes):
-                raise SelectionError("the counting pass saw other data than the selection passes"
-                                     "; the input chunks changed between passes")
-            tables[("adaptive", mp, cc, t, b)] = tab
+    for (mp, cc, t), s in sel.items():
+        for b in num_bins:
+            tables[("adaptive", mp, cc, t, b)] = s.table(b)
     return _reduce(tables, space, num_bins), n, k
 
 
@@ -588,7 +561,8 @@ def evaluate(labels=None, probs=None, space=None, num_bins=DEFAULT_NUM_BINS, *, 
     """Every metric of a space at every bin count, over dask arrays, sharing passes.
 
     Same arguments and result as :func:`calibkit.evaluate`; all even-binning metrics come
-    from one map-reduce and all adaptive ones from one shared selection plus one counting pass.
+    from one map-reduce and all adaptive ones from one shared selection, whose passes also give
+    their tables (no counting pass).
 
     Parameters
     ----------

@@ -1,21 +1,31 @@
-"""Private: exact distributed selection of adaptive bin edges by histogram refinement.
+"""Private: exact distributed selection of adaptive bin edges by histogram refinement, and the
+bins' tables from the same passes.
 
 Used by :mod:`calibkit.dask`. The data live in row chunks that are read once per pass; only small
 summaries travel. For every score group we need the order statistics at SPEC's adaptive positions
 (for every requested bin count). Kept scores are floats of at least -RANGE_TOL (top-label pairs
 keep a confidence of 0, or just below it within the tolerance, at threshold 0); their IEEE bit
 patterns, read as integers with the magnitude bits of negative values flipped ("keys", -0.0 taken
-as +0.0), sort exactly like the values; all bucketing happens on keys, so it is exact and
-identical on every worker.
+as +0.0, the kernel's rule: ``_native.select_keys``), sort exactly like the values; all
+bucketing happens on keys, so it is exact and identical on every worker.
 
-Pass 1 counts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
+Pass 1 puts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
 uniform grid on [0, 1], ``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
 it gives the group sizes and thus the wanted ranks. Each later pass takes, for every wanted rank,
 the bucket that holds it (known from the cumulative counts) and either splits it into finer
 buckets (a *refine* target), or, once it holds few enough scores, fetches its scores (a *fetch*
 target) so the rank can be read off exactly. A bucket that is a single key is resolved at once
 (its value is the key). Every refine step shrinks a bucket's key range at least 16-fold, so the
-number of passes is bounded (in practice one or two before the counting pass).
+number of passes is bounded (in practice two).
+
+Every bucket a pass fills comes back as an exact table: its count, its outcome count and the
+exact sum of its scores' grid units (docs/spec.md, "Cell sums"), integers that add over chunks
+in any order. A bucket that holds no wanted rank holds no edge, so all its scores fall in one
+bin; the buckets holding ranks were refined or fetched. :meth:`Selection.table` adds the
+whole buckets of each bin and bins the fetched scores at the exact edges with the primitive
+(:func:`calibkit.binned.table.grouped_bin_stats_at`): the table of one in-memory call, bit for
+bit, with no counting pass. The chunk side is one Rust read per grouping
+(``rust/kernels/gce/select.rs``, ``_native.select_scan``).
 """
 
 from __future__ import annotations
@@ -25,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ..binned.groups import kept
-from ..binned.table import adaptive_positions
+from .. import _native
+from ..binned.table import adaptive_positions, grouped_bin_stats_at
+from ..binned.units import ScoreUnits
 from ..errors import SelectionError
 
 __all__ = [
@@ -36,8 +47,8 @@ __all__ = [
     "from_keys",
     "grid_size",
     "initial_bounds",
-    "scan_groups",
     "split_bounds",
+    "unpack_tables",
     "to_keys",
 ]
 
@@ -50,22 +61,19 @@ FETCH_BUDGET = 1 << 22
 
 
 def _signed(bits: np.ndarray, mask: int) -> np.ndarray:
-    """Bit patterns (as signed ints) -> order-preserving keys: negative values get their
-    magnitude bits flipped (an involution, so it also maps keys back); -0.0 (key -1) is +0.0."""
-    if not (bits < 0).any():  # positive scores (every matrix form): the bits themselves
+    """Keys -> bit patterns (as signed ints): the inverse of the kernel's key rule (an
+    involution on negative values: their magnitude bits flip back; key 0 is +0.0)."""
+    if not (bits < 0).any():
         return bits
-    out = np.where(bits < 0, bits ^ bits.dtype.type(mask), bits)
-    out[out == -1] = 0
-    return out
+    return np.where(bits < 0, bits ^ bits.dtype.type(mask), bits)
 
 
 def to_keys(scores: np.ndarray) -> np.ndarray:
-    """Order-preserving int64 keys of float32/float64 scores (their bit patterns, see
-    :func:`_signed`)."""
-    if scores.dtype == np.float32:
-        return _signed(scores.view(np.int32), 0x7FFFFFFF).astype(np.int64)
-    return _signed(np.ascontiguousarray(scores, dtype=np.float64).view(np.int64),
-                   0x7FFFFFFFFFFFFFFF)
+    """Order-preserving int64 keys of float32/float64 scores (the kernel's rule,
+    ``_native.select_keys``)."""
+    s = np.asarray(scores)
+    s = s if s.dtype == np.float32 else np.asarray(s, dtype=np.float64)
+    return _native.select_keys(np.ascontiguousarray(s).reshape(-1)).reshape(s.shape)
 
 
 def from_keys(keys, dtype) -> np.ndarray:
@@ -128,227 +136,28 @@ def split_bounds(lo: int, hi: int, m: int) -> np.ndarray:
     return lo + i * np.int64(step) + (i * np.int64(rem)) // np.int64(m)
 
 
-class _GridLocator:
-    """Bucket of each score in the first-pass grid, without sorting (exactly
-    ``searchsorted(bounds, key, "right") - 1``).
-
-    Non-negative scores are mapped by their bit pattern to cells of a lookup table: below
-    ``2**-8`` a few cells per binade, above it cells of ``2**(mantissa - 16)`` ulps, narrower than
-    half the grid's uniform step, so a cell holds at most one bound inside it and one comparison
-    finishes the lookup. Cells holding more (next to 1.0, among the powers of two) and negative
-    scores take the exact search.
-    """
-
-    def __init__(self, bounds: np.ndarray, dtype):
-        dtype = np.dtype(dtype)
-        self.int = np.int32 if dtype == np.float32 else np.int64
-        mant = 23 if dtype == np.float32 else 52
-        self.bounds = bounds
-        # bound keys with a sentinel, in the bit patterns' integer type for the comparisons
-        top = np.iinfo(self.int).max
-        self.keys = np.concatenate([np.clip(bounds, -top - 1, top), [top]]).astype(self.int)
-        self.fine = self.int(to_keys(np.array([2.0 ** -8], dtype=dtype))[0])
-        self.end = self.int(to_keys(np.array([2.0], dtype=dtype))[0])
-        self.coarse_shift, self.fine_shift = mant - 8, mant - 16
-        n_coarse = int(self.fine) >> self.coarse_shift
-        n_fine = (int(self.end) - int(self.fine) >> self.fine_shift) + 1
-        starts = np.concatenate([
-            np.arange(n_coarse, dtype=np.int64) << self.coarse_shift,
-            int(self.fine) + (np.arange(n_fine, dtype=np.int64) << self.fine_shift)])
-        stops = np.append(starts[1:], int(self.end) + (1 << self.fine_shift))
-        first = np.searchsorted(bounds, starts, side="right") - 1
-        inside = np.searchsorted(bounds, stops, side="left") - (first + 1)
-        self.offset = self.int(n_coarse)
-        # -2: a cell with more than one bound inside it, and (last entry) negative scores or
-        # scores past 2.0: the exact search
-        self.table = np.append(np.where(inside <= 1, first, -2), -2).astype(self.int)
-
-    def __call__(self, scores: np.ndarray) -> np.ndarray:
-        bits = scores.view(self.int)
-        cell = bits - self.fine
-        cell >>= self.fine_shift
-        cell += self.offset
-        np.copyto(cell, bits >> self.coarse_shift, where=bits < self.fine)
-        np.clip(cell, -1, self.table.size - 1, out=cell)  # -1: the last entry
-        idx = self.table[cell]
-        slow = idx == -2
-        idx += self.keys[idx + 1] <= bits  # -2 reads the sentinel; fixed below
-        if slow.any():
-            idx[slow] = np.searchsorted(self.bounds, to_keys(scores[slow]), side="right") - 1
-        return idx
+def unpack_tables(packed) -> tuple:
+    """``(counts int64, outcome counts int64, unit words int64 (size, 2))`` of bucket tables
+    as a chunk ships them (``_native.select_scan``: packed to int32 counts and one int64 per
+    score sum when they fit, else wide)."""
+    c, o, w = packed
+    if w.ndim == 1:
+        w = np.stack([w >> 63, w], axis=1)
+    return c.astype(np.int64, copy=False), o.astype(np.int64, copy=False), w
 
 
-@functools.lru_cache(maxsize=8)
-def _grid_locator(dtype_str: str, uniform: int) -> _GridLocator:
-    return _GridLocator(_initial_bounds(dtype_str, uniform), np.dtype(dtype_str))
+#: Region kinds of a plan (``rust/kernels/gce/select.rs``, ``Plan::from_rows``).
+_GRID, _BUCKETS, _FETCH = 0, 1, 2
 
 
-def _fetch_direct(s: np.ndarray, keep, lo_v: np.ndarray, hi_v: np.ndarray, ids,
-                  fetched: dict) -> None:
-    """The scores (those ``keep`` marks, if given) of each of a few fetch targets, by
-    comparisons, in chunk order (no sort)."""
-    for t, a, b in zip(ids, lo_v, hi_v):
-        m = s >= a
-        m &= s < b
-        if keep is not None:
-            m &= keep
-        if m.any():
-            fetched.setdefault(int(t), []).append(s[m])
-
-
-#: Up to this many fetch targets in a group, their scores are found by comparisons, not a sort.
-FETCH_DIRECT = 24
-
-
-def _pack_slots(slots: np.ndarray, size: int):
-    """Histogram of slot indices, dense or sparse (whichever is smaller)."""
-    if slots.size * 4 < size:
-        idx, cnt = np.unique(slots, return_counts=True)
-        return ("sparse", size, idx, cnt.astype(np.int64))
-    return _dense(np.bincount(slots, minlength=size))
-
-
-def _dense(counts: np.ndarray):
-    # A chunk's counts fit in int32 (half the bytes to ship); sums are taken in int64.
-    small = counts.size == 0 or counts.max() < np.iinfo(np.int32).max
-    return ("dense", counts.astype(np.int32 if small else np.int64))
-
-
-def unpack(packed) -> np.ndarray:
-    """Dense int64 counts of a (possibly sparse) packed histogram."""
-    if packed[0] == "dense":
-        return packed[1].astype(np.int64, copy=False)
-    out = np.zeros(packed[1], dtype=np.int64)
-    out[packed[2]] = packed[3]
-    return out
-
-
-def add_packed(a, b):
-    """Sum of two packed histograms of the same size (packed again; arguments unchanged)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if a[0] == "sparse" and b[0] == "sparse" and (a[2].size + b[2].size) * 4 < a[1]:
-        idx, inv = np.unique(np.concatenate([a[2], b[2]]), return_inverse=True)
-        cnt = np.bincount(inv, weights=np.concatenate([a[3], b[3]]).astype(np.float64))
-        return ("sparse", a[1], idx, np.rint(cnt).astype(np.int64))
-    return ("dense", unpack(a) + unpack(b))
-
-
-def scan_groups(groups, plan, dtype, threshold=None, located=None):
-    """One chunk's contribution to one pass for one score grouping.
-
-    Parameters
-    ----------
-    groups : list of (scores, outcomes)
-        The chunk's kept scores per group (see :func:`calibkit.binned.groups.score_groups`).
-    plan : dict
-        ``{"size": int, "refine": {g: (target specs, offset)}, "fetch": {g: (lo, hi, ids)}}``
-        as made by :meth:`Selection.plan` (a target spec is ``("grid", uniform)`` or
-        ``("split", lo, hi, m)``, see :func:`bounds_of`).
-    dtype : numpy.dtype
-        The float dtype the keys were made from.
-    threshold : float, optional
-        Scan only the scores :func:`calibkit.binned.groups.kept` keeps at this threshold:
-        ``groups`` are those of a lower threshold of the same grouping (a grouping's groups at
-        a higher threshold are its groups at a lower one, filtered in order), so the groupings
-        of one chunk that differ by their threshold share one :func:`score_groups`.
-    located : dict, optional
-        Grid buckets of ``groups`` found by an earlier call on the same ``groups`` (filled in
-        here): such groupings locate their scores in the first pass's grid once.
-
-    Returns
-    -------
-    (packed counts of length ``plan["size"]``, {target id: list of fetched score arrays})
-
-    Notes
-    -----
-    Counting n scores into the first pass's grid: each score's bucket from a lookup table on
-    its bit pattern (:class:`_GridLocator`, linear in n). Into other buckets (m of them): when n
-    is small the scores are looked up in the bucket bounds (n log m); otherwise the scores are
-    sorted once and the bounds looked up in them (n log n for a cache-friendly SIMD sort, then
-    m log n). Fetching the scores of a few targets takes two comparisons per score and target;
-    of many, the sort.
-    """
-    size = plan["size"]
-    slots, dense = [], None
-    sorted_cache: dict[int, np.ndarray] = {}
-    masks: dict[int, np.ndarray | None] = {}
-
-    def keep(g):  # the threshold's mask of group g (None: every score)
-        if threshold is None:
-            return None
-        if g not in masks:
-            masks[g] = kept(groups[g][0], threshold)
-        return masks[g]
-
-    def scores(g):  # group g's scanned scores, in chunk order
-        s, m = groups[g][0], keep(g)
-        return s if m is None else s[m]
-
-    for g, (specs, offset) in plan["refine"].items():
-        s = groups[g][0]
-        if s.size == 0:
-            continue
-        if len(specs) == 1 and specs[0][0] == "grid" and s.dtype == dtype and s.size >= 1024:
-            found = None if located is None else located.get((g, specs[0]))
-            if found is None:
-                found = _grid_locator(np.dtype(dtype).str, specs[0][1])(s)
-                if located is not None:
-                    located[(g, specs[0])] = found
-            idx = found if keep(g) is None else np.where(keep(g), found, -1)
-            last = bounds_of(specs[0], dtype).size - 1  # scores at or past the grid's end
-            c = np.bincount(idx + 1, minlength=last + 2)[1:last + 1]
-            if dense is None:
-                dense = np.zeros(size, dtype=np.int64)
-            dense[offset:offset + c.size] += c
-            continue
-        s = scores(g)
-        if s.size == 0:
-            continue
-        parts = [bounds_of(spec, dtype) for spec in specs]
-        bounds = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        is_end = np.zeros(bounds.size, dtype=bool)
-        is_end[np.cumsum([b.size for b in parts]) - 1] = True
-        if s.size * 8 < bounds.size:
-            idx = np.searchsorted(bounds, to_keys(s), side="right") - 1
-            idx = idx[idx >= 0]
-            slots.append(idx[~is_end[idx]] + offset)
-            continue
-        v = sorted_cache[g] = np.sort(s)
-        c = np.diff(np.searchsorted(v, from_keys(bounds, dtype).astype(v.dtype), side="left"))
-        c[is_end[:-1]] = 0  # gaps between targets
-        if dense is None:
-            dense = np.zeros(size, dtype=np.int64)
-        dense[offset:offset + c.size] += c
-    slots = np.concatenate(slots) if slots else np.empty(0, np.int64)
-    if dense is None:
-        packed = _pack_slots(slots, size)
-    else:
-        if slots.size:
-            dense += np.bincount(slots, minlength=size)
-        nz = np.flatnonzero(dense)
-        packed = ("sparse", size, nz, dense[nz]) if nz.size * 4 < size else _dense(dense)
-    fetched: dict[int, list] = {}
-    for g, (los, his, ids) in plan["fetch"].items():
-        s = groups[g][0]
-        if s.size == 0:
-            continue
-        v = sorted_cache.get(g)
-        lo_v = from_keys(los, dtype).astype(s.dtype)
-        hi_v = from_keys(his, dtype).astype(s.dtype)
-        if v is None and len(ids) <= FETCH_DIRECT:
-            _fetch_direct(s, keep(g), lo_v, hi_v, ids, fetched)
-            continue
-        if v is None:
-            v = np.sort(scores(g))
-        starts = np.searchsorted(v, lo_v, side="left")
-        stops = np.searchsorted(v, hi_v, side="left")
-        for t, a, b in zip(ids, starts, stops):
-            if b > a:  # a copy: a view would keep the chunk's whole sorted group alive
-                fetched.setdefault(int(t), []).append(v[a:b].copy())
-    return packed, fetched
+def _by_target(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The order that groups fetched entries by target id, the ids present and their runs'
+    starts (a stable radix sort when the ids are small)."""
+    small = ids.astype(np.uint16) if ids.size and ids.max() < 1 << 16 else ids
+    order = np.argsort(small, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]]) if ids.size else ids
+    return order, sorted_ids[starts], np.r_[starts, ids.size].astype(np.int64)
 
 
 class Selection:
@@ -371,14 +180,20 @@ class Selection:
         self.values: list[dict[int, float]] = [{} for _ in range(self.num_groups)]
         spec = ("grid", grid_size(self.num_groups))
         grid = bounds_of(spec, self.dtype)
-        # A target: dict(g, lo, hi, below, count, ranks, spec, bounds, kind); the first pass has
-        # one grid target per group whose ranks are filled in once the group size is known.
+        # A target: dict(g, lo, hi, below, count, ranks, spec, bounds, kind, at); the first pass
+        # has one grid target per group whose ranks are filled in once the group size is known;
+        # "at" is (piece, bucket) of the bucket it stands for (None for the grid).
         self._targets: list[dict[str, Any]] = [
             {"g": g, "below": 0, "count": None, "ranks": None, "spec": spec, "bounds": grid,
-             "kind": "refine"}
+             "kind": "refine", "at": None}
             for g in range(self.num_groups)
         ]
         self._layout: list = []
+        # Whole buckets per group: pieces [lowest keys, counts, outcome counts, unit words],
+        # the buckets that were refined or fetched zeroed; and the fetched (scores, outcomes).
+        self._pieces: list[list[list[np.ndarray]]] = [[] for _ in range(self.num_groups)]
+        self._entries: list[list[tuple[np.ndarray, np.ndarray]]] = [
+            [] for _ in range(self.num_groups)]
 
     @property
     def done(self) -> bool:
@@ -386,40 +201,51 @@ class Selection:
         return not self._targets
 
     def plan(self) -> dict:
-        """The chunk-side plan of the next pass (see :func:`scan_groups`)."""
-        refine: dict[int, list] = {}
-        fetch: dict[int, list] = {}
-        for tid, t in enumerate(self._targets):
-            (refine if t["kind"] == "refine" else fetch).setdefault(t["g"], []).append(tid)
-        plan: dict[str, Any] = {"size": 0, "refine": {}, "fetch": {}}
-        self._layout = []
-        offset = 0
-        for g, tids in refine.items():
-            tids.sort(key=lambda i: self._targets[i]["bounds"][0])
-            start = 0
-            for tid in tids:
-                b = self._targets[tid]["bounds"]
-                self._layout.append((tid, offset + start, b.size - 1))
-                start += b.size
-            plan["refine"][g] = ([self._targets[i]["spec"] for i in tids], offset)
-            offset += start
-        plan["size"] = offset
-        for g, tids in fetch.items():
-            tids.sort(key=lambda i: self._targets[i]["lo"])
-            plan["fetch"][g] = (
-                np.array([self._targets[i]["lo"] for i in tids], dtype=np.int64),
-                np.array([self._targets[i]["hi"] for i in tids], dtype=np.int64),
-                np.array(tids, dtype=np.int64),
-            )
-        return plan
+        """The chunk-side plan of the next pass: ``{"regions": int64 (R, 5), "bounds": int64,
+        "size": int}``, a region being ``[group, kind, bounds start, bounds length, slot or
+        target id]`` (``_native.select_scan``). Everything the chunks need travels in it."""
+        parts: list[np.ndarray] = []
+        starts: dict[Any, int] = {}
+        at = 0
+
+        def place(key, bounds) -> int:  # the start of bounds in the plan (grids shared)
+            nonlocal at
+            if key is not None and key in starts:
+                return starts[key]
+            parts.append(bounds)
+            where, at = at, at + bounds.size
+            if key is not None:
+                starts[key] = where
+            return where
+
+        rows, self._layout, size = [], [], 0
+        order = sorted(range(len(self._targets)),
+                       key=lambda i: (self._targets[i]["g"], self._targets[i]["kind"]))
+        for tid in order:
+            t = self._targets[tid]
+            if t["kind"] == "refine":
+                b = t["bounds"]
+                grid = t["spec"][0] == "grid"
+                start = place(t["spec"] if grid else None, b)
+                rows.append([t["g"], _GRID if grid else _BUCKETS, start, b.size, size])
+                self._layout.append((tid, size, b.size - 1))
+                size += b.size - 1
+            else:
+                start = place(None, np.array([t["lo"], t["hi"]], dtype=np.int64))
+                rows.append([t["g"], _FETCH, start, 2, tid])
+        return {"regions": np.array(rows, dtype=np.int64).reshape(-1, 5),
+                "bounds": np.concatenate(parts) if parts else np.empty(0, np.int64),
+                "size": size}
 
     def _wanted(self, n: int) -> np.ndarray:
         ranks = [adaptive_positions(n, b) for b in self.num_bins]
         return np.unique(np.concatenate(ranks)) if ranks else np.empty(0, np.int64)
 
-    def advance(self, packed_counts, fetched: dict) -> None:
-        """Digest the reduced result of the pass planned by :meth:`plan`."""
-        counts = unpack(packed_counts) if packed_counts is not None else None
+    def advance(self, scanned) -> None:
+        """Digest the reduced result of the pass planned by :meth:`plan`: ``(counts, outcome
+        counts, unit words (size, 2), fetched target ids, fetched scores, fetched outcomes)``
+        summed over the chunks (the fetched arrays concatenated)."""
+        counts, outcomes, words, ids, scores, fetched_out = scanned
         first = self.sizes is None
         if self.sizes is None:
             self.sizes = np.zeros(self.num_groups, dtype=np.int64)
@@ -427,7 +253,6 @@ class Selection:
         new = []
         for tid, start, m in self._layout:
             t = self._targets[tid]
-            assert counts is not None  # a pass with refine targets reduces counts
             c = counts[start:start + m]
             if first:
                 n = int(c.sum())
@@ -440,6 +265,9 @@ class Selection:
                     f"{t['count']} before; the input chunks changed between passes (make them "
                     "deterministic, e.g. persist() the arrays)"
                 )
+            pieces = self._pieces[t["g"]]
+            pieces.append([t["bounds"][:-1], c.copy(), outcomes[start:start + m].copy(),
+                           words[start:start + m].copy()])
             if not len(t["ranks"]):
                 continue
             cum = np.cumsum(c)
@@ -449,30 +277,38 @@ class Selection:
                 lo, hi = int(t["bounds"][i]), int(t["bounds"][i + 1])
                 below = t["below"] + (int(cum[i - 1]) if i > 0 else 0)
                 new.append({"g": t["g"], "lo": lo, "hi": hi, "below": below,
-                            "count": int(c[i]), "ranks": ranks})
+                            "count": int(c[i]), "ranks": ranks, "at": (len(pieces) - 1, i)})
+        order, present, runs = _by_target(np.asarray(ids, dtype=np.int64))
+        run_of = {int(t): (int(runs[j]), int(runs[j + 1])) for j, t in enumerate(present)}
         for tid, t in enumerate(self._targets):
             if t["kind"] != "fetch":
                 continue
-            vals = fetched.get(tid, [])
-            vals = np.sort(np.concatenate(vals)) if vals else np.empty(0)
+            a, b = run_of.get(tid, (0, 0))
+            mine = order[a:b]
+            vals, outs = scores[mine], fetched_out[mine]
             if vals.size != t["count"]:
                 raise SelectionError(
                     f"group {t['g']}: fetched {vals.size} scores from a range that held "
                     f"{t['count']}; the input chunks changed between passes"
                 )
+            self._entries[t["g"]].append((vals, outs))
+            ordered = np.sort(vals)
             for r in t["ranks"]:
-                self.values[t["g"]][int(r)] = float(vals[int(r) - t["below"]])
+                self.values[t["g"]][int(r)] = float(ordered[int(r) - t["below"]])
         self._schedule(new)
 
     def _schedule(self, targets) -> None:
         pending = []
         for t in targets:
-            if t["hi"] - t["lo"] == 1:  # a single key: its value is known
+            if t["hi"] - t["lo"] == 1:  # a single key: its value is known (its bucket is whole)
                 v = float(from_keys([t["lo"]], self.dtype)[0])
                 for r in t["ranks"]:
                     self.values[t["g"]][int(r)] = v
             else:
                 pending.append(t)
+                piece, i = t["at"]
+                for a in self._pieces[t["g"]][piece][1:]:  # refined or fetched: no longer whole
+                    a[i] = 0
         fetched_total = 0
         refine = []
         for t in sorted(pending, key=lambda t: t["count"]):
@@ -495,3 +331,40 @@ class Selection:
         n = int(self.sizes[g])
         return np.array([self.values[g][int(r)] for r in adaptive_positions(n, num_bins)],
                         dtype=np.float64)
+
+    def table(self, num_bins: int) -> list:
+        """``[counts int64 (G, B), score sums (ScoreUnits), outcome sums float64 (G, B)]`` of
+        the adaptive bins, once :attr:`done`: each bin's whole buckets plus the fetched scores
+        binned at the exact edges (``num_bins - 1`` upper edges per group, left-closed)."""
+        assert self.done, "table() before the selection is done"
+        g_count, b = self.num_groups, int(num_bins)
+        edges = np.zeros((g_count, b - 1))
+        for g in range(g_count):
+            if self.sizes is not None and self.sizes[g]:
+                edges[g] = self.edges(g, b)
+        # exact: the edges are scores of this dtype, widened
+        edge_keys = to_keys(edges.astype(self.dtype))
+        cells, cnt, out, words = [], [], [], []
+        for g, pieces in enumerate(self._pieces):
+            for lo, c, o, w in pieces:
+                cells.append(g * b + np.searchsorted(edge_keys[g], lo, side="right"))
+                cnt.append(c)
+                out.append(o)
+                words.append(w)
+        cell = np.concatenate(cells).astype(np.int64)
+        size = g_count * b
+        counts = np.rint(np.bincount(cell, weights=np.concatenate(cnt), minlength=size))
+        so = np.bincount(cell, weights=np.concatenate(out), minlength=size).reshape(g_count, b)
+        units = ScoreUnits(_native.units_sum_at(np.concatenate(words), cell, size)
+                           .reshape(g_count, b, 2))
+        entries = [(g, s, o) for g, parts in enumerate(self._entries) for s, o in parts]
+        if entries:
+            grp = np.concatenate([np.full(s.size, g, dtype=np.int64) for g, s, _ in entries])
+            c2, _, so2, _, u2 = grouped_bin_stats_at(
+                grp, np.concatenate([s for _, s, _ in entries]),
+                np.concatenate([o for _, _, o in entries]), edges, num_groups=g_count,
+                units=True)
+            counts = counts + c2.reshape(-1)
+            so = so + so2
+            units = units + u2
+        return [counts.astype(np.int64).reshape(g_count, b), units, so]

@@ -110,6 +110,20 @@ pub fn add(cell: &mut i128, x: f64) {
     *cell += units(x) as i128;
 }
 
+/// The exact sums of `values` by cell: `values[i]` added into cell `cells[i]` of
+/// `num_cells` (a table's bucket sums gathered into its bins). Cells out of range are an error.
+pub fn sum_at(values: &[i128], cells: &[i64], num_cells: usize) -> Result<Vec<i128>, crate::kernels::KernelError> {
+    if values.len() != cells.len() {
+        return Err(crate::kernels::KernelError::Shape(format!("{} unit sums but {} cells; pass one cell per sum", values.len(), cells.len())));
+    }
+    let mut out = vec![0i128; num_cells];
+    for (&v, &c) in values.iter().zip(cells) {
+        let slot = usize::try_from(c).ok().and_then(|c| out.get_mut(c));
+        *slot.ok_or_else(|| crate::kernels::KernelError::Parameter(format!("cell {c} outside [0, {num_cells})")))? += v;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +178,15 @@ mod tests {
         let backward: i128 = xs.iter().rev().map(|&x| units(x) as i128).sum();
         assert_eq!(forward, backward);
         assert!((value(forward) - xs.iter().sum::<f64>()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sums_by_cell_are_exact() {
+        let big = 1i128 << 100;
+        assert_eq!(sum_at(&[big, 1, -big, 5], &[1, 0, 1, 0], 3).unwrap(), vec![6, 0, 0]);
+        assert!(sum_at(&[1], &[3], 3).is_err());
+        assert!(sum_at(&[1], &[-1], 3).is_err());
+        assert!(sum_at(&[1, 2], &[0], 3).is_err());
     }
 
     #[test]

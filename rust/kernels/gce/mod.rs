@@ -4,13 +4,15 @@
 //! [`toplabel_scan`] and, for even bins, the fused block pass [`toplabel_even`]); the
 //! all-probabilities even pass ([`allprobs_even`]) and adaptive histogram ([`allprobs_hist`]);
 //! the pair kernels ([`pairs`]); many metrics sharing one pass ([`space`]); and the kept scores
-//! as weighted-primitive rows ([`rows`]). Which path computes which table is the table of paths
+//! as weighted-primitive rows ([`rows`]); one chunk's share of the distributed selection of
+//! adaptive edges ([`select`]). Which path computes which table is the table of paths
 //! in [`crate::kernels`].
 
 pub mod allprobs_even;
 pub mod allprobs_hist;
 pub mod pairs;
 pub mod rows;
+pub mod select;
 pub mod space;
 pub mod toplabel;
 pub mod toplabel_even;

@@ -1,0 +1,562 @@
+//! One chunk's share of a pass of the exact distributed selection of adaptive edges
+//! (`calibkit.dask`; the coordinator is `python/calibkit/scale/select.py`).
+//!
+//! A pass is planned per score grouping and threshold: every group owns a few disjoint
+//! *regions* of the key line (a score's key is its bit pattern, see [`Keyed`]); a region is
+//! either cut into buckets by given bounds, whose tables the pass fills, or a *fetch* region,
+//! whose scores (with their outcomes) the pass returns. The first pass has one region per
+//! group, the whole first-pass grid, whose buckets are found from the bit pattern by
+//! [`GridLocator`]; later passes cut the buckets holding wanted ranks into finer buckets (found
+//! by a binary search of their bounds) or fetch them.
+//!
+//! A bucket's table is its count, its outcome count and the exact sum of its scores' grid units
+//! ([`units`]): integers, so the coordinator adds the tables of the buckets that lie inside a
+//! bin, plus the fetched scores binned at the exact edges, and has the bin's table bit for bit
+//! as one in-memory call builds it, with no counting pass.
+//!
+//! One read of the chunk per grouping: all probabilities read the matrix row by row (column by
+//! column when class-conditional, so that one group's tables at a time stay in cache);
+//! top-label groupings take each row's prediction and confidence from [`toplabel::summarise`]
+//! (the kernels' first-maximum rule); top-label pairs are read as given. Groupings that differ
+//! only by their threshold share the read and, while their plans agree, the bucket search and
+//! the tables of the buckets above the higher threshold. Later passes drop most scores by one
+//! bit test (a filter on the keys' top bits) before searching the regions.
+
+use std::cmp::Ordering;
+
+use crate::kernels::core::units;
+use crate::kernels::core::validate::Checks;
+use crate::kernels::gce::pairs::Pairs;
+use crate::kernels::gce::toplabel;
+use crate::kernels::{Inputs, KernelError, Score};
+
+/// Element types with the selection's order-preserving keys.
+pub trait Keyed: Score {
+    /// Mantissa bits of the type (23 or 52).
+    const MANT: u32;
+    /// Bits of a non-negative key (31 or 63).
+    const BITS: u32;
+    /// The key of a value: its bit pattern as a signed integer, the magnitude bits of negative
+    /// values flipped, and -0.0 taken as +0.0; keys sort exactly as the values do.
+    fn key(self) -> i64;
+    /// [`Keyed::key`] of a value of this type given widened to f64 (exact: it narrows back).
+    fn key_of_wide(x: f64) -> i64;
+    /// The value (widened to f64) of a key: the inverse of [`Keyed::key`] (key 0 is +0.0).
+    fn value_of_key(k: i64) -> f64;
+}
+
+impl Keyed for f32 {
+    const MANT: u32 = 23;
+    const BITS: u32 = 31;
+    #[inline(always)]
+    fn key(self) -> i64 {
+        let b = self.to_bits() as i32;
+        let k = if b < 0 { b ^ 0x7FFF_FFFF } else { b };
+        (if k == -1 { 0 } else { k }) as i64
+    }
+    #[inline(always)]
+    fn key_of_wide(x: f64) -> i64 {
+        (x as f32).key()
+    }
+    #[inline(always)]
+    fn value_of_key(k: i64) -> f64 {
+        let k = k as i32;
+        f32::from_bits((if k < 0 { k ^ 0x7FFF_FFFF } else { k }) as u32) as f64
+    }
+}
+
+impl Keyed for f64 {
+    const MANT: u32 = 52;
+    const BITS: u32 = 63;
+    #[inline(always)]
+    fn key(self) -> i64 {
+        let b = self.to_bits() as i64;
+        let k = if b < 0 { b ^ 0x7FFF_FFFF_FFFF_FFFF } else { b };
+        if k == -1 {
+            0
+        } else {
+            k
+        }
+    }
+    #[inline(always)]
+    fn key_of_wide(x: f64) -> i64 {
+        x.key()
+    }
+    #[inline(always)]
+    fn value_of_key(k: i64) -> f64 {
+        f64::from_bits((if k < 0 { k ^ 0x7FFF_FFFF_FFFF_FFFF } else { k }) as u64)
+    }
+}
+
+/// The bucket of a key among sorted bounds (`bounds[i] <= key < bounds[i + 1]`), if any.
+#[inline]
+fn search(bounds: &[i64], key: i64) -> Option<usize> {
+    let i = bounds.partition_point(|&b| b <= key);
+    (i > 0 && i < bounds.len()).then(|| i - 1)
+}
+
+/// The flag of a locator cell with one bound inside it (a bucket index is below it).
+const ONE_INSIDE: i32 = 1 << 30;
+
+/// The bucket of a score among the first pass's grid bounds without a search (exactly
+/// [`search`]): non-negative keys index a table of cells by their bit pattern, each binade
+/// (exponent) cut into a power of two of equal cells, at least twice as many as the bounds in
+/// it (so a uniform grid's cells are narrower than half its step and hold at most one bound
+/// inside them), and one comparison finishes the lookup. The table is about four cells per
+/// bound. Cells holding more bounds, negative keys and keys past the last bound take the
+/// search.
+pub struct GridLocator<'a> {
+    bounds: &'a [i64],
+    /// Per cell: the bucket of the cell's first key (with [`ONE_INSIDE`] if a bound lies inside
+    /// the cell), or -2 (the search).
+    table: Vec<i32>,
+    /// Per binade: its first cell and the shift of its mantissa bits to a cell.
+    base: Vec<(u32, u32)>,
+    mant: u32,
+}
+
+impl<'a> GridLocator<'a> {
+    /// The locator of `bounds` (sorted, unique) for keys of `T`.
+    pub fn new<T: Keyed>(bounds: &'a [i64]) -> Self {
+        let mant = T::MANT;
+        let top = bounds.last().map_or(0, |&b| b.max(0)) >> mant;
+        let binades = top as usize + 1;
+        let mut inside = vec![0usize; binades];
+        for &b in bounds.iter().filter(|&&b| b >= 0) {
+            inside[(b >> mant) as usize] += 1;
+        }
+        let mut base = Vec::with_capacity(binades);
+        let mut cells = 0u32;
+        for &n in &inside {
+            let bits = (2 * n).next_power_of_two().trailing_zeros().min(16).min(mant);
+            base.push((cells, mant - bits));
+            cells += 1 << bits;
+        }
+        let mut table = Vec::with_capacity(cells as usize);
+        // Cells in key order: one merge with the bounds. `first` counts the bounds <= the
+        // cell's start, `below_stop` those < its stop.
+        let (mut first, mut below_stop) = (0usize, 0usize);
+        for (e, &(_, shift)) in base.iter().enumerate() {
+            let start = (e as i64) << mant;
+            for c in 0..1i64 << (mant - shift) {
+                let (lo, stop) = (start + (c << shift), start + ((c + 1) << shift));
+                while first < bounds.len() && bounds[first] <= lo {
+                    first += 1;
+                }
+                below_stop = below_stop.max(first);
+                while below_stop < bounds.len() && bounds[below_stop] < stop {
+                    below_stop += 1;
+                }
+                let inside = below_stop - first;
+                let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 < ONE_INSIDE as usize;
+                table.push(if ok { (first - 1) as i32 | if inside == 1 { ONE_INSIDE } else { 0 } } else { -2 });
+            }
+        }
+        GridLocator { bounds, table, base, mant }
+    }
+
+    #[inline(always)]
+    pub fn locate(&self, key: i64) -> Option<usize> {
+        let bounds = self.bounds;
+        if key >= 0 {
+            if let Some(&(first, shift)) = self.base.get((key >> self.mant) as usize) {
+                let cell = first as usize + ((key & ((1i64 << self.mant) - 1)) >> shift) as usize;
+                let t = self.table[cell];
+                if t >= 0 {
+                    if t & ONE_INSIDE == 0 {
+                        return Some(t as usize); // no bound inside the cell
+                    }
+                    // the one bound inside the cell (the last one ends the grid)
+                    let b = (t & !ONE_INSIDE) as usize;
+                    let b = b + (bounds[b + 1] <= key) as usize;
+                    return (b + 1 < bounds.len()).then_some(b);
+                }
+            }
+        }
+        search(bounds, key)
+    }
+}
+
+/// What a region does with the scores in it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// Buckets of the first pass's grid, found by [`GridLocator`].
+    Grid,
+    /// Buckets found by a binary search of their bounds.
+    Buckets,
+    /// The scores are returned, with their outcomes, under the region's target id.
+    Fetch,
+}
+
+/// One region of a group's plan: keys in `[lo, hi)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub lo: i64,
+    pub hi: i64,
+    pub kind: Kind,
+    /// Buckets: the range of the plan's bounds that cut the region (`bounds[0] == lo`, last
+    /// `== hi`), and the table slot of its first bucket. Fetch: unused, and the target id.
+    pub bounds: std::ops::Range<usize>,
+    pub slot: usize,
+}
+
+/// One grouping's plan for a pass: the regions of each group and where their tables go.
+pub struct Plan {
+    /// Scores are kept when `score > threshold` (f64; -inf keeps every score).
+    pub threshold: f64,
+    /// Per group, its regions sorted by `lo`, disjoint.
+    pub groups: Vec<Vec<Region>>,
+    pub bounds: Vec<i64>,
+    /// Table slots (buckets) of the pass.
+    pub size: usize,
+}
+
+impl Plan {
+    /// A plan from the coordinator's flat form: `regions` rows `[group, kind (0 grid, 1 buckets,
+    /// 2 fetch), bounds start, bounds length, slot or target id]`, checked.
+    pub fn from_rows(threshold: f64, num_groups: usize, rows: &[[i64; 5]], bounds: Vec<i64>, size: usize) -> Result<Self, KernelError> {
+        let bad = |why: &str| KernelError::Parameter(format!("selection plan: {why}"));
+        let mut groups: Vec<Vec<Region>> = vec![Vec::new(); num_groups];
+        for r in rows {
+            let g = usize::try_from(r[0]).ok().filter(|&g| g < num_groups).ok_or_else(|| bad("group out of range"))?;
+            let kind = match r[1] {
+                0 => Kind::Grid,
+                1 => Kind::Buckets,
+                2 => Kind::Fetch,
+                _ => return Err(bad("unknown region kind")),
+            };
+            let (start, len) = (usize::try_from(r[2]).map_err(|_| bad("negative bounds start"))?, usize::try_from(r[3]).map_err(|_| bad("negative bounds length"))?);
+            if len < 2 || start.checked_add(len).is_none_or(|e| e > bounds.len()) {
+                return Err(bad("bounds out of range"));
+            }
+            let b = &bounds[start..start + len];
+            if b.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad("bounds must increase"));
+            }
+            let slot = usize::try_from(r[4]).map_err(|_| bad("negative slot or id"))?;
+            if kind != Kind::Fetch && slot.checked_add(len - 1).is_none_or(|e| e > size) {
+                return Err(bad("slots out of range"));
+            }
+            let (lo, hi) = (b[0], b[len - 1]);
+            let bounds = if kind == Kind::Fetch { 0..0 } else { start..start + len };
+            groups[g].push(Region { lo, hi, kind, bounds, slot });
+        }
+        for regions in &mut groups {
+            regions.sort_by_key(|r| r.lo);
+            if regions.windows(2).any(|w| w[0].hi > w[1].lo) {
+                return Err(bad("regions overlap"));
+            }
+        }
+        Ok(Plan { threshold, groups, bounds, size })
+    }
+
+    fn same_regions(&self, other: &Plan) -> bool {
+        self.groups == other.groups && self.bounds == other.bounds
+    }
+}
+
+/// A bucket's exact table.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub count: u64,
+    pub outcome: u64,
+    pub units: i128,
+}
+
+/// What one chunk gives back for one plan.
+#[derive(Debug, Default, PartialEq)]
+pub struct Scanned<T> {
+    pub cells: Vec<Cell>,
+    pub fetched_id: Vec<i64>,
+    pub fetched_score: Vec<T>,
+    pub fetched_outcome: Vec<bool>,
+}
+
+/// The later passes' filter: at most 2^20 cells (128 KB) per group, and at most 2^27 cells
+/// (16 MB) in all.
+fn filter_bits(groups: usize) -> u32 {
+    (27 - groups.max(1).next_power_of_two().trailing_zeros()).clamp(10, 20)
+}
+
+/// The filter of one group's regions: the cells (the top `bits` bits of a non-negative key)
+/// that hold a key of some region are set.
+fn region_filter<T: Keyed>(regions: &[Region], bits: u32) -> Vec<u64> {
+    let mut set = vec![0u64; ((1usize << bits) / 64).max(1)];
+    let shift = T::BITS - bits;
+    for r in regions.iter().filter(|r| r.hi > 0) {
+        let (first, last) = ((r.lo.max(0) >> shift) as usize, ((r.hi - 1) >> shift) as usize);
+        for c in first..=last.min((1 << bits) - 1) {
+            set[c / 64] |= 1 << (c % 64);
+        }
+    }
+    set
+}
+
+/// Where a key goes in one plan: a bucket's table slot, a fetch target, or nowhere.
+#[derive(Clone, Copy)]
+enum Hit {
+    Miss,
+    Slot(usize),
+    Fetch(i64),
+}
+
+/// A bucket's running table during a scan: 16 bytes (half a [`Cell`], so that a chunk's hot
+/// buckets stay in cache), folded into the bucket's [`Cell`] every [`units::RUN`] scores (the
+/// `i64` unit sum of that many scores cannot overflow).
+#[derive(Clone, Copy, Default)]
+struct Run {
+    units: i64,
+    count: u32,
+    outcome: u32,
+}
+
+impl Run {
+    #[inline]
+    fn fold_into(&mut self, c: &mut Cell) {
+        c.count += self.count as u64;
+        c.outcome += self.outcome as u64;
+        c.units += self.units as i128;
+        *self = Run::default();
+    }
+}
+
+struct Scanner<'a, T: Keyed> {
+    plan: &'a Plan,
+    runs: Vec<Run>,
+    /// Runs already folded (a bucket reaches [`units::RUN`] scores rarely: a small map).
+    folded: std::collections::HashMap<usize, Cell>,
+    /// One locator per distinct grid bounds range of the plan.
+    grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
+    /// Per group, the lowest key of each region (for the search).
+    los: Vec<Vec<i64>>,
+    /// Plans without a grid (the later passes, whose regions are narrow): per group a bitmap
+    /// of cells of the non-negative keys (their top `filter_bits` bits), set where a region
+    /// may hold the key, so that most scores are dropped by one bit test, not a search.
+    filter: Option<Vec<Vec<u64>>>,
+    filter_bits: u32,
+    /// Whether the previous plan has the same regions (its hit is this plan's). Such a plan
+    /// (a higher threshold) fills only the buckets that straddle its threshold: a bucket whose
+    /// lowest value is above it holds scores this plan and the previous one both keep, so its
+    /// table is the previous plan's.
+    shares: bool,
+    /// For a plan that shares: a bit per slot, set where its bucket's lowest value is above
+    /// the threshold (its table is the previous plan's); empty otherwise.
+    whole: Vec<u64>,
+    fetched: Scanned<T>,
+}
+
+impl<'a, T: Keyed> Scanner<'a, T> {
+    fn new(plan: &'a Plan, shares: bool) -> Self {
+        let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)> = Vec::new();
+        // a plan that shares never searches: the previous plan's hits are its own
+        for r in plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid && !shares) {
+            if !grids.iter().any(|(b, _)| *b == r.bounds) {
+                grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
+            }
+        }
+        let runs = vec![Run::default(); plan.size];
+        let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
+        let filter_bits = filter_bits(plan.groups.len());
+        let no_grid = !plan.groups.iter().flatten().any(|r| r.kind == Kind::Grid);
+        let filter = (no_grid && !shares).then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs, filter_bits)).collect());
+        let mut whole = Vec::new();
+        if shares {
+            whole = vec![0u64; plan.size.div_ceil(64)];
+            for r in plan.groups.iter().flatten().filter(|r| r.kind != Kind::Fetch) {
+                for (b, &lo) in plan.bounds[r.bounds.start..r.bounds.end - 1].iter().enumerate() {
+                    let i = r.slot + b;
+                    whole[i / 64] |= ((T::value_of_key(lo) > plan.threshold) as u64) << (i % 64);
+                }
+            }
+        }
+        Scanner { plan, runs, folded: Default::default(), grids, los, filter, filter_bits, shares, whole, fetched: Scanned::default() }
+    }
+
+    #[inline(always)]
+    fn find(&self, g: usize, key: i64) -> Hit {
+        if let Some(f) = &self.filter {
+            if key >= 0 {
+                let c = (key >> (T::BITS - self.filter_bits)) as usize;
+                if f[g][c / 64] >> (c % 64) & 1 == 0 {
+                    return Hit::Miss;
+                }
+            }
+        }
+        let regions = &self.plan.groups[g];
+        let r = match regions.len() {
+            0 => return Hit::Miss,
+            1 => &regions[0],
+            mut n => {
+                // the last region starting at or below the key, by a search whose steps are
+                // arithmetic, not branches (keys fall between the targets at random: branches
+                // would mispredict about every other step)
+                let los = &self.los[g];
+                let mut base = 0usize;
+                while n > 1 {
+                    let half = n / 2;
+                    base += half * (los[base + half] <= key) as usize;
+                    n -= half;
+                }
+                &regions[base]
+            }
+        };
+        if key < r.lo || key >= r.hi {
+            return Hit::Miss;
+        }
+        let bounds = &self.plan.bounds[r.bounds.clone()];
+        let bucket = match r.kind {
+            Kind::Fetch => return Hit::Fetch(r.slot as i64),
+            Kind::Grid => match self.grids.iter().find(|(b, _)| *b == r.bounds) {
+                Some((_, loc)) => loc.locate(key),
+                None => None,
+            },
+            Kind::Buckets => search(bounds, key),
+        };
+        bucket.map_or(Hit::Miss, |b| Hit::Slot(r.slot + b))
+    }
+
+    #[inline(always)]
+    fn add(&mut self, hit: Hit, s: T, wide: f64, outcome: bool) {
+        match hit {
+            Hit::Miss => {}
+            Hit::Slot(i) => {
+                if self.whole.get(i / 64).is_some_and(|&w| w >> (i % 64) & 1 == 1) {
+                    return; // a whole bucket: the previous plan's table
+                }
+                let r = &mut self.runs[i];
+                r.count += 1;
+                r.outcome += outcome as u32;
+                r.units += units::units(wide);
+                if r.count as usize == units::RUN {
+                    r.fold_into(self.folded.entry(i).or_default());
+                }
+            }
+            Hit::Fetch(id) => {
+                self.fetched.fetched_id.push(id);
+                self.fetched.fetched_score.push(s);
+                self.fetched.fetched_outcome.push(outcome);
+            }
+        }
+    }
+
+    /// The plan's tables (`previous`: the previous plan's, when this one shares its regions).
+    fn finish(mut self, previous: Option<&[Cell]>) -> Scanned<T> {
+        let mut cells: Vec<Cell> = self.runs.iter().map(|r| Cell { count: r.count as u64, outcome: r.outcome as u64, units: r.units as i128 }).collect();
+        for (i, c) in self.folded {
+            cells[i].count += c.count;
+            cells[i].outcome += c.outcome;
+            cells[i].units += c.units;
+        }
+        if let Some(prev) = previous.filter(|_| self.shares) {
+            for (i, (c, p)) in cells.iter_mut().zip(prev).enumerate() {
+                if self.whole[i / 64] >> (i % 64) & 1 == 1 {
+                    *c = *p;
+                }
+            }
+        }
+        self.fetched.cells = cells;
+        self.fetched
+    }
+}
+
+/// Every plan of one grouping (sorted by threshold, ascending) over a stream of
+/// `(group, score, outcome)` entries: [`Scan::visit`] each, then [`Scan::finish`].
+struct Scan<'a, T: Keyed> {
+    scanners: Vec<Scanner<'a, T>>,
+    num_groups: usize,
+}
+
+impl<'a, T: Keyed> Scan<'a, T> {
+    fn new(plans: &'a [Plan], num_groups: usize) -> Result<Self, KernelError> {
+        if plans.windows(2).any(|w| !matches!(w[0].threshold.partial_cmp(&w[1].threshold), Some(Ordering::Less | Ordering::Equal))) {
+            return Err(KernelError::Parameter("selection plans must be sorted by threshold".into()));
+        }
+        if plans.iter().any(|p| p.groups.len() != num_groups) {
+            return Err(KernelError::Parameter(format!("selection plans must have {num_groups} groups")));
+        }
+        let scanners = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
+        Ok(Scan { scanners, num_groups })
+    }
+
+    #[inline(always)]
+    fn visit(&mut self, g: usize, s: T, outcome: bool) {
+        if g >= self.num_groups {
+            return; // a changed input (validated before the first pass); the counts will say so
+        }
+        let wide = s.to_f64();
+        let key = s.key();
+        let mut hit = Hit::Miss;
+        for sc in self.scanners.iter_mut() {
+            // plans are sorted by threshold: once one drops the score, the later ones do too
+            if wide.partial_cmp(&sc.plan.threshold) != Some(Ordering::Greater) {
+                break;
+            }
+            if !sc.shares {
+                hit = sc.find(g, key);
+            }
+            sc.add(hit, s, wide, outcome);
+        }
+    }
+
+    fn finish(self) -> Vec<Scanned<T>> {
+        let mut out: Vec<Scanned<T>> = Vec::with_capacity(self.scanners.len());
+        for sc in self.scanners {
+            let done = sc.finish(out.last().map(|p| &p.cells[..]));
+            out.push(done);
+        }
+        out
+    }
+}
+
+/// One chunk of a probability matrix (validated by the first pass), every plan of one
+/// grouping (`max_prob`, `class_conditional`) at once.
+pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
+    let mut scan = Scan::new(plans, if class_conditional { x.k } else { 1 })?;
+    if max_prob {
+        let none = Checks { values: false, row_sums: false, labels: false };
+        let top = toplabel::summarise(x, &none)?;
+        for i in 0..x.n {
+            let g = if class_conditional { top.pred[i] as usize } else { 0 };
+            scan.visit(g, x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
+        }
+    } else if class_conditional {
+        // column by column: one group's buckets (or filter) at a time stay in cache (the
+        // strided reads of the chunk cost far less than misses on every group's table)
+        for c in 0..x.k {
+            for (i, &label) in x.labels.iter().enumerate() {
+                scan.visit(c, x.probs[i * x.k + c], label == c as i64);
+            }
+        }
+    } else {
+        for (i, &label) in x.labels.iter().enumerate() {
+            for (c, &s) in x.row(i).iter().enumerate() {
+                scan.visit(0, s, label == c as i64);
+            }
+        }
+    }
+    Ok(scan.finish())
+}
+
+/// One chunk of top-label pairs (validated by the first pass); groups are the predicted classes
+/// when `class_conditional` (then `pairs.pred` is given).
+pub fn scan_pairs<T: Keyed>(pairs: &Pairs<T>, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
+    let mut scan = Scan::new(plans, if class_conditional { pairs.k } else { 1 })?;
+    match (class_conditional, pairs.pred) {
+        (false, _) => {
+            for (&s, &o) in pairs.conf.iter().zip(pairs.correct) {
+                scan.visit(0, s, o != 0);
+            }
+        }
+        (true, Some(pred)) => {
+            for ((&s, &o), &p) in pairs.conf.iter().zip(pairs.correct).zip(pred) {
+                scan.visit(usize::try_from(p).unwrap_or(usize::MAX), s, o != 0);
+            }
+        }
+        (true, None) => return Err(KernelError::Parameter("class-conditional pairs need predicted".into())),
+    }
+    Ok(scan.finish())
+}
+
+#[cfg(test)]
+#[path = "tests_select.rs"]
+mod tests;

@@ -1,0 +1,193 @@
+//! The selection pass: the grid locator is the exact search, and every plan's tables and
+//! fetched scores are what a plain per-entry search gives.
+
+use super::*;
+use crate::kernels::tests::xorshift;
+
+/// Keys of a grid like the coordinator's first-pass grid (`select.initial_bounds`): -1, 0,
+/// powers of two, `uniform` steps on [0, 1], `1 - 2^-j`, 1, the float after 1, 2.
+fn grid<T: Keyed>(uniform: usize, tiny: i32, near: i32, from: impl Fn(f64) -> i64) -> Vec<i64> {
+    let mut v: Vec<f64> = vec![-1.0, 0.0, 1.0, 2.0];
+    v.extend((1..tiny).map(|e| 2f64.powi(-e)));
+    v.extend((0..=uniform).map(|i| i as f64 / uniform as f64));
+    v.extend((1..near).map(|j| 1.0 - 2f64.powi(-j)));
+    let mut keys: Vec<i64> = v.into_iter().map(from).collect();
+    keys.push(T::key_of_wide(1.0) + 1);
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// Awkward values: uniform, tiny, next to 1, negative, on and next to the bounds.
+fn awkward(bounds_values: &[f64]) -> Vec<f64> {
+    let mut r = xorshift(7);
+    let mut v: Vec<f64> = (0..20_000).map(|_| r()).collect();
+    v.extend((0..5000).map(|_| r().powi(20)));
+    v.extend((0..5000).map(|_| 1.0 - r().powi(8)));
+    v.extend((0..100).map(|_| -r() * 1e-7));
+    for &b in bounds_values {
+        v.extend([b, b * (1.0 + 1e-7), b * (1.0 - 1e-7), b + 1e-300]);
+    }
+    v.extend([0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 1e-300, 5e-324, 1e-45]);
+    v
+}
+
+fn check_locator<T: Keyed>(uniform: usize, narrow: impl Fn(f64) -> T, from_key: impl Fn(i64) -> f64, tiny: i32, near: i32) {
+    let bounds = grid::<T>(uniform, tiny, near, |x| narrow(x).key());
+    let loc = GridLocator::new::<T>(&bounds);
+    let on: Vec<f64> = bounds.iter().map(|&k| from_key(k)).collect();
+    for x in awkward(&on) {
+        let key = narrow(x).key();
+        assert_eq!(loc.locate(key), search(&bounds, key), "{x:e}");
+    }
+}
+
+#[test]
+fn grid_locator_is_the_exact_search() {
+    let (f32_value, f64_value) = (f32::value_of_key, f64::value_of_key);
+    for uniform in [64, 10485, 65536] {
+        check_locator::<f32>(uniform, |x| x as f32, f32_value, 150, 25);
+        check_locator::<f64>(uniform, |x| x, f64_value, 1075, 54);
+    }
+}
+
+#[test]
+fn keys_sort_as_values() {
+    let xs = [-1.0f64, -1e-5, -5e-324, -0.0, 0.0, 5e-324, 1e-300, 0.25, 1.0, 1.5];
+    for w in xs.windows(2) {
+        assert!(w[0].key() <= w[1].key() && (w[0] < w[1]) == (w[0].key() < w[1].key()), "{w:?}");
+        let (a, b) = (w[0] as f32, w[1] as f32);
+        assert!((a < b) == (a.key() < b.key()) && (a == b) == (a.key() == b.key()), "{w:?}");
+    }
+    for x in xs {
+        assert_eq!(f64::value_of_key(x.key()), x + 0.0);
+        assert_eq!(f32::value_of_key((x as f32).key()), (x as f32) as f64 + 0.0);
+    }
+    assert_eq!((-0.0f64).key(), 0);
+    assert_eq!((-0.0f32).key(), 0);
+}
+
+/// A plan of three regions of group 0 (buckets, fetch, buckets) and a grid of group 1 (cut by
+/// the grid locator, or, `filtered`, by a search behind the later passes' filter).
+fn plan(threshold: f64, grid_bounds: &[i64], filtered: bool) -> Plan {
+    let k = |x: f64| x.key();
+    let mut bounds: Vec<i64> = vec![k(0.1), k(0.2), k(0.25), k(0.3)];
+    bounds.extend([k(0.5), k(0.6)]);
+    bounds.extend([k(0.7), k(0.7) + 1, k(0.9)]);
+    let g0 = bounds.len();
+    bounds.extend_from_slice(grid_bounds);
+    let rows = [[0, 1, 0, 4, 0], [0, 2, 4, 2, 17], [0, 1, 6, 3, 3], [1, filtered as i64, g0 as i64, grid_bounds.len() as i64, 5]];
+    Plan::from_rows(threshold, 2, &rows, bounds, 5 + grid_bounds.len() - 1).unwrap()
+}
+
+/// The plain rule: each kept entry's region by a linear scan, its bucket by a search.
+fn naive(plan: &Plan, entries: &[(usize, f64, bool)]) -> Scanned<f64> {
+    let mut out = Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() };
+    for &(g, s, o) in entries {
+        if s.partial_cmp(&plan.threshold) != Some(std::cmp::Ordering::Greater) {
+            continue;
+        }
+        let key = s.key();
+        for r in plan.groups[g].iter().filter(|r| r.lo <= key && key < r.hi) {
+            if r.kind == Kind::Fetch {
+                out.fetched_id.push(r.slot as i64);
+                out.fetched_score.push(s);
+                out.fetched_outcome.push(o);
+            } else if let Some(b) = search(&plan.bounds[r.bounds.clone()], key) {
+                let c = &mut out.cells[r.slot + b];
+                c.count += 1;
+                c.outcome += o as u64;
+                c.units += units::units(s) as i128;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
+    let mut r = xorshift(11);
+    let (n, k) = (3000, 2);
+    let mut probs = Vec::with_capacity(n * k);
+    for i in 0..n {
+        // ties and exact bounds included
+        let a = match i % 7 {
+            0 => 0.3,
+            1 => 0.7,
+            2 => 0.0,
+            _ => r(),
+        };
+        probs.extend([a, 1.0 - a]);
+    }
+    let labels: Vec<i64> = (0..n).map(|i| (i % 3 == 0) as i64).collect();
+    let x = Inputs::new(&probs, &labels, k).unwrap();
+    let gb = grid::<f64>(64, 40, 20, |x| x.key());
+    for (mp, cc, filtered) in [(false, true, false), (true, true, false), (false, false, false), (true, false, false), (false, true, true), (true, true, true)] {
+        let plans = [plan(0.0, &gb, filtered), plan(0.0, &gb, filtered), plan(0.25, &gb, filtered)];
+        let mut entries = Vec::new();
+        for (i, &label) in labels.iter().enumerate() {
+            let row = x.row(i);
+            if mp {
+                let p = if row[1] > row[0] { 1 } else { 0 };
+                entries.push((if cc { p } else { 0 }, row[p], label == p as i64));
+            } else {
+                for (c, &s) in row.iter().enumerate() {
+                    entries.push((if cc { c } else { 0 }, s, label == c as i64));
+                }
+            }
+        }
+        let ps: Vec<Plan> = plans.iter().map(|p| {
+            let mut q = Plan { threshold: p.threshold, groups: p.groups.clone(), bounds: p.bounds.clone(), size: p.size };
+            if !cc {
+                q.groups.truncate(1);
+            }
+            q
+        }).collect();
+        let got = scan_matrix(&x, mp, cc, &ps).unwrap();
+        for (p, g) in ps.iter().zip(&got) {
+            let want = naive(p, &entries);
+            assert_eq!(g.cells, want.cells, "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
+            // fetched entries in any order
+            let sorted = |s: &Scanned<f64>| {
+                let mut v: Vec<(i64, u64, bool)> = (0..s.fetched_id.len()).map(|i| (s.fetched_id[i], s.fetched_score[i].to_bits(), s.fetched_outcome[i])).collect();
+                v.sort_unstable();
+                v
+            };
+            assert_eq!(sorted(g), sorted(&want));
+        }
+        assert!(got[0].cells.iter().map(|c| c.count).sum::<u64>() > 0 && !got[0].fetched_id.is_empty());
+    }
+}
+
+#[test]
+fn pairs_scan_keeps_every_pair_below_minus_infinity() {
+    let conf = [0.0f32, -1e-5, 0.35, 0.55, 0.95, 0.55];
+    let correct = [1u8, 0, 1, 1, 0, 1];
+    let pred = [0i64, 1, 1, 0, 1, 0];
+    let pairs = Pairs::new(&conf, &correct, Some(&pred), 2).unwrap();
+    let bounds = vec![(-1.0f32).key(), 0.5f32.key(), 2.0f32.key()];
+    let rows = [[0, 0, 0, 3, 0], [1, 1, 0, 3, 2]];
+    let all = Plan::from_rows(f64::NEG_INFINITY, 2, &rows, bounds.clone(), 4).unwrap();
+    let kept = Plan::from_rows(0.0, 2, &rows, bounds, 4).unwrap();
+    let got = scan_pairs(&pairs, true, &[all, kept]).unwrap();
+    let counts = |s: &Scanned<f32>| s.cells.iter().map(|c| c.count).collect::<Vec<_>>();
+    assert_eq!(counts(&got[0]), vec![1, 2, 2, 1]);
+    assert_eq!(counts(&got[1]), vec![0, 2, 1, 1]);
+    assert_eq!(got[0].cells[1].outcome, 2);
+    assert_eq!(got[0].cells[2].units, units::units(-1e-5f32 as f64) as i128 + units::units(0.35f32 as f64) as i128);
+    assert!(scan_pairs(&pairs, true, &[Plan::from_rows(0.0, 1, &[], vec![], 0).unwrap()]).is_err());
+}
+
+#[test]
+fn bad_plans_are_refused() {
+    let b = vec![1i64, 2, 3];
+    assert!(Plan::from_rows(0.0, 1, &[[1, 1, 0, 3, 0]], b.clone(), 2).is_err()); // group
+    assert!(Plan::from_rows(0.0, 1, &[[0, 3, 0, 3, 0]], b.clone(), 2).is_err()); // kind
+    assert!(Plan::from_rows(0.0, 1, &[[0, 1, 1, 3, 0]], b.clone(), 2).is_err()); // bounds
+    assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 1]], b.clone(), 2).is_err()); // slots
+    assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 0], [0, 2, 1, 2, 0]], b.clone(), 2).is_err()); // overlap
+    assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 0]], vec![1, 1, 3], 2).is_err()); // order
+    let plans = [Plan::from_rows(0.5, 1, &[], vec![], 0).unwrap(), Plan::from_rows(0.0, 1, &[], vec![], 0).unwrap()];
+    let x = Inputs::new(&[0.5f64, 0.5], &[0], 2).unwrap();
+    assert!(scan_matrix(&x, false, false, &plans).is_err()); // not sorted by threshold
+}
