@@ -1,7 +1,7 @@
-//! Bootstrap and consistency resampling (`resample.rs`) on arbitrary per-entry tables: cells
-//! in and out of range (and `DROPPED`), any hit column, any scores and base weights (NaN,
-//! negative, huge), any table shape (huge ones must be refused before allocating), any seed.
-//! Never a panic. On valid tables each fast loop is compared with the definition: resample `r`
+//! Bootstrap and consistency resampling (`resample.rs`, `consistency.rs`) on arbitrary
+//! per-entry tables: cells in and out of range (and `DROPPED`), any hit column, any scores and
+//! base weights (NaN, negative, huge), any table shape (huge ones must be refused before
+//! allocating), any seed. Never a panic. On valid tables each fast loop is compared with the definition: resample `r`
 //! is the data's table under the multiplicities `weights_matrix` gives (bootstrap), or under
 //! labels redrawn by hand from the counter stream (consistency), and the grouped bootstrap is
 //! the weighted primitive under the same multiplicities. Values must be equal bitwise, but for
@@ -10,7 +10,8 @@
 
 use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 use calibkit::kernels::core::reduce::reduce;
-use calibkit::kernels::weighted::resample::{self, bootstrap, bootstrap_grouped, bootstrap_grouped_from, consistency, weights_matrix, Cells, Scheme, Triples, DROPPED};
+use calibkit::kernels::weighted::consistency::consistency;
+use calibkit::kernels::weighted::resample::{self, bootstrap, bootstrap_grouped, bootstrap_grouped_from, weights_matrix, Cells, Scheme, Triples, DROPPED};
 use calibkit::kernels::{Binning, Norm};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
