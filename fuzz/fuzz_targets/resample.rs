@@ -1,11 +1,11 @@
-//! Bootstrap and consistency resampling (`resample.rs`, `consistency.rs`) on arbitrary
-//! per-entry tables: cells in and out of range (and `DROPPED`), any hit column, any scores and
-//! base weights (NaN, negative, huge), any table shape (huge ones must be refused before
-//! allocating), any seed. Never a panic. On valid tables each fast loop is compared with the definition: resample `r`
-//! is the data's table under the multiplicities `weights_matrix` gives (bootstrap), or under
-//! labels redrawn by hand from the counter stream (consistency), and the grouped bootstrap is
-//! the weighted primitive under the same multiplicities. Values must be equal bitwise, but for
-//! the grouped bootstrap of adaptive bins: to 1e-13 (its score sums run in score order).
+//! Bootstrap and consistency resampling (`resample.rs`, `consistency.rs`) on arbitrary per-entry
+//! tables: cells in and out of range (and `DROPPED`), any hit column, any scores and base weights
+//! (NaN, negative, huge), any table shape (huge ones must be refused before allocating), any seed.
+//! Never a panic. On valid tables each fast loop is compared with the definition: resample `r` is
+//! the data's table under the multiplicities `weights_matrix` gives (bootstrap), or under labels
+//! redrawn by hand from the counter stream (consistency), and the grouped bootstrap is the weighted
+//! primitive under the same multiplicities. Values must be equal bitwise, but for the grouped
+//! bootstrap of adaptive bins: to 1e-13 (its score sums run in score order).
 #![no_main]
 
 use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
