@@ -222,7 +222,7 @@ def _scans(plans, scan) -> dict:
         sent = [(plans[k][0], plans[k][1]["regions"], plans[k][1]["bounds"], plans[k][1]["size"])
                 for k in keys]
         for key, res in zip(keys, scan(mp, cc, sent)):
-            out[key] = (tuple(res[:3]), [res[3]], [res[4]], [res[5]])
+            out[key] = (tuple(res[:4]), [res[4]], [res[5]], [res[6]])
     return out
 
 
@@ -349,7 +349,8 @@ def _combine(*parts):
             out["scan"][akey] = (None, fetched[1] + ids, fetched[2] + sc, fetched[3] + oc)
     for akey, tabs in tables.items():  # summed: wide
         summed = (sum(t[0].astype(np.int64) for t in tabs), sum(t[1].astype(np.int64) for t in tabs),
-                  _native.units_sum_parts([t[2] for t in tabs]))
+                  _native.units_sum_parts([t[2] for t in tabs]),
+                  sum(t[3].astype(np.int64) for t in tabs))
         out["scan"][akey] = (summed,) + out["scan"][akey][1:]
     return out
 

@@ -11,7 +11,11 @@ bucketing happens on keys, so it is exact and identical on every worker.
 
 Pass 1 puts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
 uniform grid on [0, 1], ``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
-it gives the group sizes and thus the wanted ranks. Each later pass takes, for every wanted rank,
+it gives the group sizes and thus the wanted ranks. It counts every grid bucket but tables
+(outcome counts, score sums) only *super-buckets* of :data:`SUPER` consecutive grid buckets, so
+that the chunk's hot state stays in cache; a super-bucket that holds a wanted rank is tabled
+again in the next pass, finely around the ranks (a *table* target per run of buckets that lie
+in one bin). Each later pass takes, for every wanted rank,
 the bucket that holds it (known from the cumulative counts) and either splits it into finer
 buckets (a *refine* target), or, once it holds few enough scores, fetches its scores (a *fetch*
 target) so the rank can be read off exactly. A bucket that is a single key is resolved at once
@@ -58,6 +62,8 @@ BUCKET_BUDGET = 1 << 20
 FETCH_MAX = 1 << 18
 #: ... and the scores fetched in one pass stay below this total.
 FETCH_BUDGET = 1 << 22
+#: Grid buckets per super-bucket table in pass 1 (the kernel's ``SUPER``).
+SUPER = 16
 
 
 def _signed(bits: np.ndarray, mask: int) -> np.ndarray:
@@ -137,13 +143,14 @@ def split_bounds(lo: int, hi: int, m: int) -> np.ndarray:
 
 
 def unpack_tables(packed) -> tuple:
-    """``(counts int64, outcome counts int64, unit words int64 (size, 2))`` of bucket tables
-    as a chunk ships them (``_native.select_scan``: packed to int32 counts and one int64 per
-    score sum when they fit, else wide)."""
-    c, o, w = packed
+    """``(counts int64, outcome counts int64, unit words int64 (size, 2), grid bucket counts
+    int64)`` of bucket tables as a chunk ships them (``_native.select_scan``: packed to int32
+    counts and one int64 per score sum when they fit, else wide)."""
+    c, o, w, fine = packed
     if w.ndim == 1:
         w = np.stack([w >> 63, w], axis=1)
-    return c.astype(np.int64, copy=False), o.astype(np.int64, copy=False), w
+    return (c.astype(np.int64, copy=False), o.astype(np.int64, copy=False), w,
+            fine.astype(np.int64, copy=False))
 
 
 #: Region kinds of a plan (``rust/kernels/gce/select.rs``, ``Plan::from_rows``).
@@ -223,13 +230,13 @@ class Selection:
                        key=lambda i: (self._targets[i]["g"], self._targets[i]["kind"]))
         for tid in order:
             t = self._targets[tid]
-            if t["kind"] == "refine":
+            if t["kind"] in ("refine", "table"):
                 b = t["bounds"]
                 grid = t["spec"][0] == "grid"
                 start = place(t["spec"] if grid else None, b)
                 rows.append([t["g"], _GRID if grid else _BUCKETS, start, b.size, size])
-                self._layout.append((tid, size, b.size - 1))
-                size += b.size - 1
+                self._layout.append((tid, size, b.size - 1, grid))
+                size += -(-(b.size - 1) // SUPER) if grid else b.size - 1
             else:
                 start = place(None, np.array([t["lo"], t["hi"]], dtype=np.int64))
                 rows.append([t["g"], _FETCH, start, 2, tid])
@@ -243,17 +250,18 @@ class Selection:
 
     def advance(self, scanned) -> None:
         """Digest the reduced result of the pass planned by :meth:`plan`: ``(counts, outcome
-        counts, unit words (size, 2), fetched target ids, fetched scores, fetched outcomes)``
-        summed over the chunks (the fetched arrays concatenated)."""
-        counts, outcomes, words, ids, scores, fetched_out = scanned
+        counts, unit words (size, 2), grid bucket counts, fetched target ids, fetched scores,
+        fetched outcomes)`` summed over the chunks (the fetched arrays concatenated)."""
+        counts, outcomes, words, fine, ids, scores, fetched_out = scanned
         first = self.sizes is None
         if self.sizes is None:
             self.sizes = np.zeros(self.num_groups, dtype=np.int64)
         sizes = self.sizes
         new = []
-        for tid, start, m in self._layout:
+        for tid, start, m, grid in self._layout:
             t = self._targets[tid]
-            c = counts[start:start + m]
+            tab = slice(start, start + (-(-m // SUPER) if grid else m))
+            c = fine[SUPER * start:SUPER * start + m] if grid else counts[tab]
             if first:
                 n = int(c.sum())
                 sizes[t["g"]] = n
@@ -266,8 +274,8 @@ class Selection:
                     "deterministic, e.g. persist() the arrays)"
                 )
             pieces = self._pieces[t["g"]]
-            pieces.append([t["bounds"][:-1], c.copy(), outcomes[start:start + m].copy(),
-                           words[start:start + m].copy()])
+            pieces.append([t["bounds"][:-1:SUPER] if grid else t["bounds"][:-1],
+                           counts[tab].copy(), outcomes[tab].copy(), words[tab].copy()])
             if not len(t["ranks"]):
                 continue
             cum = np.cumsum(c)
@@ -277,7 +285,10 @@ class Selection:
                 lo, hi = int(t["bounds"][i]), int(t["bounds"][i + 1])
                 below = t["below"] + (int(cum[i - 1]) if i > 0 else 0)
                 new.append({"g": t["g"], "lo": lo, "hi": hi, "below": below,
-                            "count": int(c[i]), "ranks": ranks, "at": (len(pieces) - 1, i)})
+                            "count": int(c[i]), "ranks": ranks,
+                            "at": None if grid else (len(pieces) - 1, i)})
+            if grid:
+                new += self._retable(t, c, np.unique(where), pieces[-1])
         order, present, runs = _by_target(np.asarray(ids, dtype=np.int64))
         run_of = {int(t): (int(runs[j]), int(runs[j + 1])) for j, t in enumerate(present)}
         for tid, t in enumerate(self._targets):
@@ -297,8 +308,39 @@ class Selection:
                 self.values[t["g"]][int(r)] = float(ordered[int(r) - t["below"]])
         self._schedule(new)
 
+    def _retable(self, t, c, held, piece) -> list:
+        """Table targets for the super-buckets of grid target ``t`` (bucket counts ``c``) that
+        hold the ranked buckets ``held``: each run of buckets with no rank (they lie in one bin)
+        and each ranked bucket of a single key (its value is an edge) becomes a bucket of the
+        next pass; the other ranked buckets are refined or fetched. The super-buckets' tables
+        in ``piece`` are zeroed."""
+        out: list = []
+        b, m = t["bounds"], c.size
+        ranked = np.zeros(m, dtype=bool)
+        ranked[held] = True
+        for j in np.unique(held // SUPER):
+            for a in piece[1:]:
+                a[j] = 0
+            stop = min(SUPER * j + SUPER, m)
+            runs, start = [], SUPER * j
+            for i in range(SUPER * j, stop):
+                if ranked[i]:
+                    runs.append((start, i))
+                    if b[i + 1] - b[i] == 1:  # a single key: its own bucket
+                        runs.append((i, i + 1))
+                    start = i + 1
+            runs.append((start, stop))
+            for lo, hi in runs:
+                n = int(c[lo:hi].sum())
+                if n:
+                    out.append({"g": t["g"], "lo": int(b[lo]), "hi": int(b[hi]), "count": n,
+                                "ranks": np.empty(0, np.int64), "kind": "table",
+                                "spec": ("table",), "bounds": b[[lo, hi]].astype(np.int64)})
+        return out
+
     def _schedule(self, targets) -> None:
-        pending = []
+        pending = [t for t in targets if t.get("kind") == "table"]
+        targets = [t for t in targets if t.get("kind") != "table"]
         for t in targets:
             if t["hi"] - t["lo"] == 1:  # a single key: its value is known (its bucket is whole)
                 v = float(from_keys([t["lo"]], self.dtype)[0])
@@ -306,12 +348,15 @@ class Selection:
                     self.values[t["g"]][int(r)] = v
             else:
                 pending.append(t)
-                piece, i = t["at"]
-                for a in self._pieces[t["g"]][piece][1:]:  # refined or fetched: no longer whole
-                    a[i] = 0
+                if t["at"] is not None:  # grid buckets: zeroed with their super-bucket
+                    piece, i = t["at"]
+                    for a in self._pieces[t["g"]][piece][1:]:  # refined or fetched: not whole
+                        a[i] = 0
         fetched_total = 0
         refine = []
-        for t in sorted(pending, key=lambda t: t["count"]):
+        for t in sorted(targets, key=lambda t: t["count"]):
+            if t["hi"] - t["lo"] == 1:
+                continue
             if t["count"] <= FETCH_MAX and fetched_total + t["count"] <= FETCH_BUDGET:
                 t["kind"] = "fetch"
                 fetched_total += t["count"]

@@ -82,7 +82,7 @@ fn plan(threshold: f64, grid_bounds: &[i64], filtered: bool) -> Plan {
 
 /// The plain rule: each kept entry's region by a linear scan, its bucket by a search.
 fn naive(plan: &Plan, entries: &[(usize, f64, bool)]) -> Scanned<f64> {
-    let mut out = Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() };
+    let mut out = Scanned { cells: vec![Cell::default(); plan.size], counts: vec![0; plan.counts_size], ..Default::default() };
     for &(g, s, o) in entries {
         if s.partial_cmp(&plan.threshold) != Some(std::cmp::Ordering::Greater) {
             continue;
@@ -94,7 +94,13 @@ fn naive(plan: &Plan, entries: &[(usize, f64, bool)]) -> Scanned<f64> {
                 out.fetched_score.push(s);
                 out.fetched_outcome.push(o);
             } else if let Some(b) = search(&plan.bounds[r.bounds.clone()], key) {
-                let c = &mut out.cells[r.slot + b];
+                let slot = if r.kind == Kind::Grid {
+                    out.counts[SUPER * r.slot + b] += 1;
+                    r.slot + b / SUPER
+                } else {
+                    r.slot + b
+                };
+                let c = &mut out.cells[slot];
                 c.count += 1;
                 c.outcome += o as u64;
                 c.units += units::units(s) as i128;
@@ -137,7 +143,7 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
             }
         }
         let ps: Vec<Plan> = plans.iter().map(|p| {
-            let mut q = Plan { threshold: p.threshold, groups: p.groups.clone(), bounds: p.bounds.clone(), size: p.size };
+            let mut q = Plan { threshold: p.threshold, groups: p.groups.clone(), bounds: p.bounds.clone(), size: p.size, counts_size: p.counts_size };
             if !cc {
                 q.groups.truncate(1);
             }
@@ -147,6 +153,7 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
         for (p, g) in ps.iter().zip(&got) {
             let want = naive(p, &entries);
             assert_eq!(g.cells, want.cells, "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
+            assert_eq!(g.counts, want.counts, "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
             // fetched entries in any order
             let sorted = |s: &Scanned<f64>| {
                 let mut v: Vec<(i64, u64, bool)> = (0..s.fetched_id.len()).map(|i| (s.fetched_id[i], s.fetched_score[i].to_bits(), s.fetched_outcome[i])).collect();
@@ -170,12 +177,28 @@ fn pairs_scan_keeps_every_pair_below_minus_infinity() {
     let all = Plan::from_rows(f64::NEG_INFINITY, 2, &rows, bounds.clone(), 4).unwrap();
     let kept = Plan::from_rows(0.0, 2, &rows, bounds, 4).unwrap();
     let got = scan_pairs(&pairs, true, &[all, kept]).unwrap();
+    // group 0: a grid (its bucket counts, one super-bucket's table in slot 0; slot 1 unused)
     let counts = |s: &Scanned<f32>| s.cells.iter().map(|c| c.count).collect::<Vec<_>>();
-    assert_eq!(counts(&got[0]), vec![1, 2, 2, 1]);
-    assert_eq!(counts(&got[1]), vec![0, 2, 1, 1]);
-    assert_eq!(got[0].cells[1].outcome, 2);
+    assert_eq!(counts(&got[0]), vec![3, 0, 2, 1]);
+    assert_eq!(counts(&got[1]), vec![2, 0, 1, 1]);
+    assert_eq!((got[0].counts.clone(), got[1].counts.clone()), (vec![1, 2], vec![0, 2]));
+    assert_eq!(got[0].cells[0].outcome, 3);
     assert_eq!(got[0].cells[2].units, units::units(-1e-5f32 as f64) as i128 + units::units(0.35f32 as f64) as i128);
     assert!(scan_pairs(&pairs, true, &[Plan::from_rows(0.0, 1, &[], vec![], 0).unwrap()]).is_err());
+}
+
+#[test]
+fn grid_counts_keep_their_wraps() {
+    let bounds: Vec<i64> = (0..40).collect();
+    let plan = Plan::from_rows(f64::NEG_INFINITY, 1, &[[0, 0, 0, 40, 0]], bounds, 3).unwrap();
+    let mut sc = Scanner::<f64>::new(&plan, false);
+    for _ in 0..3 * 65536 + 5 {
+        sc.add(Hit::Grid(1, 20), 0.5, 0.5, true);
+    }
+    sc.add(Hit::Grid(0, 3), 0.1, 0.1, false);
+    let out = sc.finish(None);
+    assert_eq!((out.counts[20], out.counts[3], out.counts.len()), (3 * 65536 + 5, 1, 39));
+    assert_eq!((out.cells[1].count, out.cells[1].outcome, out.cells[0].count), (3 * 65536 + 5, 3 * 65536 + 5, 1));
 }
 
 #[test]
@@ -187,6 +210,10 @@ fn bad_plans_are_refused() {
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 1]], b.clone(), 2).is_err()); // slots
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 0], [0, 2, 1, 2, 0]], b.clone(), 2).is_err()); // overlap
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 0]], vec![1, 1, 3], 2).is_err()); // order
+    let g: Vec<i64> = (0..40).collect();
+    assert!(Plan::from_rows(0.0, 2, &[[0, 0, 0, 40, 0], [1, 0, 0, 40, 2]], g.clone(), 6).is_err()); // counts
+    assert!(Plan::from_rows(0.0, 2, &[[0, 0, 0, 40, 0], [1, 0, 0, 40, 3]], g.clone(), 5).is_err()); // slots
+    assert!(Plan::from_rows(0.0, 2, &[[0, 0, 0, 40, 0], [1, 0, 0, 40, 3]], g, 6).is_ok());
     let plans = [Plan::from_rows(0.5, 1, &[], vec![], 0).unwrap(), Plan::from_rows(0.0, 1, &[], vec![], 0).unwrap()];
     let x = Inputs::new(&[0.5f64, 0.5], &[0], 2).unwrap();
     assert!(scan_matrix(&x, false, false, &plans).is_err()); // not sorted by threshold
