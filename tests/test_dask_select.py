@@ -47,22 +47,25 @@ def test_keys_sort_like_the_values_and_invert(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("uniform", [64, 10485, 65536])
-def test_grid_pass_is_the_exact_search(dtype, uniform):
+@pytest.mark.parametrize("per_super", [False, True])
+def test_grid_pass_is_the_exact_search(dtype, uniform, per_super):
     """Pass 1 (the grid locator on bit patterns) counts what a search of the bounds counts, and
-    its outcome counts and exact score sums add up to the group's."""
+    its outcome counts and exact score sums add up to the group's; tabled per bucket (kind 0)
+    or per super-bucket of 16 with each bucket's count (kind 3)."""
     bounds = sel.initial_bounds(dtype, uniform)
     s = _awkward(dtype, bounds)
     s = s[(s >= -1e-4) & (s <= 1 + 1e-4)]
     outcome = (np.arange(s.size) % 3 == 0).astype(np.uint8)
-    plan = {"regions": np.array([[0, 0, 0, bounds.size, 0]], dtype=np.int64), "bounds": bounds,
-            "size": bounds.size - 1}
+    plan = {"regions": np.array([[0, 3 if per_super else 0, 0, bounds.size, 0]], dtype=np.int64),
+            "bounds": bounds, "size": bounds.size - 1}
     res = _native.select_scan_pairs(s, outcome, None, 1, False, [_plan(plan, -np.inf)])[0]
     (c, o, w, fine), ids = sel.unpack_tables(res[:4]), res[4]
     idx = np.searchsorted(bounds, sel.to_keys(s), side="right") - 1
-    np.testing.assert_array_equal(fine, np.bincount(idx, minlength=bounds.size - 1))
-    np.testing.assert_array_equal(c, np.bincount(idx // sel.SUPER, minlength=c.size))
-    np.testing.assert_array_equal(o, np.bincount(idx // sel.SUPER, weights=outcome,
-                                                 minlength=c.size))
+    counts = np.bincount(idx, minlength=bounds.size - 1)
+    np.testing.assert_array_equal(fine, counts if per_super else [])
+    tab = idx // sel.SUPER if per_super else idx
+    np.testing.assert_array_equal(c[:tab.max() + 1], np.bincount(tab))
+    np.testing.assert_array_equal(o[:tab.max() + 1], np.bincount(tab, weights=outcome))
     assert ids.size == 0
     whole = grouped_bin_stats(None, s, outcome, num_bins=1, units=True)[4].words.reshape(-1, 2)
     def total(words):
@@ -82,7 +85,9 @@ def test_thresholds_share_one_read_and_equal_their_own_groups(dtype):
     for a, b in zip(both[1], alone[0]):
         np.testing.assert_array_equal(a, b)
     groups = score_groups(y, p, False, True, 0.01)
-    counts = both[1][0].reshape(4, -1).sum(axis=1)  # super-bucket counts
+    r = both[1]
+    s1.advance((*sel.unpack_tables(r[:4]), r[4], r[5], r[6]))
+    counts = s1.sizes
     np.testing.assert_array_equal(counts, [g[0].size for g in groups])
 
 
@@ -276,13 +281,11 @@ def test_retabling_splits_super_buckets_at_ranked_buckets():
     """The table targets of one super-bucket: runs of unranked buckets, each ranked single
     key alone, nothing for empty runs; the ranked buckets of several keys are left to the
     refine/fetch targets."""
-    s = sel.Selection(1, np.float64, (3,))
     bounds = np.array([0, 10, 11, 20, 30, 31, 40, 50] + list(range(60, 60 + 2 * sel.SUPER, 2)))
-    t = {"g": 0, "bounds": bounds}
     c = np.ones(bounds.size - 1, dtype=np.int64)
     c[5] = 0  # an empty run: no target
     piece = [bounds[:-1:sel.SUPER], np.array([9, 9]), np.array([5, 5]), np.ones((2, 2))]
-    out = s._retable(t, c, np.array([1, 3, 4, 6]), piece)  # 1 and 4: single keys
+    out = sel.Selection._retable(0, bounds, c, np.array([1, 3, 4, 6]), piece)  # 1, 4: single
     got = [(u["lo"], u["hi"], u["count"]) for u in out]
     assert got == [(0, 10, 1), (10, 11, 1), (11, 20, 1), (30, 31, 1), (50, 76, 9)]
     assert all(u["kind"] == "table" and not len(u["ranks"]) for u in out)

@@ -62,8 +62,10 @@ BUCKET_BUDGET = 1 << 20
 FETCH_MAX = 1 << 18
 #: ... and the scores fetched in one pass stay below this total.
 FETCH_BUDGET = 1 << 22
-#: Grid buckets per super-bucket table in pass 1 (the kernel's ``SUPER``).
+#: Grid buckets per super-bucket table in pass 1 (the kernel's ``SUPER``) ...
 SUPER = 16
+#: ... above this score; below it, pass 1 tables every grid bucket.
+FINE_BELOW = 1 / 16
 
 
 def _signed(bits: np.ndarray, mask: int) -> np.ndarray:
@@ -154,7 +156,13 @@ def unpack_tables(packed) -> tuple:
 
 
 #: Region kinds of a plan (``rust/kernels/gce/select.rs``, ``Plan::from_rows``).
-_GRID, _BUCKETS, _FETCH = 0, 1, 2
+_GRID, _BUCKETS, _FETCH, _GRID_SUPER = 0, 1, 2, 3
+
+
+def _fine_part(bounds: np.ndarray, dtype) -> int:
+    """Buckets of a first-pass grid tabled one by one (those below :data:`FINE_BELOW`: most
+    of a class's scores lie there, and a super-bucket holding an edge is read again)."""
+    return int(np.searchsorted(bounds, to_keys(np.array([FINE_BELOW], dtype=dtype))[0]))
 
 
 def _by_target(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -228,15 +236,26 @@ class Selection:
         rows, self._layout, size = [], [], 0
         order = sorted(range(len(self._targets)),
                        key=lambda i: (self._targets[i]["g"], self._targets[i]["kind"]))
+        supers = {}  # grid targets: the slot of their super-buckets, first (counts packed)
         for tid in order:
             t = self._targets[tid]
-            if t["kind"] in ("refine", "table"):
+            if t.get("spec", ("",))[0] == "grid":
+                b, f = t["bounds"], _fine_part(t["bounds"], self.dtype)
+                rows.append([t["g"], _GRID_SUPER, place(t["spec"], b) + f, b.size - f, size])
+                supers[tid] = size
+                size += -(-(b.size - 1 - f) // SUPER)
+        for tid in order:
+            t = self._targets[tid]
+            if tid in supers:  # the grid's buckets below 1/16, tabled one by one
+                f = _fine_part(t["bounds"], self.dtype)
+                rows.append([t["g"], _GRID, place(t["spec"], t["bounds"]), f + 1, size])
+                self._layout.append((tid, size, t["bounds"].size - 1, supers[tid]))
+                size += f
+            elif t["kind"] in ("refine", "table"):
                 b = t["bounds"]
-                grid = t["spec"][0] == "grid"
-                start = place(t["spec"] if grid else None, b)
-                rows.append([t["g"], _GRID if grid else _BUCKETS, start, b.size, size])
-                self._layout.append((tid, size, b.size - 1, grid))
-                size += -(-(b.size - 1) // SUPER) if grid else b.size - 1
+                rows.append([t["g"], _BUCKETS, place(None, b), b.size, size])
+                self._layout.append((tid, size, b.size - 1, None))
+                size += b.size - 1
             else:
                 start = place(None, np.array([t["lo"], t["hi"]], dtype=np.int64))
                 rows.append([t["g"], _FETCH, start, 2, tid])
@@ -258,10 +277,13 @@ class Selection:
             self.sizes = np.zeros(self.num_groups, dtype=np.int64)
         sizes = self.sizes
         new = []
-        for tid, start, m, grid in self._layout:
+        for tid, start, m, sup in self._layout:
             t = self._targets[tid]
-            tab = slice(start, start + (-(-m // SUPER) if grid else m))
-            c = fine[SUPER * start:SUPER * start + m] if grid else counts[tab]
+            f = m if sup is None else _fine_part(t["bounds"], self.dtype)
+            tab = slice(start, start + f)
+            c = counts[tab]
+            if sup is not None:  # a grid: buckets below 1/16, then the super-buckets' counts
+                c = np.concatenate([c, fine[SUPER * sup:SUPER * sup + m - f]])
             if first:
                 n = int(c.sum())
                 sizes[t["g"]] = n
@@ -274,8 +296,13 @@ class Selection:
                     "deterministic, e.g. persist() the arrays)"
                 )
             pieces = self._pieces[t["g"]]
-            pieces.append([t["bounds"][:-1:SUPER] if grid else t["bounds"][:-1],
-                           counts[tab].copy(), outcomes[tab].copy(), words[tab].copy()])
+            pieces.append([t["bounds"][:f], counts[tab].copy(), outcomes[tab].copy(),
+                           words[tab].copy()])
+            own = len(pieces) - 1
+            if sup is not None:
+                tab = slice(sup, sup + -(-(m - f) // SUPER))
+                pieces.append([t["bounds"][f:-1:SUPER], counts[tab].copy(),
+                               outcomes[tab].copy(), words[tab].copy()])
             if not len(t["ranks"]):
                 continue
             cum = np.cumsum(c)
@@ -286,9 +313,11 @@ class Selection:
                 below = t["below"] + (int(cum[i - 1]) if i > 0 else 0)
                 new.append({"g": t["g"], "lo": lo, "hi": hi, "below": below,
                             "count": int(c[i]), "ranks": ranks,
-                            "at": None if grid else (len(pieces) - 1, i)})
-            if grid:
-                new += self._retable(t, c, np.unique(where), pieces[-1])
+                            "at": (own, i) if i < f else None})
+            held = np.unique(where)
+            if sup is not None and (held >= f).any():
+                new += self._retable(t["g"], t["bounds"][f:], c[f:], held[held >= f] - f,
+                                     pieces[-1])
         order, present, runs = _by_target(np.asarray(ids, dtype=np.int64))
         run_of = {int(t): (int(runs[j]), int(runs[j + 1])) for j, t in enumerate(present)}
         for tid, t in enumerate(self._targets):
@@ -308,14 +337,15 @@ class Selection:
                 self.values[t["g"]][int(r)] = float(ordered[int(r) - t["below"]])
         self._schedule(new)
 
-    def _retable(self, t, c, held, piece) -> list:
-        """Table targets for the super-buckets of grid target ``t`` (bucket counts ``c``) that
-        hold the ranked buckets ``held``: each run of buckets with no rank (they lie in one bin)
-        and each ranked bucket of a single key (its value is an edge) becomes a bucket of the
-        next pass; the other ranked buckets are refined or fetched. The super-buckets' tables
-        in ``piece`` are zeroed."""
+    @staticmethod
+    def _retable(g, b, c, held, piece) -> list:
+        """Table targets for the super-buckets of group ``g``'s grid part (bounds ``b``, bucket
+        counts ``c``) that hold the ranked buckets ``held``: each run of buckets with no rank
+        (they lie in one bin) and each ranked bucket of a single key (its value is an edge)
+        becomes a bucket of the next pass; the other ranked buckets are refined or fetched.
+        The super-buckets' tables in ``piece`` are zeroed."""
         out: list = []
-        b, m = t["bounds"], c.size
+        m = c.size
         ranked = np.zeros(m, dtype=bool)
         ranked[held] = True
         for j in np.unique(held // SUPER):
@@ -333,7 +363,7 @@ class Selection:
             for lo, hi in runs:
                 n = int(c[lo:hi].sum())
                 if n:
-                    out.append({"g": t["g"], "lo": int(b[lo]), "hi": int(b[hi]), "count": n,
+                    out.append({"g": g, "lo": int(b[lo]), "hi": int(b[hi]), "count": n,
                                 "ranks": np.empty(0, np.int64), "kind": "table",
                                 "spec": ("table",), "bounds": b[[lo, hi]].astype(np.int64)})
         return out

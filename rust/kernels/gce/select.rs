@@ -206,15 +206,17 @@ impl<'a> GridLocator<'a> {
     }
 }
 
-/// Grid buckets per super-bucket (the tables of a [`Kind::Grid`] region).
+/// Grid buckets per super-bucket (the tables of a [`Kind::GridSuper`] region).
 pub const SUPER: usize = 16;
 
 /// What a region does with the scores in it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
-    /// Buckets of the first pass's grid, found by [`GridLocator`]: each bucket's count, and
-    /// the tables of super-buckets of [`SUPER`] buckets (bucket `b` in super-bucket `b / SUPER`).
+    /// Buckets of the first pass's grid, found by [`GridLocator`].
     Grid,
+    /// As [`Kind::Grid`], but only each bucket's count, and the tables of super-buckets of
+    /// [`SUPER`] buckets (bucket `b` in super-bucket `b / SUPER`).
+    GridSuper,
     /// Buckets found by a binary search of their bounds.
     Buckets,
     /// The scores are returned, with their outcomes, under the region's target id.
@@ -228,8 +230,8 @@ pub struct Region {
     pub hi: i64,
     pub kind: Kind,
     /// Buckets: the range of the plan's bounds that cut the region (`bounds[0] == lo`, last
-    /// `== hi`), and the table slot of its first bucket. Grid: the bounds, and the table slot
-    /// of its first super-bucket; bucket `b`'s count goes to `counts[SUPER * slot + b]`. Fetch:
+    /// `== hi`), and the table slot of its first bucket. GridSuper: the bounds, and the table
+    /// slot of its first super-bucket; bucket `b`'s count goes to `counts[SUPER * slot + b]`. Fetch:
     /// unused, and the target id.
     pub bounds: std::ops::Range<usize>,
     pub slot: usize,
@@ -260,6 +262,7 @@ impl Plan {
                 0 => Kind::Grid,
                 1 => Kind::Buckets,
                 2 => Kind::Fetch,
+                3 => Kind::GridSuper,
                 _ => return Err(bad("unknown region kind")),
             };
             let (start, len) = (usize::try_from(r[2]).map_err(|_| bad("negative bounds start"))?, usize::try_from(r[3]).map_err(|_| bad("negative bounds length"))?);
@@ -271,7 +274,7 @@ impl Plan {
                 return Err(bad("bounds must increase"));
             }
             let slot = usize::try_from(r[4]).map_err(|_| bad("negative slot or id"))?;
-            let slots = if kind == Kind::Grid { (len - 1).div_ceil(SUPER) } else { len - 1 };
+            let slots = if kind == Kind::GridSuper { (len - 1).div_ceil(SUPER) } else { len - 1 };
             if kind != Kind::Fetch && slot.checked_add(slots).is_none_or(|e| e > size) {
                 return Err(bad("slots out of range"));
             }
@@ -285,11 +288,11 @@ impl Plan {
             if regions.windows(2).any(|w| w[0].hi > w[1].lo) {
                 return Err(bad("regions overlap"));
             }
-            for r in regions.iter().filter(|r| r.kind == Kind::Grid) {
+            for r in regions.iter().filter(|r| r.kind == Kind::GridSuper) {
                 counts_size = counts_size.max(SUPER * r.slot + r.bounds.len() - 1);
             }
         }
-        let grids: Vec<&Region> = groups.iter().flatten().filter(|r| r.kind == Kind::Grid).collect();
+        let grids: Vec<&Region> = groups.iter().flatten().filter(|r| r.kind == Kind::GridSuper).collect();
         for (i, a) in grids.iter().enumerate() {
             let fine = |r: &Region| SUPER * r.slot..SUPER * r.slot + r.bounds.len() - 1;
             if grids[..i].iter().any(|b| fine(a).start < fine(b).end && fine(b).start < fine(a).end) {
@@ -348,7 +351,7 @@ fn region_filter<T: Keyed>(regions: &[Region], bits: u32) -> Vec<u64> {
 enum Hit {
     Miss,
     Slot(usize),
-    /// A grid bucket: its super-bucket's table slot and its count's index.
+    /// A grid bucket: its table slot (its super-bucket's) and its count's index.
     Grid(usize, usize),
     Fetch(i64),
 }
@@ -382,8 +385,10 @@ struct Scanner<'a, T: Keyed> {
     wraps: std::collections::HashMap<usize, u64>,
     /// Runs already folded (a bucket reaches [`units::RUN`] scores rarely: a small map).
     folded: std::collections::HashMap<usize, Cell>,
-    /// One locator per distinct grid bounds range of the plan.
+    /// One locator per distinct grid bounds range of the plan, and per group and region, the
+    /// region's locator (0 where none).
     grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
+    locs: Vec<Vec<usize>>,
     /// Per group, the lowest key of each region (for the search).
     los: Vec<Vec<i64>>,
     /// Plans without a grid (the later passes, whose regions are narrow): per group a bitmap
@@ -406,30 +411,32 @@ impl<'a, T: Keyed> Scanner<'a, T> {
     fn new(plan: &'a Plan, shares: bool) -> Self {
         let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)> = Vec::new();
         // a plan that shares never searches: the previous plan's hits are its own
-        for r in plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid && !shares) {
+        for r in plan.groups.iter().flatten().filter(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper) && !shares) {
             if !grids.iter().any(|(b, _)| *b == r.bounds) {
                 grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
             }
         }
+        let locs = plan.groups.iter().map(|rs| rs.iter().map(|r| grids.iter().position(|(b, _)| *b == r.bounds).unwrap_or(0)).collect()).collect();
         let runs = vec![Run::default(); plan.size];
         let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
         let filter_bits = filter_bits(plan.groups.len());
-        let no_grid = !plan.groups.iter().flatten().any(|r| r.kind == Kind::Grid);
+        let no_grid = !plan.groups.iter().flatten().any(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper));
         let filter = (no_grid && !shares).then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs, filter_bits)).collect());
         let mut whole = Vec::new();
         if shares {
             whole = vec![0u64; plan.size.div_ceil(64)];
             for r in plan.groups.iter().flatten().filter(|r| r.kind != Kind::Fetch) {
-                let step = if r.kind == Kind::Grid { SUPER } else { 1 };
+                let step = if r.kind == Kind::GridSuper { SUPER } else { 1 };
                 for (b, &lo) in plan.bounds[r.bounds.start..r.bounds.end - 1].iter().step_by(step).enumerate() {
                     let i = r.slot + b;
                     whole[i / 64] |= ((T::value_of_key(lo) > plan.threshold) as u64) << (i % 64);
                 }
             }
         }
-        let counts = vec![0u16; plan.counts_size];
+        // one more: the count of every hit of a grid tabled per bucket (discarded; no branch)
+        let counts = vec![0u16; plan.counts_size + 1];
         let fetched = Scanned::default();
-        Scanner { plan, runs, counts, wraps: Default::default(), folded: Default::default(), grids, los, filter, filter_bits, shares, whole, fetched }
+        Scanner { plan, runs, counts, wraps: Default::default(), folded: Default::default(), grids, locs, los, filter, filter_bits, shares, whole, fetched }
     }
 
     #[inline(always)]
@@ -443,9 +450,9 @@ impl<'a, T: Keyed> Scanner<'a, T> {
             }
         }
         let regions = &self.plan.groups[g];
-        let r = match regions.len() {
+        let ri = match regions.len() {
             0 => return Hit::Miss,
-            1 => &regions[0],
+            1 => 0,
             mut n => {
                 // the last region starting at or below the key, by a search whose steps are
                 // arithmetic, not branches (keys fall between the targets at random: branches
@@ -457,16 +464,22 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                     base += half * (los[base + half] <= key) as usize;
                     n -= half;
                 }
-                &regions[base]
+                base
             }
         };
+        let r = &regions[ri];
         if key < r.lo || key >= r.hi {
             return Hit::Miss;
         }
         match r.kind {
             Kind::Fetch => Hit::Fetch(r.slot as i64),
-            Kind::Grid => match self.grids.iter().find(|(b, _)| *b == r.bounds).and_then(|(_, loc)| loc.locate(key)) {
-                Some(b) => Hit::Grid(r.slot + b / SUPER, SUPER * r.slot + b),
+            Kind::Grid | Kind::GridSuper => match self.grids[self.locs[g][ri]].1.locate(key) {
+                // one path for both kinds (which one a score takes is not predictable)
+                Some(b) => {
+                    let sup = r.kind == Kind::GridSuper;
+                    let shift = sup as u32 * SUPER.trailing_zeros();
+                    Hit::Grid(r.slot + (b >> shift), if sup { SUPER * r.slot + b } else { self.plan.counts_size })
+                }
                 None => Hit::Miss,
             },
             Kind::Buckets => search(&self.plan.bounds[r.bounds.clone()], key).map_or(Hit::Miss, |b| Hit::Slot(r.slot + b)),
@@ -526,6 +539,7 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         for (f, w) in self.wraps {
             counts[f] += w << 16;
         }
+        counts.truncate(self.plan.counts_size);
         if let Some(prev) = previous.filter(|_| self.shares) {
             let whole = |i: usize| self.whole[i / 64] >> (i % 64) & 1 == 1;
             for (i, (c, p)) in cells.iter_mut().zip(&prev.cells).enumerate() {
@@ -533,7 +547,7 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                     *c = *p;
                 }
             }
-            for r in self.plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid) {
+            for r in self.plan.groups.iter().flatten().filter(|r| r.kind == Kind::GridSuper) {
                 for b in 0..r.bounds.len() - 1 {
                     if whole(r.slot + b / SUPER) {
                         counts[SUPER * r.slot + b] = prev.counts[SUPER * r.slot + b];
