@@ -11,12 +11,13 @@ bucketing happens on keys, so it is exact and identical on every worker.
 
 Pass 1 puts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
 uniform grid on [0, 1], ``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
-it gives the group sizes and thus the wanted ranks. It counts every grid bucket but tables
-(outcome counts, score sums) only *super-buckets* of :data:`SUPER` consecutive grid buckets, so
-that the chunk's hot state stays in cache; a super-bucket that holds a wanted rank is tabled
-again in the next pass, finely around the ranks (a *table* target per run of buckets that lie
-in one bin). Each later pass takes, for every wanted rank,
-the bucket that holds it (known from the cumulative counts) and either splits it into finer
+it gives the group sizes and thus the wanted ranks. Above :data:`FINE_BELOW` it counts every
+grid bucket but tables (outcome counts, score sums) only *super-buckets* of :data:`SUPER`
+consecutive grid buckets, so that the chunk's hot state stays in cache (below, where most of a
+class's scores lie, every bucket is tabled); a super-bucket that holds a wanted rank is tabled
+again in the next pass around the ranks (a *table* target per run of buckets that lie in one
+bin, and per ranked bucket of a single key). Each later pass takes, for every wanted rank, the
+bucket that holds it (known from the cumulative counts) and either splits it into finer
 buckets (a *refine* target), or, once it holds few enough scores, fetches its scores (a *fetch*
 target) so the rank can be read off exactly. A bucket that is a single key is resolved at once
 (its value is the key). Every refine step shrinks a bucket's key range at least 16-fold, so the

@@ -433,8 +433,10 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 }
             }
         }
-        // one more: the count of every hit of a grid tabled per bucket (discarded; no branch)
-        let counts = vec![0u16; plan.counts_size + 1];
+        // past the counts: scratch counts of the grids tabled per bucket (discarded; no branch,
+        // and no chain of increments of one cell)
+        let scratch = plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid).map(|r| r.bounds.len()).max().unwrap_or(0);
+        let counts = vec![0u16; plan.counts_size + scratch];
         let fetched = Scanned::default();
         Scanner { plan, runs, counts, wraps: Default::default(), folded: Default::default(), grids, locs, los, filter, filter_bits, shares, whole, fetched }
     }
@@ -478,7 +480,7 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 Some(b) => {
                     let sup = r.kind == Kind::GridSuper;
                     let shift = sup as u32 * SUPER.trailing_zeros();
-                    Hit::Grid(r.slot + (b >> shift), if sup { SUPER * r.slot + b } else { self.plan.counts_size })
+                    Hit::Grid(r.slot + (b >> shift), if sup { SUPER * r.slot } else { self.plan.counts_size } + b)
                 }
                 None => Hit::Miss,
             },
