@@ -154,8 +154,9 @@ def test_deep_refinement_stays_exact(monkeypatch, kind, dtype):
 
 
 def test_partial_results_do_not_grow_with_the_chunk():
-    """What a chunk sends back is bounded by the bucket budget, not by its number of rows: 16
-    bytes per bucket (count, outcome count, exact score sum, packed) and the fetched scores."""
+    """What a chunk sends back is bounded by the bucket budget, not by its number of rows: in
+    pass 1, 4 bytes per grid bucket (its count) and 16 per super-bucket of 16 (count, outcome
+    count, exact score sum, packed); later, 16 per bucket and the fetched scores."""
     sizes = []
     for rows in (20_000, 200_000):
         labels, probs = make_data(4, rows, 10, "dirichlet")
@@ -164,7 +165,7 @@ def test_partial_results_do_not_grow_with_the_chunk():
         assert plan["size"] <= 2 * _select.BUCKET_BUDGET
         job = {"even": [], "validate": True, "scan": {(False, True, 0.0): plan}}
         sizes.append(len(pickle.dumps(cdask._chunk_task(labels, probs, job))))
-        assert sizes[-1] <= 16 * plan["size"] + 10_000  # packed: 16 bytes a bucket
+        assert sizes[-1] <= (16 + 4 * _select.SUPER) * plan["size"] + 10_000
     assert abs(sizes[1] - sizes[0]) < 100  # the same tables (a row count differs)
 
 
@@ -179,8 +180,8 @@ def test_plans_carry_everything_the_workers_need(monkeypatch):
     other = cdask._chunk_task(labels, probs, job)["scan"][(False, True, 0.0)]
     for a, b in zip(_select.unpack_tables(reference[0]), _select.unpack_tables(other[0])):
         np.testing.assert_array_equal(a, b)
-    counts = _select.unpack_tables(other[0])[0]
-    assert counts.size == plan["size"] and counts.sum() == probs.size
+    sel.advance((*_select.unpack_tables(other[0]), *(np.concatenate(x) for x in other[1:])))
+    assert sel.sizes.sum() == probs.size
 
 
 def test_changing_inputs_are_detected():

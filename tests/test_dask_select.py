@@ -47,20 +47,25 @@ def test_keys_sort_like_the_values_and_invert(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("uniform", [64, 10485, 65536])
-def test_grid_pass_is_the_exact_search(dtype, uniform):
+@pytest.mark.parametrize("per_super", [False, True])
+def test_grid_pass_is_the_exact_search(dtype, uniform, per_super):
     """Pass 1 (the grid locator on bit patterns) counts what a search of the bounds counts, and
-    its outcome counts and exact score sums add up to the group's."""
+    its outcome counts and exact score sums add up to the group's; tabled per bucket (kind 0)
+    or per super-bucket of 16 with each bucket's count (kind 3)."""
     bounds = sel.initial_bounds(dtype, uniform)
     s = _awkward(dtype, bounds)
     s = s[(s >= -1e-4) & (s <= 1 + 1e-4)]
     outcome = (np.arange(s.size) % 3 == 0).astype(np.uint8)
-    plan = {"regions": np.array([[0, 0, 0, bounds.size, 0]], dtype=np.int64), "bounds": bounds,
-            "size": bounds.size - 1}
+    plan = {"regions": np.array([[0, 3 if per_super else 0, 0, bounds.size, 0]], dtype=np.int64),
+            "bounds": bounds, "size": bounds.size - 1}
     res = _native.select_scan_pairs(s, outcome, None, 1, False, [_plan(plan, -np.inf)])[0]
-    (c, o, w), ids = sel.unpack_tables(res[:3]), res[3]
+    (c, o, w, fine), ids = sel.unpack_tables(res[:4]), res[4]
     idx = np.searchsorted(bounds, sel.to_keys(s), side="right") - 1
-    np.testing.assert_array_equal(c, np.bincount(idx, minlength=bounds.size - 1))
-    np.testing.assert_array_equal(o, np.bincount(idx, weights=outcome, minlength=c.size))
+    counts = np.bincount(idx, minlength=bounds.size - 1)
+    np.testing.assert_array_equal(fine, counts if per_super else [])
+    tab = idx // sel.SUPER if per_super else idx
+    np.testing.assert_array_equal(c[:tab.max() + 1], np.bincount(tab))
+    np.testing.assert_array_equal(o[:tab.max() + 1], np.bincount(tab, weights=outcome))
     assert ids.size == 0
     whole = grouped_bin_stats(None, s, outcome, num_bins=1, units=True)[4].words.reshape(-1, 2)
     def total(words):
@@ -80,7 +85,9 @@ def test_thresholds_share_one_read_and_equal_their_own_groups(dtype):
     for a, b in zip(both[1], alone[0]):
         np.testing.assert_array_equal(a, b)
     groups = score_groups(y, p, False, True, 0.01)
-    counts = both[1][0].reshape(4, -1).sum(axis=1)
+    r = both[1]
+    s1.advance((*sel.unpack_tables(r[:4]), r[4], r[5], r[6]))
+    counts = s1.sizes
     np.testing.assert_array_equal(counts, [g[0].size for g in groups])
 
 
@@ -95,7 +102,7 @@ def test_fetch_regions_return_exactly_their_scores():
     regions = np.array([[0, 2, 2 * i, 2, 100 + i] for i in range(los.size)], dtype=np.int64)
     res = _native.select_scan_pairs(s, ok, None, 1, False,
                                     [(-np.inf, regions, bounds, 0)])[0]
-    ids, got, got_ok = res[3], res[4], res[5]
+    ids, got, got_ok = res[4], res[5], res[6]
     k = sel.to_keys(s)
     for i, (lo, hi) in enumerate(zip(los, his)):
         want = np.sort(s[(k >= lo) & (k < hi)])
@@ -111,9 +118,9 @@ def test_tables_ship_packed_when_they_fit():
         ok = (rng.random(s.size) < 0.5).astype(np.uint8)
         bounds = np.array([0, sel.to_keys(np.array([0.5]))[0], sel.to_keys(np.array([2.0]))[0]])
         plan = (-np.inf, np.array([[0, 1, 0, 3, 0]]), bounds, 2)
-        c, o, w = _native.select_scan_pairs(s, ok, None, 1, False, [plan])[0][:3]
+        c, o, w, fine = _native.select_scan_pairs(s, ok, None, 1, False, [plan])[0][:4]
         assert (c.dtype == np.int32 and w.ndim == 1) == packed
-        c, o, w = sel.unpack_tables((c, o, w))
+        c, o, w, _ = sel.unpack_tables((c, o, w, fine))
         np.testing.assert_array_equal(c, [(s < 0.5).sum(), (s >= 0.5).sum()])
         np.testing.assert_array_equal(o, [ok[s < 0.5].sum(), ok[s >= 0.5].sum()])
         whole = grouped_bin_stats([0] * s.size, s, ok, num_bins=1, units=True)
@@ -222,3 +229,65 @@ def test_pairs_with_zero_and_negative_confidences_bit_for_bit(dtype):
     got = cdask.evaluate(space=space, num_bins=(2, 10, 30), **dkw, **SYNC)
     want = calibkit.evaluate(space=space, num_bins=(2, 10, 30), **kw)
     np.testing.assert_array_equal(got.values, want.values)
+
+
+def _passes(monkeypatch):
+    calls = []
+    original = cdask._run_pass
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cdask, "_run_pass", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_edges_on_single_keys_retable_their_super_buckets(monkeypatch, dtype):
+    """Pass 1 tables super-buckets of 16 grid buckets: when every edge falls on a single key
+    (0, 1, the floats just below 1, exactly on grid bounds), the super-buckets holding them are
+    tabled again around them in a second pass (runs of buckets between ranks, single keys
+    alone), and the values stay those of memory bit for bit."""
+    calls = _passes(monkeypatch)
+    rng = np.random.default_rng(12)
+    one = dtype(1.0)
+    below = [np.nextafter(one, dtype(0))]
+    for _ in range(3):
+        below.append(np.nextafter(below[-1], dtype(0)))
+    grid_on = sel.from_keys(sel.initial_bounds(dtype, sel.grid_size(3))[200:232], dtype)
+    values = np.concatenate([[0.0, 1.0], np.asarray(below, dtype=np.float64), grid_on])
+    v = values[rng.integers(0, values.size, size=5000)].astype(dtype)
+    p = np.column_stack([v, 1 - v])
+    y = rng.integers(0, 2, size=5000)
+    dl, dp = da.from_array(y, chunks=1200), da.from_array(p, chunks=(1200, 2))
+    space = ["ACE", "TACE", "gce(adaptive,all,pooled,0.0,l2)"]
+    bins = (2, 7, 15, 40)
+    got = cdask.evaluate(dl, dp, space=space, num_bins=bins, **SYNC)
+    np.testing.assert_array_equal(got.values, calibkit.evaluate(y, p, space=space,
+                                                                num_bins=bins).values)
+    assert len(calls) == 2  # grid, then the super-buckets' tables and fetches
+    pred = rng.integers(0, 3, size=5000)
+    kw = {"confidence": v, "correct": y == 1, "predicted": pred, "num_classes": 3}
+    dkw = {k: da.from_array(x, chunks=1100) if isinstance(x, np.ndarray) else x
+           for k, x in kw.items()}
+    space = ["RMSCE", "gce(adaptive,top,classwise,0.0,l1)", "gce(adaptive,top,pooled,0.01,l1)"]
+    got = cdask.evaluate(space=space, num_bins=bins, **dkw, **SYNC)
+    np.testing.assert_array_equal(got.values, calibkit.evaluate(space=space, num_bins=bins,
+                                                                **kw).values)
+
+
+def test_retabling_splits_super_buckets_at_ranked_buckets():
+    """The table targets of one super-bucket: runs of unranked buckets, each ranked single
+    key alone, nothing for empty runs; the ranked buckets of several keys are left to the
+    refine/fetch targets."""
+    bounds = np.array([0, 10, 11, 20, 30, 31, 40, 50] + list(range(60, 60 + 2 * sel.SUPER, 2)))
+    c = np.ones(bounds.size - 1, dtype=np.int64)
+    c[5] = 0  # an empty run: no target
+    piece = [bounds[:-1:sel.SUPER], np.array([9, 9]), np.array([5, 5]), np.ones((2, 2))]
+    out = sel.Selection._retable(0, bounds, c, np.array([1, 3, 4, 6]), piece)  # 1, 4: single
+    got = [(u["lo"], u["hi"], u["count"]) for u in out]
+    assert got == [(0, 10, 1), (10, 11, 1), (11, 20, 1), (30, 31, 1), (50, 76, 9)]
+    assert all(u["kind"] == "table" and not len(u["ranks"]) for u in out)
+    assert piece[1][0] == 0 and piece[2][0] == 0 and (piece[3][0] == 0).all()
+    assert piece[1][1] == 9  # a super-bucket with no rank stays whole

@@ -77,7 +77,7 @@
 //! | `grouped_bin_stats_at` | [`weighted::grouped::grouped_bin_stats_at`] | the same against given upper edges (`calibkit.dask`) |
 //! | `adaptive_positions` | [`self::core::edges::adaptive_positions`] | the ranks of the adaptive edges |
 //! | `score_rows` | [`gce::rows::score_rows`] | a metric's kept scores as the primitive's rows (validated as by `gce`) |
-//! | `select_scan`, `select_scan_pairs` | [`gce::select::scan_matrix`], [`gce::select::scan_pairs`] | one chunk's share of a `calibkit.dask` selection pass: exact bucket tables (count, outcome count, score units) of planned key ranges, found by [`gce::select::GridLocator`] or a search, and the fetched (score, outcome) of fetch ranges; every threshold of a grouping in one read |
+//! | `select_scan`, `select_scan_pairs` | [`gce::select::scan_matrix`], [`gce::select::scan_pairs`] | one chunk's share of a `calibkit.dask` selection pass: exact bucket tables (count, outcome count, score units) of planned key ranges (or, for the first pass's grid above 1/16, each bucket's count and the tables of super-buckets of 16), found by [`gce::select::GridLocator`] or a search, and the fetched (score, outcome) of fetch ranges; every threshold of a grouping in one read |
 //! | `select_keys` | [`gce::select::Keyed::key`] | the selection's order-preserving keys (bit patterns) |
 //! | `units_sum_at` | [`self::core::units::sum_at`] | exact unit sums gathered by cell (bucket tables into bins) |
 //! | `table_cells` | [`weighted::cells::table_cells`] | each score's cell by the kernels' own bin rules |

@@ -12,11 +12,12 @@ partial results that are combined in a tree (``split_every`` at a time).
   scores, see :mod:`calibkit.scale.select`): pass 1 puts each group's scores in a fixed grid of
   buckets (and does the even-binning map-reduce), each later pass narrows every wanted rank to
   a finer bucket or fetches the scores of its bucket once it holds at most 2**18 of them. Every
-  bucket comes back as an exact table (count, outcome count, exact score sum), so the bins'
-  tables are the whole buckets between the edges plus the fetched scores binned at the edges:
-  no counting pass. Typically 2 passes in all (10M x 10 float32: 2). Only bucket tables (at
-  most about 2**20 buckets per pass) and a bounded number of scores (at most 2**22 per pass)
-  ever travel.
+  bucket comes back as an exact table (count, outcome count, exact score sum; in pass 1 per
+  super-bucket of 16 grid buckets, those holding an edge tabled again around it in pass 2), so
+  the bins' tables are the whole buckets between the edges plus the fetched scores binned at the
+  edges: no counting pass. Typically 2 passes in all (10M x 10 float32: 2; also when every edge
+  falls on a single value, e.g. scores of exactly 0 and 1). Only bucket tables (at most about
+  2**20 buckets per pass) and a bounded number of scores (at most 2**22 per pass) ever travel.
 
 * **Sample weights** (``sample_weight=``, any finite weights >= 0): one pass. Each chunk yields
   weighted even tables (:func:`calibkit.calibration_bins` with the chunk's weights) and, for
@@ -222,7 +223,7 @@ def _scans(plans, scan) -> dict:
         sent = [(plans[k][0], plans[k][1]["regions"], plans[k][1]["bounds"], plans[k][1]["size"])
                 for k in keys]
         for key, res in zip(keys, scan(mp, cc, sent)):
-            out[key] = (tuple(res[:3]), [res[3]], [res[4]], [res[5]])
+            out[key] = (tuple(res[:4]), [res[4]], [res[5]], [res[6]])
     return out
 
 
@@ -349,7 +350,8 @@ def _combine(*parts):
             out["scan"][akey] = (None, fetched[1] + ids, fetched[2] + sc, fetched[3] + oc)
     for akey, tabs in tables.items():  # summed: wide
         summed = (sum(t[0].astype(np.int64) for t in tabs), sum(t[1].astype(np.int64) for t in tabs),
-                  _native.units_sum_parts([t[2] for t in tabs]))
+                  _native.units_sum_parts([t[2] for t in tabs]),
+                  sum(t[3].astype(np.int64) for t in tabs))
         out["scan"][akey] = (summed,) + out["scan"][akey][1:]
     return out
 

@@ -11,8 +11,13 @@ bucketing happens on keys, so it is exact and identical on every worker.
 
 Pass 1 puts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
 uniform grid on [0, 1], ``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
-it gives the group sizes and thus the wanted ranks. Each later pass takes, for every wanted rank,
-the bucket that holds it (known from the cumulative counts) and either splits it into finer
+it gives the group sizes and thus the wanted ranks. Above :data:`FINE_BELOW` it counts every
+grid bucket but tables (outcome counts, score sums) only *super-buckets* of :data:`SUPER`
+consecutive grid buckets, so that the chunk's hot state stays in cache (below, where most of a
+class's scores lie, every bucket is tabled); a super-bucket that holds a wanted rank is tabled
+again in the next pass around the ranks (a *table* target per run of buckets that lie in one
+bin, and per ranked bucket of a single key). Each later pass takes, for every wanted rank, the
+bucket that holds it (known from the cumulative counts) and either splits it into finer
 buckets (a *refine* target), or, once it holds few enough scores, fetches its scores (a *fetch*
 target) so the rank can be read off exactly. A bucket that is a single key is resolved at once
 (its value is the key). Every refine step shrinks a bucket's key range at least 16-fold, so the
@@ -58,6 +63,10 @@ BUCKET_BUDGET = 1 << 20
 FETCH_MAX = 1 << 18
 #: ... and the scores fetched in one pass stay below this total.
 FETCH_BUDGET = 1 << 22
+#: Grid buckets per super-bucket table in pass 1 (the kernel's ``SUPER``) ...
+SUPER = 16
+#: ... above this score; below it, pass 1 tables every grid bucket.
+FINE_BELOW = 1 / 16
 
 
 def _signed(bits: np.ndarray, mask: int) -> np.ndarray:
@@ -137,17 +146,24 @@ def split_bounds(lo: int, hi: int, m: int) -> np.ndarray:
 
 
 def unpack_tables(packed) -> tuple:
-    """``(counts int64, outcome counts int64, unit words int64 (size, 2))`` of bucket tables
-    as a chunk ships them (``_native.select_scan``: packed to int32 counts and one int64 per
-    score sum when they fit, else wide)."""
-    c, o, w = packed
+    """``(counts int64, outcome counts int64, unit words int64 (size, 2), grid bucket counts
+    int64)`` of bucket tables as a chunk ships them (``_native.select_scan``: packed to int32
+    counts and one int64 per score sum when they fit, else wide)."""
+    c, o, w, fine = packed
     if w.ndim == 1:
         w = np.stack([w >> 63, w], axis=1)
-    return c.astype(np.int64, copy=False), o.astype(np.int64, copy=False), w
+    return (c.astype(np.int64, copy=False), o.astype(np.int64, copy=False), w,
+            fine.astype(np.int64, copy=False))
 
 
 #: Region kinds of a plan (``rust/kernels/gce/select.rs``, ``Plan::from_rows``).
-_GRID, _BUCKETS, _FETCH = 0, 1, 2
+_GRID, _BUCKETS, _FETCH, _GRID_SUPER = 0, 1, 2, 3
+
+
+def _fine_part(bounds: np.ndarray, dtype) -> int:
+    """Buckets of a first-pass grid tabled one by one (those below :data:`FINE_BELOW`: most
+    of a class's scores lie there, and a super-bucket holding an edge is read again)."""
+    return int(np.searchsorted(bounds, to_keys(np.array([FINE_BELOW], dtype=dtype))[0]))
 
 
 def _by_target(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -221,14 +237,25 @@ class Selection:
         rows, self._layout, size = [], [], 0
         order = sorted(range(len(self._targets)),
                        key=lambda i: (self._targets[i]["g"], self._targets[i]["kind"]))
+        supers = {}  # grid targets: the slot of their super-buckets, first (counts packed)
         for tid in order:
             t = self._targets[tid]
-            if t["kind"] == "refine":
+            if t.get("spec", ("",))[0] == "grid":
+                b, f = t["bounds"], _fine_part(t["bounds"], self.dtype)
+                rows.append([t["g"], _GRID_SUPER, place(t["spec"], b) + f, b.size - f, size])
+                supers[tid] = size
+                size += -(-(b.size - 1 - f) // SUPER)
+        for tid in order:
+            t = self._targets[tid]
+            if tid in supers:  # the grid's buckets below 1/16, tabled one by one
+                f = _fine_part(t["bounds"], self.dtype)
+                rows.append([t["g"], _GRID, place(t["spec"], t["bounds"]), f + 1, size])
+                self._layout.append((tid, size, t["bounds"].size - 1, supers[tid]))
+                size += f
+            elif t["kind"] in ("refine", "table"):
                 b = t["bounds"]
-                grid = t["spec"][0] == "grid"
-                start = place(t["spec"] if grid else None, b)
-                rows.append([t["g"], _GRID if grid else _BUCKETS, start, b.size, size])
-                self._layout.append((tid, size, b.size - 1))
+                rows.append([t["g"], _BUCKETS, place(None, b), b.size, size])
+                self._layout.append((tid, size, b.size - 1, None))
                 size += b.size - 1
             else:
                 start = place(None, np.array([t["lo"], t["hi"]], dtype=np.int64))
@@ -243,17 +270,21 @@ class Selection:
 
     def advance(self, scanned) -> None:
         """Digest the reduced result of the pass planned by :meth:`plan`: ``(counts, outcome
-        counts, unit words (size, 2), fetched target ids, fetched scores, fetched outcomes)``
-        summed over the chunks (the fetched arrays concatenated)."""
-        counts, outcomes, words, ids, scores, fetched_out = scanned
+        counts, unit words (size, 2), grid bucket counts, fetched target ids, fetched scores,
+        fetched outcomes)`` summed over the chunks (the fetched arrays concatenated)."""
+        counts, outcomes, words, fine, ids, scores, fetched_out = scanned
         first = self.sizes is None
         if self.sizes is None:
             self.sizes = np.zeros(self.num_groups, dtype=np.int64)
         sizes = self.sizes
         new = []
-        for tid, start, m in self._layout:
+        for tid, start, m, sup in self._layout:
             t = self._targets[tid]
-            c = counts[start:start + m]
+            f = m if sup is None else _fine_part(t["bounds"], self.dtype)
+            tab = slice(start, start + f)
+            c = counts[tab]
+            if sup is not None:  # a grid: buckets below 1/16, then the super-buckets' counts
+                c = np.concatenate([c, fine[SUPER * sup:SUPER * sup + m - f]])
             if first:
                 n = int(c.sum())
                 sizes[t["g"]] = n
@@ -266,8 +297,13 @@ class Selection:
                     "deterministic, e.g. persist() the arrays)"
                 )
             pieces = self._pieces[t["g"]]
-            pieces.append([t["bounds"][:-1], c.copy(), outcomes[start:start + m].copy(),
-                           words[start:start + m].copy()])
+            pieces.append([t["bounds"][:f], counts[tab].copy(), outcomes[tab].copy(),
+                           words[tab].copy()])
+            own = len(pieces) - 1
+            if sup is not None:
+                tab = slice(sup, sup + -(-(m - f) // SUPER))
+                pieces.append([t["bounds"][f:-1:SUPER], counts[tab].copy(),
+                               outcomes[tab].copy(), words[tab].copy()])
             if not len(t["ranks"]):
                 continue
             cum = np.cumsum(c)
@@ -277,7 +313,12 @@ class Selection:
                 lo, hi = int(t["bounds"][i]), int(t["bounds"][i + 1])
                 below = t["below"] + (int(cum[i - 1]) if i > 0 else 0)
                 new.append({"g": t["g"], "lo": lo, "hi": hi, "below": below,
-                            "count": int(c[i]), "ranks": ranks, "at": (len(pieces) - 1, i)})
+                            "count": int(c[i]), "ranks": ranks,
+                            "at": (own, i) if i < f else None})
+            held = np.unique(where)
+            if sup is not None and (held >= f).any():
+                new += self._retable(t["g"], t["bounds"][f:], c[f:], held[held >= f] - f,
+                                     pieces[-1])
         order, present, runs = _by_target(np.asarray(ids, dtype=np.int64))
         run_of = {int(t): (int(runs[j]), int(runs[j + 1])) for j, t in enumerate(present)}
         for tid, t in enumerate(self._targets):
@@ -297,8 +338,40 @@ class Selection:
                 self.values[t["g"]][int(r)] = float(ordered[int(r) - t["below"]])
         self._schedule(new)
 
+    @staticmethod
+    def _retable(g, b, c, held, piece) -> list:
+        """Table targets for the super-buckets of group ``g``'s grid part (bounds ``b``, bucket
+        counts ``c``) that hold the ranked buckets ``held``: each run of buckets with no rank
+        (they lie in one bin) and each ranked bucket of a single key (its value is an edge)
+        becomes a bucket of the next pass; the other ranked buckets are refined or fetched.
+        The super-buckets' tables in ``piece`` are zeroed."""
+        out: list = []
+        m = c.size
+        ranked = np.zeros(m, dtype=bool)
+        ranked[held] = True
+        for j in np.unique(held // SUPER):
+            for a in piece[1:]:
+                a[j] = 0
+            stop = min(SUPER * j + SUPER, m)
+            runs, start = [], SUPER * j
+            for i in range(SUPER * j, stop):
+                if ranked[i]:
+                    runs.append((start, i))
+                    if b[i + 1] - b[i] == 1:  # a single key: its own bucket
+                        runs.append((i, i + 1))
+                    start = i + 1
+            runs.append((start, stop))
+            for lo, hi in runs:
+                n = int(c[lo:hi].sum())
+                if n:
+                    out.append({"g": g, "lo": int(b[lo]), "hi": int(b[hi]), "count": n,
+                                "ranks": np.empty(0, np.int64), "kind": "table",
+                                "spec": ("table",), "bounds": b[[lo, hi]].astype(np.int64)})
+        return out
+
     def _schedule(self, targets) -> None:
-        pending = []
+        pending = [t for t in targets if t.get("kind") == "table"]
+        targets = [t for t in targets if t.get("kind") != "table"]
         for t in targets:
             if t["hi"] - t["lo"] == 1:  # a single key: its value is known (its bucket is whole)
                 v = float(from_keys([t["lo"]], self.dtype)[0])
@@ -306,12 +379,15 @@ class Selection:
                     self.values[t["g"]][int(r)] = v
             else:
                 pending.append(t)
-                piece, i = t["at"]
-                for a in self._pieces[t["g"]][piece][1:]:  # refined or fetched: no longer whole
-                    a[i] = 0
+                if t["at"] is not None:  # grid buckets: zeroed with their super-bucket
+                    piece, i = t["at"]
+                    for a in self._pieces[t["g"]][piece][1:]:  # refined or fetched: not whole
+                        a[i] = 0
         fetched_total = 0
         refine = []
-        for t in sorted(pending, key=lambda t: t["count"]):
+        for t in sorted(targets, key=lambda t: t["count"]):
+            if t["hi"] - t["lo"] == 1:
+                continue
             if t["count"] <= FETCH_MAX and fetched_total + t["count"] <= FETCH_BUDGET:
                 t["kind"] = "fetch"
                 fetched_total += t["count"]

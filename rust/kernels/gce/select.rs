@@ -6,7 +6,10 @@
 //! either cut into buckets by given bounds, whose tables the pass fills, or a *fetch* region,
 //! whose scores (with their outcomes) the pass returns. The first pass has one region per
 //! group, the whole first-pass grid, whose buckets are found from the bit pattern by
-//! [`GridLocator`]; later passes cut the buckets holding wanted ranks into finer buckets (found
+//! [`GridLocator`] and counted, while the tables are kept per *super-bucket* of [`SUPER`]
+//! consecutive grid buckets (so that a class's hot state, 4 bytes a bucket and 16 a
+//! super-bucket, stays in cache; the coordinator tables the super-buckets that hold an edge
+//! finely in the next pass); later passes cut the buckets holding wanted ranks into finer buckets (found
 //! by a binary search of their bounds) or fetch them.
 //!
 //! A bucket's table is its count, its outcome count and the exact sum of its scores' grid units
@@ -97,19 +100,26 @@ fn search(bounds: &[i64], key: i64) -> Option<usize> {
 
 /// The flag of a locator cell with one bound inside it (a bucket index is below it).
 const ONE_INSIDE: i32 = 1 << 30;
+/// With [`ONE_INSIDE`]: the bound's offset from the cell's start is in the cell, above the
+/// bucket index (so that the lookup reads no bound).
+const PACKED: i32 = 1 << 29;
 
 /// The bucket of a score among the first pass's grid bounds without a search (exactly
 /// [`search`]): non-negative keys index a table of cells by their bit pattern, each binade
 /// (exponent) cut into a power of two of equal cells, at least twice as many as the bounds in
 /// it (so a uniform grid's cells are narrower than half its step and hold at most one bound
-/// inside them), and one comparison finishes the lookup. The table is about four cells per
-/// bound. Cells holding more bounds, negative keys and keys past the last bound take the
-/// search.
+/// inside them), and one comparison finishes the lookup, with the bound's offset in the cell
+/// when it fits ([`PACKED`]; the grid's bounds above 2^-6 for float32) or the bound. The table
+/// is about four cells per bound. Cells holding more bounds, negative keys and keys past the
+/// last bound take the search.
 pub struct GridLocator<'a> {
     bounds: &'a [i64],
     /// Per cell: the bucket of the cell's first key (with [`ONE_INSIDE`] if a bound lies inside
-    /// the cell), or -2 (the search).
+    /// the cell, and [`PACKED`] with the bound's offset above `bucket_bits`), or -2 (the
+    /// search).
     table: Vec<i32>,
+    /// Bits of a packed cell's bucket index (the offset has the 29 - `bucket_bits` above).
+    bucket_bits: u32,
     /// Per binade: its first cell and the shift of its mantissa bits to a cell.
     base: Vec<(u32, u32)>,
     mant: u32,
@@ -121,18 +131,25 @@ impl<'a> GridLocator<'a> {
         let mant = T::MANT;
         let top = bounds.last().map_or(0, |&b| b.max(0)) >> mant;
         let binades = top as usize + 1;
-        let mut inside = vec![0usize; binades];
+        let mut inside: Vec<Vec<i64>> = vec![Vec::new(); binades];
         for &b in bounds.iter().filter(|&&b| b >= 0) {
-            inside[(b >> mant) as usize] += 1;
+            inside[(b >> mant) as usize].push(b);
         }
         let mut base = Vec::with_capacity(binades);
         let mut cells = 0u32;
-        for &n in &inside {
-            let bits = (2 * n).next_power_of_two().trailing_zeros().min(16).min(mant);
+        for bs in &inside {
+            // as many cells as bounds when each bound falls in a cell of its own (a uniform
+            // grid aligned with the cells: half the table, and most cells answer at once),
+            // else twice as many
+            let fewest = bs.len().next_power_of_two().trailing_zeros().min(16).min(mant);
+            let own = |bits: u32| bs.windows(2).all(|w| w[0] >> (mant - bits) != w[1] >> (mant - bits));
+            let bits = if own(fewest) { fewest } else { (fewest + 1).min(16).min(mant) };
             base.push((cells, mant - bits));
             cells += 1 << bits;
         }
         let mut table = Vec::with_capacity(cells as usize);
+        let bucket_bits = bounds.len().next_power_of_two().trailing_zeros().min(29);
+        let offset_max = (1i64 << (29 - bucket_bits)) - 1;
         // Cells in key order: one merge with the bounds. `first` counts the bounds <= the
         // cell's start, `below_stop` those < its stop.
         let (mut first, mut below_stop) = (0usize, 0usize);
@@ -148,11 +165,17 @@ impl<'a> GridLocator<'a> {
                     below_stop += 1;
                 }
                 let inside = below_stop - first;
-                let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 < ONE_INSIDE as usize;
-                table.push(if ok { (first - 1) as i32 | if inside == 1 { ONE_INSIDE } else { 0 } } else { -2 });
+                let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 < PACKED as usize;
+                let t = match inside {
+                    _ if !ok => -2,
+                    0 => (first - 1) as i32,
+                    _ if bounds[first] - lo <= offset_max => ONE_INSIDE | PACKED | ((bounds[first] - lo) << bucket_bits) as i32 | (first - 1) as i32,
+                    _ => ONE_INSIDE | (first - 1) as i32,
+                };
+                table.push(t);
             }
         }
-        GridLocator { bounds, table, base, mant }
+        GridLocator { bounds, table, bucket_bits, base, mant }
     }
 
     #[inline(always)]
@@ -167,8 +190,14 @@ impl<'a> GridLocator<'a> {
                         return Some(t as usize); // no bound inside the cell
                     }
                     // the one bound inside the cell (the last one ends the grid)
-                    let b = (t & !ONE_INSIDE) as usize;
-                    let b = b + (bounds[b + 1] <= key) as usize;
+                    let b = if t & PACKED != 0 {
+                        let b = (t & ((1 << self.bucket_bits) - 1)) as usize;
+                        let offset = ((t & (PACKED - 1)) >> self.bucket_bits) as i64;
+                        b + ((key & ((1i64 << shift) - 1)) >= offset) as usize
+                    } else {
+                        let b = (t & !ONE_INSIDE) as usize;
+                        b + (bounds[b + 1] <= key) as usize
+                    };
                     return (b + 1 < bounds.len()).then_some(b);
                 }
             }
@@ -177,11 +206,17 @@ impl<'a> GridLocator<'a> {
     }
 }
 
+/// Grid buckets per super-bucket (the tables of a [`Kind::GridSuper`] region).
+pub const SUPER: usize = 16;
+
 /// What a region does with the scores in it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     /// Buckets of the first pass's grid, found by [`GridLocator`].
     Grid,
+    /// As [`Kind::Grid`], but only each bucket's count, and the tables of super-buckets of
+    /// [`SUPER`] buckets (bucket `b` in super-bucket `b / SUPER`).
+    GridSuper,
     /// Buckets found by a binary search of their bounds.
     Buckets,
     /// The scores are returned, with their outcomes, under the region's target id.
@@ -195,7 +230,9 @@ pub struct Region {
     pub hi: i64,
     pub kind: Kind,
     /// Buckets: the range of the plan's bounds that cut the region (`bounds[0] == lo`, last
-    /// `== hi`), and the table slot of its first bucket. Fetch: unused, and the target id.
+    /// `== hi`), and the table slot of its first bucket. GridSuper: the bounds, and the table
+    /// slot of its first super-bucket; bucket `b`'s count goes to `counts[SUPER * slot + b]`. Fetch:
+    /// unused, and the target id.
     pub bounds: std::ops::Range<usize>,
     pub slot: usize,
 }
@@ -207,8 +244,10 @@ pub struct Plan {
     /// Per group, its regions sorted by `lo`, disjoint.
     pub groups: Vec<Vec<Region>>,
     pub bounds: Vec<i64>,
-    /// Table slots (buckets) of the pass.
+    /// Table slots (buckets, super-buckets) of the pass.
     pub size: usize,
+    /// Length of the grid buckets' counts (0 without a grid region).
+    pub counts_size: usize,
 }
 
 impl Plan {
@@ -223,6 +262,7 @@ impl Plan {
                 0 => Kind::Grid,
                 1 => Kind::Buckets,
                 2 => Kind::Fetch,
+                3 => Kind::GridSuper,
                 _ => return Err(bad("unknown region kind")),
             };
             let (start, len) = (usize::try_from(r[2]).map_err(|_| bad("negative bounds start"))?, usize::try_from(r[3]).map_err(|_| bad("negative bounds length"))?);
@@ -234,20 +274,32 @@ impl Plan {
                 return Err(bad("bounds must increase"));
             }
             let slot = usize::try_from(r[4]).map_err(|_| bad("negative slot or id"))?;
-            if kind != Kind::Fetch && slot.checked_add(len - 1).is_none_or(|e| e > size) {
+            let slots = if kind == Kind::GridSuper { (len - 1).div_ceil(SUPER) } else { len - 1 };
+            if kind != Kind::Fetch && slot.checked_add(slots).is_none_or(|e| e > size) {
                 return Err(bad("slots out of range"));
             }
             let (lo, hi) = (b[0], b[len - 1]);
             let bounds = if kind == Kind::Fetch { 0..0 } else { start..start + len };
             groups[g].push(Region { lo, hi, kind, bounds, slot });
         }
+        let mut counts_size = 0;
         for regions in &mut groups {
             regions.sort_by_key(|r| r.lo);
             if regions.windows(2).any(|w| w[0].hi > w[1].lo) {
                 return Err(bad("regions overlap"));
             }
+            for r in regions.iter().filter(|r| r.kind == Kind::GridSuper) {
+                counts_size = counts_size.max(SUPER * r.slot + r.bounds.len() - 1);
+            }
         }
-        Ok(Plan { threshold, groups, bounds, size })
+        let grids: Vec<&Region> = groups.iter().flatten().filter(|r| r.kind == Kind::GridSuper).collect();
+        for (i, a) in grids.iter().enumerate() {
+            let fine = |r: &Region| SUPER * r.slot..SUPER * r.slot + r.bounds.len() - 1;
+            if grids[..i].iter().any(|b| fine(a).start < fine(b).end && fine(b).start < fine(a).end) {
+                return Err(bad("grid counts overlap"));
+            }
+        }
+        Ok(Plan { threshold, groups, bounds, size, counts_size })
     }
 
     fn same_regions(&self, other: &Plan) -> bool {
@@ -267,6 +319,8 @@ pub struct Cell {
 #[derive(Debug, Default, PartialEq)]
 pub struct Scanned<T> {
     pub cells: Vec<Cell>,
+    /// The grid buckets' counts ([`Plan::counts_size`]).
+    pub counts: Vec<u64>,
     pub fetched_id: Vec<i64>,
     pub fetched_score: Vec<T>,
     pub fetched_outcome: Vec<bool>,
@@ -297,6 +351,8 @@ fn region_filter<T: Keyed>(regions: &[Region], bits: u32) -> Vec<u64> {
 enum Hit {
     Miss,
     Slot(usize),
+    /// A grid bucket: its table slot (its super-bucket's) and its count's index.
+    Grid(usize, usize),
     Fetch(i64),
 }
 
@@ -323,10 +379,16 @@ impl Run {
 struct Scanner<'a, T: Keyed> {
     plan: &'a Plan,
     runs: Vec<Run>,
+    /// The grid buckets' counts modulo 2^16 (2 bytes a bucket, to stay in cache) ...
+    counts: Vec<u16>,
+    /// ... and the times each wrapped (rare: a small map).
+    wraps: std::collections::HashMap<usize, u64>,
     /// Runs already folded (a bucket reaches [`units::RUN`] scores rarely: a small map).
     folded: std::collections::HashMap<usize, Cell>,
-    /// One locator per distinct grid bounds range of the plan.
+    /// One locator per distinct grid bounds range of the plan, and per group and region, the
+    /// region's locator (0 where none).
     grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
+    locs: Vec<Vec<usize>>,
     /// Per group, the lowest key of each region (for the search).
     los: Vec<Vec<i64>>,
     /// Plans without a grid (the later passes, whose regions are narrow): per group a bitmap
@@ -349,27 +411,34 @@ impl<'a, T: Keyed> Scanner<'a, T> {
     fn new(plan: &'a Plan, shares: bool) -> Self {
         let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)> = Vec::new();
         // a plan that shares never searches: the previous plan's hits are its own
-        for r in plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid && !shares) {
+        for r in plan.groups.iter().flatten().filter(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper) && !shares) {
             if !grids.iter().any(|(b, _)| *b == r.bounds) {
                 grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
             }
         }
+        let locs = plan.groups.iter().map(|rs| rs.iter().map(|r| grids.iter().position(|(b, _)| *b == r.bounds).unwrap_or(0)).collect()).collect();
         let runs = vec![Run::default(); plan.size];
         let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
         let filter_bits = filter_bits(plan.groups.len());
-        let no_grid = !plan.groups.iter().flatten().any(|r| r.kind == Kind::Grid);
+        let no_grid = !plan.groups.iter().flatten().any(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper));
         let filter = (no_grid && !shares).then(|| plan.groups.iter().map(|rs| region_filter::<T>(rs, filter_bits)).collect());
         let mut whole = Vec::new();
         if shares {
             whole = vec![0u64; plan.size.div_ceil(64)];
             for r in plan.groups.iter().flatten().filter(|r| r.kind != Kind::Fetch) {
-                for (b, &lo) in plan.bounds[r.bounds.start..r.bounds.end - 1].iter().enumerate() {
+                let step = if r.kind == Kind::GridSuper { SUPER } else { 1 };
+                for (b, &lo) in plan.bounds[r.bounds.start..r.bounds.end - 1].iter().step_by(step).enumerate() {
                     let i = r.slot + b;
                     whole[i / 64] |= ((T::value_of_key(lo) > plan.threshold) as u64) << (i % 64);
                 }
             }
         }
-        Scanner { plan, runs, folded: Default::default(), grids, los, filter, filter_bits, shares, whole, fetched: Scanned::default() }
+        // past the counts: scratch counts of the grids tabled per bucket (discarded; no branch,
+        // and no chain of increments of one cell)
+        let scratch = plan.groups.iter().flatten().filter(|r| r.kind == Kind::Grid).map(|r| r.bounds.len()).max().unwrap_or(0);
+        let counts = vec![0u16; plan.counts_size + scratch];
+        let fetched = Scanned::default();
+        Scanner { plan, runs, counts, wraps: Default::default(), folded: Default::default(), grids, locs, los, filter, filter_bits, shares, whole, fetched }
     }
 
     #[inline(always)]
@@ -383,9 +452,9 @@ impl<'a, T: Keyed> Scanner<'a, T> {
             }
         }
         let regions = &self.plan.groups[g];
-        let r = match regions.len() {
+        let ri = match regions.len() {
             0 => return Hit::Miss,
-            1 => &regions[0],
+            1 => 0,
             mut n => {
                 // the last region starting at or below the key, by a search whose steps are
                 // arithmetic, not branches (keys fall between the targets at random: branches
@@ -397,23 +466,39 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                     base += half * (los[base + half] <= key) as usize;
                     n -= half;
                 }
-                &regions[base]
+                base
             }
         };
+        let r = &regions[ri];
         if key < r.lo || key >= r.hi {
             return Hit::Miss;
         }
-        let bounds = &self.plan.bounds[r.bounds.clone()];
-        let bucket = match r.kind {
-            Kind::Fetch => return Hit::Fetch(r.slot as i64),
-            Kind::Grid => match self.grids.iter().find(|(b, _)| *b == r.bounds) {
-                Some((_, loc)) => loc.locate(key),
-                None => None,
+        match r.kind {
+            Kind::Fetch => Hit::Fetch(r.slot as i64),
+            Kind::Grid | Kind::GridSuper => match self.grids[self.locs[g][ri]].1.locate(key) {
+                // one path for both kinds (which one a score takes is not predictable)
+                Some(b) => {
+                    let sup = r.kind == Kind::GridSuper;
+                    let shift = sup as u32 * SUPER.trailing_zeros();
+                    Hit::Grid(r.slot + (b >> shift), if sup { SUPER * r.slot } else { self.plan.counts_size } + b)
+                }
+                None => Hit::Miss,
             },
-            Kind::Buckets => search(bounds, key),
-        };
-        bucket.map_or(Hit::Miss, |b| Hit::Slot(r.slot + b))
+            Kind::Buckets => search(&self.plan.bounds[r.bounds.clone()], key).map_or(Hit::Miss, |b| Hit::Slot(r.slot + b)),
+        }
     }
+
+    #[inline(always)]
+    fn add_run(&mut self, i: usize, wide: f64, outcome: bool) {
+        let r = &mut self.runs[i];
+        r.count += 1;
+        r.outcome += outcome as u32;
+        r.units += units::units(wide);
+        if r.count as usize == units::RUN {
+            r.fold_into(self.folded.entry(i).or_default());
+        }
+    }
+
 
     #[inline(always)]
     fn add(&mut self, hit: Hit, s: T, wide: f64, outcome: bool) {
@@ -423,13 +508,18 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 if self.whole.get(i / 64).is_some_and(|&w| w >> (i % 64) & 1 == 1) {
                     return; // a whole bucket: the previous plan's table
                 }
-                let r = &mut self.runs[i];
-                r.count += 1;
-                r.outcome += outcome as u32;
-                r.units += units::units(wide);
-                if r.count as usize == units::RUN {
-                    r.fold_into(self.folded.entry(i).or_default());
+                self.add_run(i, wide, outcome);
+            }
+            Hit::Grid(i, f) => {
+                if self.whole.get(i / 64).is_some_and(|&w| w >> (i % 64) & 1 == 1) {
+                    return; // a whole super-bucket: the previous plan's table and counts
                 }
+                let c = &mut self.counts[f];
+                *c = c.wrapping_add(1);
+                if *c == 0 {
+                    *self.wraps.entry(f).or_default() += 1;
+                }
+                self.add_run(i, wide, outcome);
             }
             Hit::Fetch(id) => {
                 self.fetched.fetched_id.push(id);
@@ -440,21 +530,35 @@ impl<'a, T: Keyed> Scanner<'a, T> {
     }
 
     /// The plan's tables (`previous`: the previous plan's, when this one shares its regions).
-    fn finish(mut self, previous: Option<&[Cell]>) -> Scanned<T> {
+    fn finish(mut self, previous: Option<&Scanned<T>>) -> Scanned<T> {
         let mut cells: Vec<Cell> = self.runs.iter().map(|r| Cell { count: r.count as u64, outcome: r.outcome as u64, units: r.units as i128 }).collect();
         for (i, c) in self.folded {
             cells[i].count += c.count;
             cells[i].outcome += c.outcome;
             cells[i].units += c.units;
         }
+        let mut counts: Vec<u64> = self.counts.iter().map(|&c| c as u64).collect();
+        for (f, w) in self.wraps {
+            counts[f] += w << 16;
+        }
+        counts.truncate(self.plan.counts_size);
         if let Some(prev) = previous.filter(|_| self.shares) {
-            for (i, (c, p)) in cells.iter_mut().zip(prev).enumerate() {
-                if self.whole[i / 64] >> (i % 64) & 1 == 1 {
+            let whole = |i: usize| self.whole[i / 64] >> (i % 64) & 1 == 1;
+            for (i, (c, p)) in cells.iter_mut().zip(&prev.cells).enumerate() {
+                if whole(i) {
                     *c = *p;
+                }
+            }
+            for r in self.plan.groups.iter().flatten().filter(|r| r.kind == Kind::GridSuper) {
+                for b in 0..r.bounds.len() - 1 {
+                    if whole(r.slot + b / SUPER) {
+                        counts[SUPER * r.slot + b] = prev.counts[SUPER * r.slot + b];
+                    }
                 }
             }
         }
         self.fetched.cells = cells;
+        self.fetched.counts = counts;
         self.fetched
     }
 }
@@ -501,7 +605,7 @@ impl<'a, T: Keyed> Scan<'a, T> {
     fn finish(self) -> Vec<Scanned<T>> {
         let mut out: Vec<Scanned<T>> = Vec::with_capacity(self.scanners.len());
         for sc in self.scanners {
-            let done = sc.finish(out.last().map(|p| &p.cells[..]));
+            let done = sc.finish(out.last());
             out.push(done);
         }
         out

@@ -67,22 +67,23 @@ fn keys_sort_as_values() {
     assert_eq!((-0.0f32).key(), 0);
 }
 
-/// A plan of three regions of group 0 (buckets, fetch, buckets) and a grid of group 1 (cut by
-/// the grid locator, or, `filtered`, by a search behind the later passes' filter).
-fn plan(threshold: f64, grid_bounds: &[i64], filtered: bool) -> Plan {
+/// A plan of three regions of group 0 (buckets, fetch, buckets) and a grid of group 1 of `kind`
+/// (0: cut by the grid locator; 3: the same, tabled per super-bucket; 1: cut by a search behind
+/// the later passes' filter).
+fn plan(threshold: f64, grid_bounds: &[i64], kind: i64) -> Plan {
     let k = |x: f64| x.key();
     let mut bounds: Vec<i64> = vec![k(0.1), k(0.2), k(0.25), k(0.3)];
     bounds.extend([k(0.5), k(0.6)]);
     bounds.extend([k(0.7), k(0.7) + 1, k(0.9)]);
     let g0 = bounds.len();
     bounds.extend_from_slice(grid_bounds);
-    let rows = [[0, 1, 0, 4, 0], [0, 2, 4, 2, 17], [0, 1, 6, 3, 3], [1, filtered as i64, g0 as i64, grid_bounds.len() as i64, 5]];
+    let rows = [[0, 1, 0, 4, 0], [0, 2, 4, 2, 17], [0, 1, 6, 3, 3], [1, kind, g0 as i64, grid_bounds.len() as i64, 5]];
     Plan::from_rows(threshold, 2, &rows, bounds, 5 + grid_bounds.len() - 1).unwrap()
 }
 
 /// The plain rule: each kept entry's region by a linear scan, its bucket by a search.
 fn naive(plan: &Plan, entries: &[(usize, f64, bool)]) -> Scanned<f64> {
-    let mut out = Scanned { cells: vec![Cell::default(); plan.size], ..Default::default() };
+    let mut out = Scanned { cells: vec![Cell::default(); plan.size], counts: vec![0; plan.counts_size], ..Default::default() };
     for &(g, s, o) in entries {
         if s.partial_cmp(&plan.threshold) != Some(std::cmp::Ordering::Greater) {
             continue;
@@ -94,7 +95,13 @@ fn naive(plan: &Plan, entries: &[(usize, f64, bool)]) -> Scanned<f64> {
                 out.fetched_score.push(s);
                 out.fetched_outcome.push(o);
             } else if let Some(b) = search(&plan.bounds[r.bounds.clone()], key) {
-                let c = &mut out.cells[r.slot + b];
+                let slot = if r.kind == Kind::GridSuper {
+                    out.counts[SUPER * r.slot + b] += 1;
+                    r.slot + b / SUPER
+                } else {
+                    r.slot + b
+                };
+                let c = &mut out.cells[slot];
                 c.count += 1;
                 c.outcome += o as u64;
                 c.units += units::units(s) as i128;
@@ -122,8 +129,8 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
     let labels: Vec<i64> = (0..n).map(|i| (i % 3 == 0) as i64).collect();
     let x = Inputs::new(&probs, &labels, k).unwrap();
     let gb = grid::<f64>(64, 40, 20, |x| x.key());
-    for (mp, cc, filtered) in [(false, true, false), (true, true, false), (false, false, false), (true, false, false), (false, true, true), (true, true, true)] {
-        let plans = [plan(0.0, &gb, filtered), plan(0.0, &gb, filtered), plan(0.25, &gb, filtered)];
+    for (mp, cc, kind) in [(false, true, 3), (true, true, 3), (false, false, 3), (true, false, 0), (false, true, 0), (false, true, 1), (true, true, 1)] {
+        let plans = [plan(0.0, &gb, kind), plan(0.0, &gb, kind), plan(0.25, &gb, kind)];
         let mut entries = Vec::new();
         for (i, &label) in labels.iter().enumerate() {
             let row = x.row(i);
@@ -137,7 +144,7 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
             }
         }
         let ps: Vec<Plan> = plans.iter().map(|p| {
-            let mut q = Plan { threshold: p.threshold, groups: p.groups.clone(), bounds: p.bounds.clone(), size: p.size };
+            let mut q = Plan { threshold: p.threshold, groups: p.groups.clone(), bounds: p.bounds.clone(), size: p.size, counts_size: p.counts_size };
             if !cc {
                 q.groups.truncate(1);
             }
@@ -147,6 +154,7 @@ fn matrix_scan_is_the_plain_rule_for_every_plan_and_threshold() {
         for (p, g) in ps.iter().zip(&got) {
             let want = naive(p, &entries);
             assert_eq!(g.cells, want.cells, "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
+            assert_eq!(g.counts, want.counts, "max_prob {mp}, class-conditional {cc}, threshold {}", p.threshold);
             // fetched entries in any order
             let sorted = |s: &Scanned<f64>| {
                 let mut v: Vec<(i64, u64, bool)> = (0..s.fetched_id.len()).map(|i| (s.fetched_id[i], s.fetched_score[i].to_bits(), s.fetched_outcome[i])).collect();
@@ -166,27 +174,47 @@ fn pairs_scan_keeps_every_pair_below_minus_infinity() {
     let pred = [0i64, 1, 1, 0, 1, 0];
     let pairs = Pairs::new(&conf, &correct, Some(&pred), 2).unwrap();
     let bounds = vec![(-1.0f32).key(), 0.5f32.key(), 2.0f32.key()];
-    let rows = [[0, 0, 0, 3, 0], [1, 1, 0, 3, 2]];
+    let rows = [[0, 3, 0, 3, 0], [1, 1, 0, 3, 2]];
     let all = Plan::from_rows(f64::NEG_INFINITY, 2, &rows, bounds.clone(), 4).unwrap();
     let kept = Plan::from_rows(0.0, 2, &rows, bounds, 4).unwrap();
     let got = scan_pairs(&pairs, true, &[all, kept]).unwrap();
+    // group 0: a grid (its bucket counts, one super-bucket's table in slot 0; slot 1 unused)
     let counts = |s: &Scanned<f32>| s.cells.iter().map(|c| c.count).collect::<Vec<_>>();
-    assert_eq!(counts(&got[0]), vec![1, 2, 2, 1]);
-    assert_eq!(counts(&got[1]), vec![0, 2, 1, 1]);
-    assert_eq!(got[0].cells[1].outcome, 2);
+    assert_eq!(counts(&got[0]), vec![3, 0, 2, 1]);
+    assert_eq!(counts(&got[1]), vec![2, 0, 1, 1]);
+    assert_eq!((got[0].counts.clone(), got[1].counts.clone()), (vec![1, 2], vec![0, 2]));
+    assert_eq!(got[0].cells[0].outcome, 3);
     assert_eq!(got[0].cells[2].units, units::units(-1e-5f32 as f64) as i128 + units::units(0.35f32 as f64) as i128);
     assert!(scan_pairs(&pairs, true, &[Plan::from_rows(0.0, 1, &[], vec![], 0).unwrap()]).is_err());
+}
+
+#[test]
+fn grid_counts_keep_their_wraps() {
+    let bounds: Vec<i64> = (0..40).collect();
+    let plan = Plan::from_rows(f64::NEG_INFINITY, 1, &[[0, 3, 0, 40, 0]], bounds, 3).unwrap();
+    let mut sc = Scanner::<f64>::new(&plan, false);
+    for _ in 0..3 * 65536 + 5 {
+        sc.add(Hit::Grid(1, 20), 0.5, 0.5, true);
+    }
+    sc.add(Hit::Grid(0, 3), 0.1, 0.1, false);
+    let out = sc.finish(None);
+    assert_eq!((out.counts[20], out.counts[3], out.counts.len()), (3 * 65536 + 5, 1, 39));
+    assert_eq!((out.cells[1].count, out.cells[1].outcome, out.cells[0].count), (3 * 65536 + 5, 3 * 65536 + 5, 1));
 }
 
 #[test]
 fn bad_plans_are_refused() {
     let b = vec![1i64, 2, 3];
     assert!(Plan::from_rows(0.0, 1, &[[1, 1, 0, 3, 0]], b.clone(), 2).is_err()); // group
-    assert!(Plan::from_rows(0.0, 1, &[[0, 3, 0, 3, 0]], b.clone(), 2).is_err()); // kind
+    assert!(Plan::from_rows(0.0, 1, &[[0, 4, 0, 3, 0]], b.clone(), 2).is_err()); // kind
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 1, 3, 0]], b.clone(), 2).is_err()); // bounds
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 1]], b.clone(), 2).is_err()); // slots
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 0], [0, 2, 1, 2, 0]], b.clone(), 2).is_err()); // overlap
     assert!(Plan::from_rows(0.0, 1, &[[0, 1, 0, 3, 0]], vec![1, 1, 3], 2).is_err()); // order
+    let g: Vec<i64> = (0..40).collect();
+    assert!(Plan::from_rows(0.0, 2, &[[0, 3, 0, 40, 0], [1, 3, 0, 40, 2]], g.clone(), 6).is_err()); // counts
+    assert!(Plan::from_rows(0.0, 2, &[[0, 3, 0, 40, 0], [1, 3, 0, 40, 3]], g.clone(), 5).is_err()); // slots
+    assert!(Plan::from_rows(0.0, 2, &[[0, 3, 0, 40, 0], [1, 3, 0, 40, 3]], g, 6).is_ok());
     let plans = [Plan::from_rows(0.5, 1, &[], vec![], 0).unwrap(), Plan::from_rows(0.0, 1, &[], vec![], 0).unwrap()];
     let x = Inputs::new(&[0.5f64, 0.5], &[0], 2).unwrap();
     assert!(scan_matrix(&x, false, false, &plans).is_err()); // not sorted by threshold
