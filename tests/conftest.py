@@ -82,3 +82,19 @@ def requires(module: str, why: str = "") -> ModuleType:
         if under_ci():
             pytest.fail(f"{what} is missing but CI=true: {hint}; {exc}", pytrace=False)
         pytest.skip(f"{what} is not installed: {hint}", allow_module_level=True)
+
+
+def count_passes(monkeypatch) -> list:
+    """A list that gets one entry per pass ``calibkit.dask`` runs over the chunks (its
+    ``_run_pass`` wrapped for the test)."""
+    import calibkit.scale.dask as cdask
+
+    calls: list = []
+    original = cdask._run_pass
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cdask, "_run_pass", counted)
+    return calls

@@ -10,7 +10,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import load_shared, requires
+from conftest import count_passes, load_shared, requires
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,18 +50,6 @@ def as_dask(labels, probs, row_chunks, label_chunks=None, col_chunks=None):
     pc = (row_chunks,) if probs.ndim == 1 else (row_chunks, col_chunks or (probs.shape[1],))
     return (da.from_array(labels, chunks=(label_chunks or row_chunks,)),
             da.from_array(probs, chunks=pc))
-
-
-def count_passes(monkeypatch):
-    calls = []
-    original = cdask._run_pass
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(cdask, "_run_pass", counted)
-    return calls
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import requires
+from conftest import count_passes, requires
 
 import calibkit
 import calibkit.scale.select as sel
@@ -231,25 +231,13 @@ def test_pairs_with_zero_and_negative_confidences_bit_for_bit(dtype):
     np.testing.assert_array_equal(got.values, want.values)
 
 
-def _passes(monkeypatch):
-    calls = []
-    original = cdask._run_pass
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(cdask, "_run_pass", counted)
-    return calls
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_edges_on_single_keys_retable_their_super_buckets(monkeypatch, dtype):
     """Pass 1 tables super-buckets of 16 grid buckets: when every edge falls on a single key
     (0, 1, the floats just below 1, exactly on grid bounds), the super-buckets holding them are
     tabled again around them in a second pass (runs of buckets between ranks, single keys
     alone), and the values stay those of memory bit for bit."""
-    calls = _passes(monkeypatch)
+    calls = count_passes(monkeypatch)
     rng = np.random.default_rng(12)
     one = dtype(1.0)
     below = [np.nextafter(one, dtype(0))]
