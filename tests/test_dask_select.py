@@ -147,6 +147,17 @@ def test_bad_plans_are_calibkit_errors():
                                                  np.array([0, 9]), 1)])
     with pytest.raises(calibkit.errors.CalibkitError, match="cell"):
         _native.units_sum_at(np.zeros((1, 2), dtype=np.int64), np.array([3]), 2)
+    ok = (0.0, np.array([[0, 1, 0, 2, 0]]), np.array([0, 9]), 1)
+    assert len(_native.select_scan(y, p, False, True, [ok])) == 1
+    # a size far past the regions' slots is refused before it is allocated
+    with pytest.raises(calibkit.errors.CalibkitError, match="size"):
+        _native.select_scan(y, p, False, True, [ok[:3] + (1 << 62,)])
+    with pytest.raises(calibkit.errors.CalibkitError, match="NaN"):
+        _native.select_scan(y, p, False, True, [(np.nan,) + ok[1:]])
+    # not a matrix: a type error naming the argument, not an IndexError
+    for probs in (p[:, 0].copy(), [[0.5, 0.5]] * 4):
+        with pytest.raises(calibkit.errors.InputTypeError, match="probs"):
+            _native.select_scan(y, probs, False, True, [ok])
 
 
 def test_thresholds_of_one_grouping_share_the_chunk_read(monkeypatch):

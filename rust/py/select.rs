@@ -86,6 +86,10 @@ fn select_scan<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     guard(py, || {
         use numpy::PyReadonlyArray2 as P;
+        let two_d = probs.getattr("ndim").and_then(|d| d.extract::<usize>()).is_ok_and(|d| d == 2);
+        if !two_d {
+            return Err(InputTypeError::new_err("probs must be a 2-D float32 or float64 NumPy array"));
+        }
         let k = probs.getattr("shape")?.get_item(1)?.extract::<usize>()?;
         let groups = if class_conditional { k } else { 1 };
         let ps = self::plans(groups, &plans)?;

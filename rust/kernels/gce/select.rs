@@ -255,7 +255,12 @@ impl Plan {
     /// 2 fetch), bounds start, bounds length, slot or target id]`, checked.
     pub fn from_rows(threshold: f64, num_groups: usize, rows: &[[i64; 5]], bounds: Vec<i64>, size: usize) -> Result<Self, KernelError> {
         let bad = |why: &str| KernelError::Parameter(format!("selection plan: {why}"));
+        if threshold.is_nan() {
+            return Err(bad("the threshold is NaN"));
+        }
         let mut groups: Vec<Vec<Region>> = vec![Vec::new(); num_groups];
+        // The end of the slots the regions fill: `size` (allocated) may not ask for much more.
+        let mut used = 0usize;
         for r in rows {
             let g = usize::try_from(r[0]).ok().filter(|&g| g < num_groups).ok_or_else(|| bad("group out of range"))?;
             let kind = match r[1] {
@@ -275,12 +280,19 @@ impl Plan {
             }
             let slot = usize::try_from(r[4]).map_err(|_| bad("negative slot or id"))?;
             let slots = if kind == Kind::GridSuper { (len - 1).div_ceil(SUPER) } else { len - 1 };
-            if kind != Kind::Fetch && slot.checked_add(slots).is_none_or(|e| e > size) {
-                return Err(bad("slots out of range"));
+            if kind != Kind::Fetch {
+                match slot.checked_add(slots) {
+                    Some(e) if e <= size => used = used.max(e),
+                    _ => return Err(bad("slots out of range")),
+                }
             }
             let (lo, hi) = (b[0], b[len - 1]);
             let bounds = if kind == Kind::Fetch { 0..0 } else { start..start + len };
             groups[g].push(Region { lo, hi, kind, bounds, slot });
+        }
+        // (a size as large as the bounds sent is allowed: it costs no more than they do)
+        if size > used.max(bounds.len()) {
+            return Err(bad(&format!("size {size} is more than the {used} slots its regions fill")));
         }
         let mut counts_size = 0;
         for regions in &mut groups {
