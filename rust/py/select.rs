@@ -26,7 +26,7 @@ fn plans(num_groups: usize, given: &[PyPlan<'_>]) -> PyResult<Vec<Plan>> {
         .collect()
 }
 
-/// Each plan's (counts, outcome counts, score units, grid bucket counts, fetched target ids
+/// Each plan's (counts, outcome counts, score units, grid bucket counts uint32, fetched target ids
 /// int64, fetched scores, fetched outcomes bool). The tables are packed to ship: int32 counts and outcome counts and
 /// one int64 per exact score sum (16 bytes a bucket, not 32) when every bucket fits, as a
 /// chunk's mostly do (a sum needs two words past about 4096 scores); else int64 counts and
@@ -50,11 +50,7 @@ fn scanned_to_py<'py, T: Keyed + numpy::Element>(py: Python<'py>, out: Vec<Scann
                 [count.into_pyarray(py).into_any(), outcome.into_pyarray(py).into_any(), words.into_pyarray(py).reshape([n, 2])?.into_any()]
             };
             let [count, outcome, units] = tables;
-            let fine = if s.counts.iter().all(|&c| c < i32::MAX as u64) {
-                s.counts.iter().map(|&c| c as i32).collect::<Vec<_>>().into_pyarray(py).into_any()
-            } else {
-                s.counts.iter().map(|&c| c as i64).collect::<Vec<_>>().into_pyarray(py).into_any()
-            };
+            let fine = s.counts.into_pyarray(py).into_any(); // uint32, not copied
             PyTuple::new(
                 py,
                 [

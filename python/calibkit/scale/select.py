@@ -148,7 +148,7 @@ def split_bounds(lo: int, hi: int, m: int) -> np.ndarray:
 def unpack_tables(packed) -> tuple:
     """``(counts int64, outcome counts int64, unit words int64 (size, 2), grid bucket counts
     int64)`` of bucket tables as a chunk ships them (``_native.select_scan``: packed to int32
-    counts and one int64 per score sum when they fit, else wide)."""
+    counts and one int64 per score sum when they fit, else wide; grid bucket counts uint32)."""
     c, o, w, fine = packed
     if w.ndim == 1:
         w = np.stack([w >> 63, w], axis=1)

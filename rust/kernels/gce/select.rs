@@ -18,12 +18,14 @@
 //! as one in-memory call builds it, with no counting pass.
 //!
 //! One read of the chunk per grouping: all probabilities read the matrix row by row (column by
-//! column when class-conditional, so that one group's tables at a time stay in cache);
-//! top-label groupings take each row's prediction and confidence from [`toplabel::summarise`]
-//! (the kernels' first-maximum rule); top-label pairs are read as given. Groupings that differ
-//! only by their threshold share the read and, while their plans agree, the bucket search and
-//! the tables of the buckets above the higher threshold. Later passes drop most scores by one
-//! bit test (a filter on the keys' top bits) before searching the regions.
+//! column in a class-conditional first pass, so that one group's tables at a time stay in
+//! cache); top-label groupings take each row's prediction and confidence from
+//! [`toplabel::summarise`] (the kernels' first-maximum rule); top-label pairs are read as
+//! given. Groupings that differ only by their threshold share the read and, while their plans
+//! agree, the bucket search and the tables of the buckets above the higher threshold. Later
+//! passes drop most scores by one bit test per plan (a filter on the keys' top bits) before any
+//! threshold test or region search. The grid's uniform steps on [0, 1] find their bucket by
+//! arithmetic (a `Uniform` run), the rest of it by the locator's table.
 
 use std::cmp::Ordering;
 
@@ -123,6 +125,61 @@ pub struct GridLocator<'a> {
     /// Per binade: its first cell and the shift of its mantissa bits to a cell.
     base: Vec<(u32, u32)>,
     mant: u32,
+    /// The longest run of bounds that are consecutive multiples of one power of two (the
+    /// grid's uniform steps on [0, 1]): its keys find their bucket by arithmetic, no table.
+    uniform: Option<Uniform>,
+}
+
+/// A run of bounds `bounds[first..=last]` whose values are `i * step` for consecutive `i`
+/// from `i0`, `step` a power of two: a key in `[lo, hi)` (`bounds[first]`, `bounds[last]`)
+/// is in bucket `first + floor(value / step) - i0`, exactly (`value * scale`, `scale` =
+/// 1 / `step`, is exact and its floor an integer).
+struct Uniform {
+    lo: i64,
+    hi: i64,
+    scale: f64,
+    first: usize,
+    i0: usize,
+}
+
+/// Runs shorter than this take the table (not worth a test on every key).
+const UNIFORM_MIN: usize = 64;
+
+impl Uniform {
+    /// The longest run of at least [`UNIFORM_MIN`] buckets in `bounds` (keys of `T`), if any.
+    fn find<T: Keyed>(bounds: &[i64]) -> Option<Self> {
+        // the step of bounds j, j + 1 (if a power of two they are consecutive multiples of)
+        let step = |j: usize| -> Option<f64> {
+            let (a, b) = (T::value_of_key(bounds[j]), T::value_of_key(bounds[j + 1]));
+            let d = b - a;
+            let pow2 = d > 0.0 && d.is_normal() && d.to_bits() & ((1u64 << 52) - 1) == 0;
+            let i = a / d;
+            (pow2 && a >= 0.0 && i.fract() == 0.0 && i + 1.0 == b / d && i < (1u64 << 52) as f64).then_some(d)
+        };
+        let mut best: Option<(usize, usize, f64)> = None; // (first, last bound, step)
+        let mut j = 0;
+        while j + 1 < bounds.len() {
+            let Some(d) = step(j) else {
+                j += 1;
+                continue;
+            };
+            let mut k = j + 1;
+            while k + 1 < bounds.len() && step(k) == Some(d) {
+                k += 1;
+            }
+            if k - j >= UNIFORM_MIN && best.is_none_or(|(a, b, _)| k - j > b - a) {
+                best = Some((j, k, d));
+            }
+            j = k;
+        }
+        best.map(|(first, last, d)| Uniform {
+            lo: bounds[first],
+            hi: bounds[last],
+            scale: 1.0 / d,
+            first,
+            i0: (T::value_of_key(bounds[first]) / d) as usize,
+        })
+    }
 }
 
 impl<'a> GridLocator<'a> {
@@ -175,11 +232,21 @@ impl<'a> GridLocator<'a> {
                 table.push(t);
             }
         }
-        GridLocator { bounds, table, bucket_bits, base, mant }
+        GridLocator { bounds, table, bucket_bits, base, mant, uniform: Uniform::find::<T>(bounds) }
     }
 
     #[inline(always)]
-    pub fn locate(&self, key: i64) -> Option<usize> {
+    pub fn locate<T: Keyed>(&self, key: i64) -> Option<usize> {
+        if let Some(u) = &self.uniform {
+            if key >= u.lo && key < u.hi {
+                // most of a pass's scores: no table read (a table miss was a fifth of the pass)
+                let i = T::value_of_key(key) * u.scale;
+                // SAFETY: the key is in [lo, hi), so `i` is finite and in [i0, i0 + the run's
+                // buckets): an exact integer that fits. (A checked `as` costs a tenth of the
+                // pass.)
+                return Some(u.first + unsafe { i.to_int_unchecked::<i64>() } as usize - u.i0);
+            }
+        }
         let bounds = self.bounds;
         if key >= 0 {
             if let Some(&(first, shift)) = self.base.get((key >> self.mant) as usize) {
@@ -331,8 +398,9 @@ pub struct Cell {
 #[derive(Debug, Default, PartialEq)]
 pub struct Scanned<T> {
     pub cells: Vec<Cell>,
-    /// The grid buckets' counts ([`Plan::counts_size`]).
-    pub counts: Vec<u64>,
+    /// The grid buckets' counts ([`Plan::counts_size`]; `u32`, half the bytes a pass's
+    /// tables ship and allocate, as most of them are these counts).
+    pub counts: Vec<u32>,
     pub fetched_id: Vec<i64>,
     pub fetched_score: Vec<T>,
     pub fetched_outcome: Vec<bool>,
@@ -487,7 +555,7 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         }
         match r.kind {
             Kind::Fetch => Hit::Fetch(r.slot as i64),
-            Kind::Grid | Kind::GridSuper => match self.grids[self.locs[g][ri]].1.locate(key) {
+            Kind::Grid | Kind::GridSuper => match self.grids[self.locs[g][ri]].1.locate::<T>(key) {
                 // one path for both kinds (which one a score takes is not predictable)
                 Some(b) => {
                     let sup = r.kind == Kind::GridSuper;
@@ -542,18 +610,20 @@ impl<'a, T: Keyed> Scanner<'a, T> {
     }
 
     /// The plan's tables (`previous`: the previous plan's, when this one shares its regions).
-    fn finish(mut self, previous: Option<&Scanned<T>>) -> Scanned<T> {
+    fn finish(mut self, previous: Option<&Scanned<T>>) -> Result<Scanned<T>, KernelError> {
         let mut cells: Vec<Cell> = self.runs.iter().map(|r| Cell { count: r.count as u64, outcome: r.outcome as u64, units: r.units as i128 }).collect();
         for (i, c) in self.folded {
             cells[i].count += c.count;
             cells[i].outcome += c.outcome;
             cells[i].units += c.units;
         }
-        let mut counts: Vec<u64> = self.counts.iter().map(|&c| c as u64).collect();
-        for (f, w) in self.wraps {
-            counts[f] += w << 16;
+        let n = self.plan.counts_size;
+        let mut counts: Vec<u32> = self.counts[..n].iter().map(|&c| c as u32).collect();
+        for (f, w) in self.wraps.into_iter().filter(|&(f, _)| f < n) {
+            counts[f] = u32::try_from((w << 16) + counts[f] as u64).map_err(|_| {
+                KernelError::Parameter("a chunk holds 2^32 scores or more in one bucket of the selection's grid: split the arrays into smaller chunks".into())
+            })?;
         }
-        counts.truncate(self.plan.counts_size);
         if let Some(prev) = previous.filter(|_| self.shares) {
             let whole = |i: usize| self.whole[i / 64] >> (i % 64) & 1 == 1;
             for (i, (c, p)) in cells.iter_mut().zip(&prev.cells).enumerate() {
@@ -562,16 +632,17 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 }
             }
             for r in self.plan.groups.iter().flatten().filter(|r| r.kind == Kind::GridSuper) {
-                for b in 0..r.bounds.len() - 1 {
-                    if whole(r.slot + b / SUPER) {
-                        counts[SUPER * r.slot + b] = prev.counts[SUPER * r.slot + b];
+                let buckets = SUPER * r.slot..SUPER * r.slot + r.bounds.len() - 1;
+                for (j, (c, p)) in counts[buckets.clone()].chunks_mut(SUPER).zip(prev.counts[buckets].chunks(SUPER)).enumerate() {
+                    if whole(r.slot + j) {
+                        c.copy_from_slice(p);
                     }
                 }
             }
         }
         self.fetched.cells = cells;
         self.fetched.counts = counts;
-        self.fetched
+        Ok(self.fetched)
     }
 }
 
@@ -580,6 +651,9 @@ impl<'a, T: Keyed> Scanner<'a, T> {
 struct Scan<'a, T: Keyed> {
     scanners: Vec<Scanner<'a, T>>,
     num_groups: usize,
+    /// Whether every plan has a filter (a later pass): a non-negative key outside every
+    /// plan's filter is dropped by bit tests alone, before the per-plan work.
+    filtered: bool,
 }
 
 impl<'a, T: Keyed> Scan<'a, T> {
@@ -590,8 +664,9 @@ impl<'a, T: Keyed> Scan<'a, T> {
         if plans.iter().any(|p| p.groups.len() != num_groups) {
             return Err(KernelError::Parameter(format!("selection plans must have {num_groups} groups")));
         }
-        let scanners = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
-        Ok(Scan { scanners, num_groups })
+        let scanners: Vec<Scanner<T>> = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
+        let filtered = scanners.iter().all(|sc| sc.filter.is_some());
+        Ok(Scan { scanners, num_groups, filtered })
     }
 
     #[inline(always)]
@@ -599,8 +674,22 @@ impl<'a, T: Keyed> Scan<'a, T> {
         if g >= self.num_groups {
             return; // a changed input (validated before the first pass); the counts will say so
         }
-        let wide = s.to_f64();
         let key = s.key();
+        if self.filtered && key >= 0 {
+            // Most scores of a later pass lie in no plan's regions: one bit test per plan,
+            // no branch between them, and one well-predicted branch drops the score (the
+            // threshold tests and region searches below mispredict; halves the pass).
+            let mut any = false;
+            for sc in &self.scanners {
+                let f = sc.filter.as_ref().map_or(&[][..], |f| &f[g][..]);
+                let c = (key >> (T::BITS - sc.filter_bits)) as usize;
+                any |= f.get(c / 64).is_some_and(|w| w >> (c % 64) & 1 == 1);
+            }
+            if !any {
+                return;
+            }
+        }
+        let wide = s.to_f64();
         let mut hit = Hit::Miss;
         for sc in self.scanners.iter_mut() {
             // plans are sorted by threshold: once one drops the score, the later ones do too
@@ -614,13 +703,13 @@ impl<'a, T: Keyed> Scan<'a, T> {
         }
     }
 
-    fn finish(self) -> Vec<Scanned<T>> {
+    fn finish(self) -> Result<Vec<Scanned<T>>, KernelError> {
         let mut out: Vec<Scanned<T>> = Vec::with_capacity(self.scanners.len());
         for sc in self.scanners {
-            let done = sc.finish(out.last());
+            let done = sc.finish(out.last())?;
             out.push(done);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -634,6 +723,14 @@ pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: b
         for i in 0..x.n {
             let g = if class_conditional { top.pred[i] as usize } else { 0 };
             scan.visit(g, x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
+        }
+    } else if class_conditional && scan.filtered {
+        // a later pass: its filters' hot words for every group stay in cache, so row by row,
+        // one read of the chunk (the column order's strided reads cost a quarter of the pass)
+        for (i, &label) in x.labels.iter().enumerate() {
+            for (c, &s) in x.row(i).iter().enumerate() {
+                scan.visit(c, s, label == c as i64);
+            }
         }
     } else if class_conditional {
         // column by column: one group's buckets (or filter) at a time stay in cache (the
@@ -650,7 +747,7 @@ pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: b
             }
         }
     }
-    Ok(scan.finish())
+    scan.finish()
 }
 
 /// One chunk of top-label pairs (validated by the first pass); groups are the predicted classes
@@ -670,7 +767,7 @@ pub fn scan_pairs<T: Keyed>(pairs: &Pairs<T>, class_conditional: bool, plans: &[
         }
         (true, None) => return Err(KernelError::Parameter("class-conditional pairs need predicted".into())),
     }
-    Ok(scan.finish())
+    scan.finish()
 }
 
 #[cfg(test)]

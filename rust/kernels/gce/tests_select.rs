@@ -38,7 +38,7 @@ fn check_locator<T: Keyed>(uniform: usize, narrow: impl Fn(f64) -> T, from_key: 
     let on: Vec<f64> = bounds.iter().map(|&k| from_key(k)).collect();
     for x in awkward(&on) {
         let key = narrow(x).key();
-        assert_eq!(loc.locate(key), search(&bounds, key), "{x:e}");
+        assert_eq!(loc.locate::<T>(key), search(&bounds, key), "{x:e}");
     }
 }
 
@@ -197,9 +197,39 @@ fn grid_counts_keep_their_wraps() {
         sc.add(Hit::Grid(1, 20), 0.5, 0.5, true);
     }
     sc.add(Hit::Grid(0, 3), 0.1, 0.1, false);
-    let out = sc.finish(None);
+    let out = sc.finish(None).unwrap();
     assert_eq!((out.counts[20], out.counts[3], out.counts.len()), (3 * 65536 + 5, 1, 39));
     assert_eq!((out.cells[1].count, out.cells[1].outcome, out.cells[0].count), (3 * 65536 + 5, 3 * 65536 + 5, 1));
+    // a bucket past u32 (2^32 scores in one chunk) is an error, not a wrapped count
+    let mut sc = Scanner::<f64>::new(&plan, false);
+    sc.add(Hit::Grid(1, 20), 0.5, 0.5, true);
+    sc.wraps.insert(20, 1 << 16);
+    let err = sc.finish(None).unwrap_err().to_string();
+    assert!(err.contains("smaller chunks"), "{err}");
+}
+
+#[test]
+fn uniform_runs_locate_by_arithmetic_exactly() {
+    // a run of 400 buckets of width 2^-10 between irregular bounds, and one that is not on
+    // multiples of its step (0.3 + i/1024: not taken)
+    let mut values = vec![-1.0, 0.0, 1e-3, 0.1];
+    values.extend((120..520).map(|k| k as f64 / 1024.0));
+    values.extend([0.6, 0.75, 0.9, 1.0, 2.0]);
+    fn check<T: Keyed>(values: &[f64], narrow: impl Fn(f64) -> T, want_first: Option<usize>) {
+        let bounds: Vec<i64> = values.iter().map(|&v| narrow(v).key()).collect();
+        let loc = GridLocator::new::<T>(&bounds);
+        assert_eq!(loc.uniform.as_ref().map(|u| u.first), want_first);
+        for x in awkward(values) {
+            let key = narrow(x).key();
+            assert_eq!(loc.locate::<T>(key), search(&bounds, key), "{x:e}");
+        }
+    }
+    check::<f32>(&values, |x| x as f32, Some(4));
+    check::<f64>(&values, |x| x, Some(4));
+    let shifted: Vec<f64> = (0..200).map(|k| 0.3 + k as f64 / 1024.0).collect();
+    check::<f64>(&shifted, |x| x, None);
+    let short: Vec<f64> = (0..40).map(|k| k as f64 / 64.0).collect();
+    check::<f32>(&short, |x| x as f32, None);
 }
 
 #[test]
