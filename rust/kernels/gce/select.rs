@@ -100,179 +100,6 @@ fn search(bounds: &[i64], key: i64) -> Option<usize> {
     (i > 0 && i < bounds.len()).then(|| i - 1)
 }
 
-/// The flag of a locator cell with one bound inside it (a bucket index is below it).
-const ONE_INSIDE: i32 = 1 << 30;
-/// With [`ONE_INSIDE`]: the bound's offset from the cell's start is in the cell, above the
-/// bucket index (so that the lookup reads no bound).
-const PACKED: i32 = 1 << 29;
-
-/// The bucket of a score among the first pass's grid bounds without a search (exactly
-/// [`search`]): non-negative keys index a table of cells by their bit pattern, each binade
-/// (exponent) cut into a power of two of equal cells, at least twice as many as the bounds in
-/// it (so a uniform grid's cells are narrower than half its step and hold at most one bound
-/// inside them), and one comparison finishes the lookup, with the bound's offset in the cell
-/// when it fits ([`PACKED`]; the grid's bounds above 2^-6 for float32) or the bound. The table
-/// is about four cells per bound. Cells holding more bounds, negative keys and keys past the
-/// last bound take the search.
-pub struct GridLocator<'a> {
-    bounds: &'a [i64],
-    /// Per cell: the bucket of the cell's first key (with [`ONE_INSIDE`] if a bound lies inside
-    /// the cell, and [`PACKED`] with the bound's offset above `bucket_bits`), or -2 (the
-    /// search).
-    table: Vec<i32>,
-    /// Bits of a packed cell's bucket index (the offset has the 29 - `bucket_bits` above).
-    bucket_bits: u32,
-    /// Per binade: its first cell and the shift of its mantissa bits to a cell.
-    base: Vec<(u32, u32)>,
-    mant: u32,
-    /// The longest run of bounds that are consecutive multiples of one power of two (the
-    /// grid's uniform steps on [0, 1]): its keys find their bucket by arithmetic, no table.
-    uniform: Option<Uniform>,
-}
-
-/// A run of bounds `bounds[first..=last]` whose values are `i * step` for consecutive `i`
-/// from `i0`, `step` a power of two: a key in `[lo, hi)` (`bounds[first]`, `bounds[last]`)
-/// is in bucket `first + floor(value / step) - i0`, exactly (`value * scale`, `scale` =
-/// 1 / `step`, is exact and its floor an integer).
-struct Uniform {
-    lo: i64,
-    hi: i64,
-    scale: f64,
-    first: usize,
-    i0: usize,
-}
-
-/// Runs shorter than this take the table (not worth a test on every key).
-const UNIFORM_MIN: usize = 64;
-
-impl Uniform {
-    /// The longest run of at least [`UNIFORM_MIN`] buckets in `bounds` (keys of `T`), if any.
-    fn find<T: Keyed>(bounds: &[i64]) -> Option<Self> {
-        // the step of bounds j, j + 1 (if a power of two they are consecutive multiples of)
-        let step = |j: usize| -> Option<f64> {
-            let (a, b) = (T::value_of_key(bounds[j]), T::value_of_key(bounds[j + 1]));
-            let d = b - a;
-            let pow2 = d > 0.0 && d.is_normal() && d.to_bits() & ((1u64 << 52) - 1) == 0;
-            let i = a / d;
-            (pow2 && a >= 0.0 && i.fract() == 0.0 && i + 1.0 == b / d && i < (1u64 << 52) as f64).then_some(d)
-        };
-        let mut best: Option<(usize, usize, f64)> = None; // (first, last bound, step)
-        let mut j = 0;
-        while j + 1 < bounds.len() {
-            let Some(d) = step(j) else {
-                j += 1;
-                continue;
-            };
-            let mut k = j + 1;
-            while k + 1 < bounds.len() && step(k) == Some(d) {
-                k += 1;
-            }
-            if k - j >= UNIFORM_MIN && best.is_none_or(|(a, b, _)| k - j > b - a) {
-                best = Some((j, k, d));
-            }
-            j = k;
-        }
-        best.map(|(first, last, d)| Uniform {
-            lo: bounds[first],
-            hi: bounds[last],
-            scale: 1.0 / d,
-            first,
-            i0: (T::value_of_key(bounds[first]) / d) as usize,
-        })
-    }
-}
-
-impl<'a> GridLocator<'a> {
-    /// The locator of `bounds` (sorted, unique) for keys of `T`.
-    pub fn new<T: Keyed>(bounds: &'a [i64]) -> Self {
-        let mant = T::MANT;
-        let top = bounds.last().map_or(0, |&b| b.max(0)) >> mant;
-        let binades = top as usize + 1;
-        let mut inside: Vec<Vec<i64>> = vec![Vec::new(); binades];
-        for &b in bounds.iter().filter(|&&b| b >= 0) {
-            inside[(b >> mant) as usize].push(b);
-        }
-        let mut base = Vec::with_capacity(binades);
-        let mut cells = 0u32;
-        for bs in &inside {
-            // as many cells as bounds when each bound falls in a cell of its own (a uniform
-            // grid aligned with the cells: half the table, and most cells answer at once),
-            // else twice as many
-            let fewest = bs.len().next_power_of_two().trailing_zeros().min(16).min(mant);
-            let own = |bits: u32| bs.windows(2).all(|w| w[0] >> (mant - bits) != w[1] >> (mant - bits));
-            let bits = if own(fewest) { fewest } else { (fewest + 1).min(16).min(mant) };
-            base.push((cells, mant - bits));
-            cells += 1 << bits;
-        }
-        let mut table = Vec::with_capacity(cells as usize);
-        let bucket_bits = bounds.len().next_power_of_two().trailing_zeros().min(29);
-        let offset_max = (1i64 << (29 - bucket_bits)) - 1;
-        // Cells in key order: one merge with the bounds. `first` counts the bounds <= the
-        // cell's start, `below_stop` those < its stop.
-        let (mut first, mut below_stop) = (0usize, 0usize);
-        for (e, &(_, shift)) in base.iter().enumerate() {
-            let start = (e as i64) << mant;
-            for c in 0..1i64 << (mant - shift) {
-                let (lo, stop) = (start + (c << shift), start + ((c + 1) << shift));
-                while first < bounds.len() && bounds[first] <= lo {
-                    first += 1;
-                }
-                below_stop = below_stop.max(first);
-                while below_stop < bounds.len() && bounds[below_stop] < stop {
-                    below_stop += 1;
-                }
-                let inside = below_stop - first;
-                let ok = first > 0 && first < bounds.len() && inside <= 1 && first - 1 < PACKED as usize;
-                let t = match inside {
-                    _ if !ok => -2,
-                    0 => (first - 1) as i32,
-                    _ if bounds[first] - lo <= offset_max => ONE_INSIDE | PACKED | ((bounds[first] - lo) << bucket_bits) as i32 | (first - 1) as i32,
-                    _ => ONE_INSIDE | (first - 1) as i32,
-                };
-                table.push(t);
-            }
-        }
-        GridLocator { bounds, table, bucket_bits, base, mant, uniform: Uniform::find::<T>(bounds) }
-    }
-
-    #[inline(always)]
-    pub fn locate<T: Keyed>(&self, key: i64) -> Option<usize> {
-        if let Some(u) = &self.uniform {
-            if key >= u.lo && key < u.hi {
-                // most of a pass's scores: no table read (a table miss was a fifth of the pass)
-                let i = T::value_of_key(key) * u.scale;
-                // SAFETY: the key is in [lo, hi), so `i` is finite and in [i0, i0 + the run's
-                // buckets): an exact integer that fits. (A checked `as` costs a tenth of the
-                // pass.)
-                return Some(u.first + unsafe { i.to_int_unchecked::<i64>() } as usize - u.i0);
-            }
-        }
-        let bounds = self.bounds;
-        if key >= 0 {
-            if let Some(&(first, shift)) = self.base.get((key >> self.mant) as usize) {
-                let cell = first as usize + ((key & ((1i64 << self.mant) - 1)) >> shift) as usize;
-                let t = self.table[cell];
-                if t >= 0 {
-                    if t & ONE_INSIDE == 0 {
-                        return Some(t as usize); // no bound inside the cell
-                    }
-                    // the one bound inside the cell (the last one ends the grid)
-                    let b = if t & PACKED != 0 {
-                        let b = (t & ((1 << self.bucket_bits) - 1)) as usize;
-                        let offset = ((t & (PACKED - 1)) >> self.bucket_bits) as i64;
-                        b + ((key & ((1i64 << shift) - 1)) >= offset) as usize
-                    } else {
-                        let b = (t & !ONE_INSIDE) as usize;
-                        b + (bounds[b + 1] <= key) as usize
-                    };
-                    return (b + 1 < bounds.len()).then_some(b);
-                }
-            }
-        }
-        search(bounds, key)
-    }
-}
-
 /// Grid buckets per super-bucket (the tables of a [`Kind::GridSuper`] region).
 pub const SUPER: usize = 16;
 
@@ -654,6 +481,8 @@ struct Scan<'a, T: Keyed> {
     /// Whether every plan has a filter (a later pass): a non-negative key outside every
     /// plan's filter is dropped by bit tests alone, before the per-plan work.
     filtered: bool,
+    /// The first pass's fast path, when the plans have its shape.
+    grid: Option<grid::GridPass<'a>>,
 }
 
 impl<'a, T: Keyed> Scan<'a, T> {
@@ -666,7 +495,8 @@ impl<'a, T: Keyed> Scan<'a, T> {
         }
         let scanners: Vec<Scanner<T>> = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
         let filtered = scanners.iter().all(|sc| sc.filter.is_some());
-        Ok(Scan { scanners, num_groups, filtered })
+        let grid = if fast_grid() { grid::GridPass::of(&scanners) } else { None };
+        Ok(Scan { scanners, num_groups, filtered, grid })
     }
 
     #[inline(always)]
@@ -675,6 +505,10 @@ impl<'a, T: Keyed> Scan<'a, T> {
             return; // a changed input (validated before the first pass); the counts will say so
         }
         let key = s.key();
+        if let Some(gp) = &self.grid {
+            gp.visit(&mut self.scanners, g, s, key, outcome);
+            return;
+        }
         if self.filtered && key >= 0 {
             // Most scores of a later pass lie in no plan's regions: one bit test per plan,
             // no branch between them, and one well-predicted branch drops the score (the
@@ -768,6 +602,22 @@ pub fn scan_pairs<T: Keyed>(pairs: &Pairs<T>, class_conditional: bool, plans: &[
         (true, None) => return Err(KernelError::Parameter("class-conditional pairs need predicted".into())),
     }
     scan.finish()
+}
+
+#[path = "select_grid.rs"]
+mod grid;
+pub use grid::GridLocator;
+
+/// Whether scans take [`grid::GridPass`] where they can (tests compare both paths).
+#[cfg(not(test))]
+fn fast_grid() -> bool {
+    true
+}
+#[cfg(test)]
+thread_local!(static GENERAL_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+#[cfg(test)]
+fn fast_grid() -> bool {
+    !GENERAL_ONLY.with(|g| g.get())
 }
 
 #[cfg(test)]

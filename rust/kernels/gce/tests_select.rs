@@ -249,3 +249,69 @@ fn bad_plans_are_refused() {
     let x = Inputs::new(&[0.5f64, 0.5], &[0], 2).unwrap();
     assert!(scan_matrix(&x, false, false, &plans).is_err()); // not sorted by threshold
 }
+
+#[test]
+fn first_key_above_is_the_threshold_s_successor() {
+    fn check<T: Keyed>(narrow: impl Fn(f64) -> T) {
+        for t in [f64::NEG_INFINITY, -1.0, -0.0, 0.0, 1e-300, 0.01, 0.5, 1.0, 3.0, f64::MAX, f64::INFINITY] {
+            let k = grid::first_key_above::<T>(t);
+            if t == f64::INFINITY {
+                assert_eq!(k, T::key_of_wide(f64::INFINITY) + 1);
+                continue;
+            }
+            assert!(T::value_of_key(k) > t && T::value_of_key(k - 1) <= t, "{t:e}: {k} {} {}", T::value_of_key(k), T::value_of_key(k - 1));
+            let _ = narrow(t);
+        }
+    }
+    check::<f32>(|x| x as f32);
+    check::<f64>(|x| x);
+}
+
+/// First-pass plans of `k` groups over one grid (`Grid` below bucket `fine`, `GridSuper` above,
+/// as the coordinator sends them) at each threshold.
+fn first_pass_plans(gb: &[i64], fine: usize, k: usize, thresholds: &[f64]) -> Vec<Plan> {
+    let supers = (gb.len() - 1 - fine).div_ceil(SUPER);
+    let rows: Vec<[i64; 5]> = (0..k)
+        .flat_map(|g| {
+            let base = (g * (supers + fine)) as i64;
+            [[g as i64, 3, fine as i64, (gb.len() - fine) as i64, base], [g as i64, 0, 0, fine as i64 + 1, base + supers as i64]]
+        })
+        .collect();
+    thresholds.iter().map(|&t| Plan::from_rows(t, k, &rows, gb.to_vec(), k * (supers + fine)).unwrap()).collect()
+}
+
+#[test]
+fn first_pass_fast_path_equals_the_general_path_and_the_plain_rule() {
+    fn run<T: Keyed + PartialEq + std::fmt::Debug>(narrow: impl Fn(f64) -> T, check_naive: bool) {
+        let gb = grid::<T>(4096, 60, 30, |x| narrow(x).key());
+        let fine = gb.partition_point(|&b| b < narrow(1.0 / 16.0).key());
+        let on: Vec<f64> = gb.iter().map(|&b| T::value_of_key(b)).collect();
+        let k = 3;
+        // awkward values (on and next to the bounds and the thresholds), clipped to [0, 1]
+        let mut vals: Vec<f64> = awkward(&on).into_iter().filter(|v| (0.0..=1.0).contains(v)).collect();
+        vals.extend([0.01, 0.25, 0.0100001, 0.2499999]);
+        let n = vals.len() / k;
+        let probs: Vec<T> = vals[..n * k].iter().map(|&v| narrow(v)).collect();
+        let labels: Vec<i64> = (0..n).map(|i| (i % k) as i64).collect();
+        let x = Inputs::new(&probs, &labels, k).unwrap();
+        let plans = first_pass_plans(&gb, fine, k, &[f64::NEG_INFINITY, 0.0, 0.01, 0.25]);
+        let scanners: Vec<Scanner<T>> = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
+        assert!(grid::GridPass::of(&scanners).is_some(), "the first pass's shape takes the fast path");
+        for mp in [false, true] {
+            let fast = scan_matrix(&x, mp, true, &plans).unwrap();
+            GENERAL_ONLY.with(|g| g.set(true));
+            let general = scan_matrix(&x, mp, true, &plans).unwrap();
+            GENERAL_ONLY.with(|g| g.set(false));
+            assert_eq!(fast, general, "max_prob {mp}");
+            if check_naive && !mp {
+                let entries: Vec<(usize, f64, bool)> = (0..n * k).map(|i| (i % k, probs[i].to_f64(), labels[i / k] == (i % k) as i64)).collect();
+                for (p, got) in plans.iter().zip(&fast) {
+                    let want = naive(p, &entries);
+                    assert_eq!((&got.cells, &got.counts), (&want.cells, &want.counts), "threshold {}", p.threshold);
+                }
+            }
+        }
+    }
+    run::<f64>(|x| x, true);
+    run::<f32>(|x| x as f32, false);
+}
