@@ -478,9 +478,9 @@ impl<'a, T: Keyed> Scanner<'a, T> {
 struct Scan<'a, T: Keyed> {
     scanners: Vec<Scanner<'a, T>>,
     num_groups: usize,
-    /// Whether every plan has a filter (a later pass): a non-negative key outside every
-    /// plan's filter is dropped by bit tests alone, before the per-plan work.
-    filtered: bool,
+    /// When every plan has a filter (a later pass): their union per group, and its bits; a
+    /// non-negative key outside it is dropped by one bit test, before the per-plan work.
+    filter: Option<(Vec<Vec<u64>>, u32)>,
     /// The first pass's fast path, when the plans have its shape.
     grid: Option<grid::GridPass<'a>>,
 }
@@ -494,9 +494,16 @@ impl<'a, T: Keyed> Scan<'a, T> {
             return Err(KernelError::Parameter(format!("selection plans must have {num_groups} groups")));
         }
         let scanners: Vec<Scanner<T>> = plans.iter().enumerate().map(|(i, p)| Scanner::new(p, i > 0 && p.same_regions(&plans[i - 1]))).collect();
-        let filtered = scanners.iter().all(|sc| sc.filter.is_some());
+        // every plan's filter has the same bits (they depend on the number of groups only)
+        let filter = scanners.iter().map(|sc| sc.filter.as_ref()).collect::<Option<Vec<_>>>().and_then(|fs| {
+            let mut union = fs.first()?.to_vec();
+            for f in &fs[1..] {
+                union.iter_mut().flatten().zip(f.iter().flatten()).for_each(|(a, b)| *a |= b);
+            }
+            Some((union, filter_bits(num_groups)))
+        });
         let grid = if fast_grid() { grid::GridPass::of(&scanners) } else { None };
-        Ok(Scan { scanners, num_groups, filtered, grid })
+        Ok(Scan { scanners, num_groups, filter, grid })
     }
 
     #[inline(always)]
@@ -509,17 +516,12 @@ impl<'a, T: Keyed> Scan<'a, T> {
             gp.visit(&mut self.scanners, g, s, key, outcome);
             return;
         }
-        if self.filtered && key >= 0 {
-            // Most scores of a later pass lie in no plan's regions: one bit test per plan,
-            // no branch between them, and one well-predicted branch drops the score (the
-            // threshold tests and region searches below mispredict; halves the pass).
-            let mut any = false;
-            for sc in &self.scanners {
-                let f = sc.filter.as_ref().map_or(&[][..], |f| &f[g][..]);
-                let c = (key >> (T::BITS - sc.filter_bits)) as usize;
-                any |= f.get(c / 64).is_some_and(|w| w >> (c % 64) & 1 == 1);
-            }
-            if !any {
+        if let Some((f, bits)) = &self.filter {
+            // Most scores of a later pass lie in no plan's regions: one bit test of the
+            // filters' union and one well-predicted branch drop the score (the threshold tests
+            // and region searches below mispredict; halves the pass).
+            let c = (key >> (T::BITS - bits)) as usize;
+            if key >= 0 && f[g].get(c / 64).is_none_or(|w| w >> (c % 64) & 1 == 0) {
                 return;
             }
         }
@@ -558,7 +560,7 @@ pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: b
             let g = if class_conditional { top.pred[i] as usize } else { 0 };
             scan.visit(g, x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
         }
-    } else if class_conditional && scan.filtered {
+    } else if class_conditional && scan.filter.is_some() {
         // a later pass: its filters' hot words for every group stay in cache, so row by row,
         // one read of the chunk (the column order's strided reads cost a quarter of the pass)
         for (i, &label) in x.labels.iter().enumerate() {
