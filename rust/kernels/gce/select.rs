@@ -568,6 +568,11 @@ pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: b
                 scan.visit(c, s, label == c as i64);
             }
         }
+    } else if let (true, Some(gp)) = (class_conditional, &scan.grid) {
+        // the first pass's fast path, column by column as below
+        for c in 0..x.k {
+            gp.visit_group(&mut scan.scanners, c, x.labels.iter().enumerate().map(|(i, &label)| (x.probs[i * x.k + c], label == c as i64)));
+        }
     } else if class_conditional {
         // column by column: one group's buckets (or filter) at a time stay in cache (the
         // strided reads of the chunk cost far less than misses on every group's table)

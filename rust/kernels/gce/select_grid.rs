@@ -68,13 +68,8 @@ impl<'a> GridPass<'a> {
             return;
         }
         let Some(b) = self.locator.locate::<T>(key) else { return };
-        let (fine_slot, super_slot) = self.slots[g];
-        let hit = if b < self.fine {
-            Hit::Grid(fine_slot + b, self.counts_size + b)
-        } else {
-            let b = b - self.fine;
-            Hit::Grid(super_slot + b / SUPER, SUPER * super_slot + b)
-        };
+        let (slot, count) = place(self.slots[g], self.fine, self.counts_size, b);
+        let hit = Hit::Grid(slot, count);
         first.add(hit, s, wide, outcome);
         for (sc, (keep, spans)) in rest.iter_mut().zip(&self.later) {
             if ((key as i128 - *keep as i128) as u128) < spans[g] {
@@ -82,6 +77,68 @@ impl<'a> GridPass<'a> {
             }
         }
     }
+}
+
+impl<'a> GridPass<'a> {
+    /// [`GridPass::visit`] of a run of scores of one group `g` (a class's column), the loop's
+    /// invariants (the group's slots, the grid's uniform run, the later plans' key ranges)
+    /// held in registers rather than read again for every score.
+    #[inline(always)]
+    pub(super) fn visit_group<T: Keyed>(&self, scanners: &mut [Scanner<'a, T>], g: usize, scores: impl Iterator<Item = (T, bool)>) {
+        let Some((first, rest)) = scanners.split_first_mut() else { return };
+        let threshold = first.plan.threshold;
+        let (slots, fine, scratch) = (self.slots[g], self.fine, self.counts_size);
+        // keys in [lo, hi) take the arithmetic (an empty range without a uniform run)
+        let (lo, hi, scale, base) = self.locator.uniform.as_ref().map_or((0, 0, 0.0, 0), |u| (u.lo, u.hi, u.scale, u.first.wrapping_sub(u.i0)));
+        let later: Vec<(i64, u128)> = self.later.iter().map(|(keep, spans)| (*keep, spans[g])).collect();
+        let any_later = later.iter().any(|&(_, span)| span > 0);
+        for (s, outcome) in scores {
+            let wide = s.to_f64();
+            if wide.partial_cmp(&threshold) != Some(Ordering::Greater) {
+                continue;
+            }
+            let key = s.key();
+            let b = if key >= lo && key < hi {
+                let i = T::value_of_key(key) * scale;
+                // SAFETY: as in `GridLocator::locate`: `i` is an exact integer of the run.
+                base.wrapping_add(unsafe { i.to_int_unchecked::<i64>() } as usize)
+            } else {
+                match self.locator.locate::<T>(key) {
+                    Some(b) => b,
+                    None => continue,
+                }
+            };
+            let (slot, count) = place(slots, fine, scratch, b);
+            // the first plan's `add` of the hit (it shares nothing: no whole slots)
+            let c = &mut first.counts[count];
+            *c = c.wrapping_add(1);
+            if *c == 0 {
+                *first.wraps.entry(count).or_default() += 1;
+            }
+            first.add_run(slot, wide, outcome);
+            if any_later {
+                for (sc, &(keep, span)) in rest.iter_mut().zip(&later) {
+                    if ((key as i128 - keep as i128) as u128) < span {
+                        sc.add(Hit::Grid(slot, count), s, wide, outcome);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The table slot and the count index of grid bucket `b` of a group whose `Grid` and
+/// `GridSuper` regions start at `slots`: below the split (`fine` buckets) a slot per bucket and
+/// a scratch count (`scratch + b`, discarded), above it the super-bucket's slot and the
+/// bucket's count. By masks, not a branch: which side a score takes is not predictable (the
+/// branch cost the class-conditional first pass a tenth of its time).
+#[inline(always)]
+fn place((fine_slot, super_slot): (usize, usize), fine: usize, scratch: usize, b: usize) -> (usize, usize) {
+    let above = 0usize.wrapping_sub((b >= fine) as usize);
+    let d = b.wrapping_sub(fine);
+    let slot = ((super_slot + d / SUPER) & above) | ((fine_slot + b) & !above);
+    let count = ((SUPER * super_slot).wrapping_add(d) & above) | ((scratch + b) & !above);
+    (slot, count)
 }
 
 /// The lowest key of `T` whose value is above `threshold` (f64; keys order as values do).
