@@ -549,6 +549,9 @@ impl<'a, T: Keyed> Scan<'a, T> {
     }
 }
 
+/// The most bytes of filters (all groups') a class-conditional later pass reads row by row.
+const ROW_ORDER_FILTERS: usize = 2 << 20;
+
 /// One chunk of a probability matrix (validated by the first pass), every plan of one
 /// grouping (`max_prob`, `class_conditional`) at once.
 pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: bool, plans: &[Plan]) -> Result<Vec<Scanned<T>>, KernelError> {
@@ -560,9 +563,10 @@ pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: b
             let g = if class_conditional { top.pred[i] as usize } else { 0 };
             scan.visit(g, x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
         }
-    } else if class_conditional && scan.filter.is_some() {
-        // a later pass: its filters' hot words for every group stay in cache, so row by row,
-        // one read of the chunk (the column order's strided reads cost a quarter of the pass)
+    } else if class_conditional && scan.filter.as_ref().is_some_and(|(f, _)| f.iter().map(Vec::len).sum::<usize>() * 8 <= ROW_ORDER_FILTERS) {
+        // a later pass whose filters, every group's, stay in cache: row by row, one read of
+        // the chunk (the column order's strided reads cost a quarter of the pass at K = 10;
+        // at K = 100 the groups' filters would miss and the pass take 5x as long)
         for (i, &label) in x.labels.iter().enumerate() {
             for (c, &s) in x.row(i).iter().enumerate() {
                 scan.visit(c, s, label == c as i64);
