@@ -74,6 +74,26 @@ def test_grid_pass_is_the_exact_search(dtype, uniform, per_super):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("uniform", [64, 10485, 65536])
+def test_grid_cuts_tiny_binades_and_keeps_every_uniform_step(dtype, uniform):
+    """The first-pass grid: every uniform step on [0, 1]; below the first one, each binade down
+    to 2**-64 cut into TINY_SPLIT equal buckets; between the steps, only powers of two and the
+    steps toward 1 (so a power-of-two grid's steps stay one run of consecutive multiples)."""
+    v = sel.from_keys(sel.initial_bounds(dtype, uniform), dtype)
+    assert np.all(np.diff(v) > 0)
+    steps = np.linspace(0.0, 1.0, uniform + 1).astype(dtype).astype(np.float64)
+    assert np.isin(steps, v).all()
+    tiny = v[(v > 0) & (v < steps[1])]
+    for e in range(int(np.ceil(1 + np.log2(uniform))), 65):  # the binades wholly below it
+        inside = tiny[(tiny >= 2.0 ** -e) & (tiny < 2.0 ** (1 - e))]
+        np.testing.assert_array_equal(inside, 2.0 ** -e * (1 + np.arange(sel.TINY_SPLIT) / sel.TINY_SPLIT))
+    between = v[(v > steps[1]) & (v < 1.0)]
+    pow2 = np.exp2(np.round(np.log2(between))) == between
+    near_one = np.isin(between, 1.0 - 2.0 ** -np.arange(1, 54))
+    assert (np.isin(between, steps) | pow2 | near_one).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_thresholds_share_one_read_and_equal_their_own_groups(dtype):
     rng = np.random.default_rng(4)
     p = calibkit.softmax(rng.normal(size=(6000, 4)) * 3).astype(dtype)

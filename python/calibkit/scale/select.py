@@ -9,8 +9,9 @@ patterns, read as integers with the magnitude bits of negative values flipped ("
 as +0.0, the kernel's rule: ``_native.select_keys``), sort exactly like the values; all
 bucketing happens on keys, so it is exact and identical on every worker.
 
-Pass 1 puts each group's keys in a fixed grid of buckets (powers of two for tiny values, a
-uniform grid on [0, 1], ``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
+Pass 1 puts each group's keys in a fixed grid of buckets (tiny values by binade, each binade
+below the uniform step cut into :data:`TINY_SPLIT`, a uniform grid on [0, 1], ``1 - 2**-j``
+steps next to 1, and a bucket of its own for exactly 1.0);
 it gives the group sizes and thus the wanted ranks. Above :data:`FINE_BELOW` it counts every
 grid bucket but tables (outcome counts, score sums) only *super-buckets* of :data:`SUPER`
 consecutive grid buckets, so that the chunk's hot state stays in cache (below, where most of a
@@ -63,6 +64,10 @@ BUCKET_BUDGET = 1 << 20
 FETCH_MAX = 1 << 18
 #: ... and the scores fetched in one pass stay below this total.
 FETCH_BUDGET = 1 << 22
+#: Each binade of the first-pass grid below its uniform step, down to 2**-64, is cut into this
+#: many equal buckets: a confident many-class model puts most of a class's scores there (on
+#: CIFAR-100 outputs this turned 3 passes into 2; docs/performance.md).
+TINY_SPLIT = 8
 #: Grid buckets per super-bucket table in pass 1 (the kernel's ``SUPER``) ...
 SUPER = 16
 #: ... above this score; below it, pass 1 tables every grid bucket.
@@ -102,8 +107,9 @@ def initial_bounds(dtype, uniform: int) -> np.ndarray:
     """Sorted unique keys of the first-pass grid; it covers every key in
     ``[key(-1.0), key(2.0))``.
 
-    The grid: powers of two for tiny values, ``uniform`` equal steps on [0, 1], ``1 - 2**-j``
-    next to 1, and a bucket of its own for exactly 1.0.
+    The grid: powers of two for tiny values (each binade below ``1 / uniform``, down to
+    ``2**-64``, cut into :data:`TINY_SPLIT` equal buckets), ``uniform`` equal steps on [0, 1],
+    ``1 - 2**-j`` next to 1, and a bucket of its own for exactly 1.0.
     """
     return _initial_bounds(np.dtype(dtype).str, int(uniform))
 
@@ -117,9 +123,14 @@ def _initial_bounds(dtype_str: str, uniform: int) -> np.ndarray:
     else:
         tiny = 2.0 ** -np.concatenate([np.arange(1, 65), np.arange(72, 1075, 8)])
         near_one = 1.0 - 2.0 ** -np.arange(1, 54)
+    # 2**-e * (1 + j / TINY_SPLIT) below the first uniform step (which stays whole, so the
+    # uniform steps stay one run of the kernel's arithmetic lookup): exact in either type
+    e = np.arange(int(np.floor(np.log2(uniform))), 65)
+    split = (2.0 ** -e[:, None] * (1 + np.arange(1, TINY_SPLIT)[None, :] / TINY_SPLIT)).ravel()
+    split = split[split < 1.0 / uniform]
     one = dtype.type(1.0)
     vals = np.concatenate([
-        [-1.0, 0.0], tiny, np.linspace(0.0, 1.0, uniform + 1), near_one,
+        [-1.0, 0.0], tiny, split, np.linspace(0.0, 1.0, uniform + 1), near_one,
         [1.0, float(np.nextafter(one, dtype.type(2.0))), 2.0],
     ]).astype(dtype)
     out = np.unique(to_keys(vals))
