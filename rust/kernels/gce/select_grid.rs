@@ -40,13 +40,15 @@ impl<'a> GridPass<'a> {
         for rs in &plan.groups {
             let [fine, coarse] = &rs[..] else { return None };
             let joined = fine.kind == Kind::Grid && coarse.kind == Kind::GridSuper && fine.bounds.end == coarse.bounds.start + 1;
-            if !joined || grid.get_or_insert((fine.bounds.start, coarse.bounds.end)) != &(fine.bounds.start, coarse.bounds.end) {
+            // one grid and one split for every group (the fast path's one lookup and `fine`)
+            let shape = (fine.bounds.start, fine.bounds.end, coarse.bounds.end);
+            if !joined || *grid.get_or_insert(shape) != shape {
                 return None;
             }
             slots.push((fine.slot, coarse.slot));
         }
-        let (start, end) = grid?;
-        let fine = plan.groups[0][0].bounds.len() - 1;
+        let (start, split, end) = grid?;
+        let fine = split - 1 - start;
         let later = rest
             .iter()
             .map(|sc| {

@@ -315,3 +315,29 @@ fn first_pass_fast_path_equals_the_general_path_and_the_plain_rule() {
     run::<f64>(|x| x, true);
     run::<f32>(|x| x as f32, false);
 }
+
+#[test]
+fn groups_split_differently_take_the_general_path() {
+    // two groups over one grid, split at different buckets: no fast path, tables as the rule
+    let gb = grid::<f64>(64, 20, 10, |x| x.key());
+    let (f0, f1) = (30usize, 40usize);
+    let s0 = (gb.len() - 1 - f0).div_ceil(SUPER);
+    let s1 = (gb.len() - 1 - f1).div_ceil(SUPER);
+    let rows = [
+        [0, 3, f0 as i64, (gb.len() - f0) as i64, 0],
+        [0, 0, 0, f0 as i64 + 1, s0 as i64],
+        [1, 3, f1 as i64, (gb.len() - f1) as i64, (s0 + f0) as i64],
+        [1, 0, 0, f1 as i64 + 1, (s0 + f0 + s1) as i64],
+    ];
+    let plan = Plan::from_rows(0.0, 2, &rows, gb.clone(), s0 + f0 + s1 + f1).unwrap();
+    let scanners = [Scanner::<f64>::new(&plan, false)];
+    assert!(grid::GridPass::of(&scanners).is_none());
+    let mut r = xorshift(3);
+    let probs: Vec<f64> = (0..1000).flat_map(|_| { let a = r(); [a, 1.0 - a] }).collect();
+    let labels: Vec<i64> = (0..1000).map(|i| i % 2).collect();
+    let x = Inputs::new(&probs, &labels, 2).unwrap();
+    let got = scan_matrix(&x, false, true, std::slice::from_ref(&plan)).unwrap();
+    let entries: Vec<(usize, f64, bool)> = (0..2000).map(|i| (i % 2, probs[i], labels[i / 2] == (i % 2) as i64)).collect();
+    let want = naive(&plan, &entries);
+    assert_eq!((&got[0].cells, &got[0].counts), (&want.cells, &want.counts));
+}
