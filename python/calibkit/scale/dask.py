@@ -16,8 +16,10 @@ partial results that are combined in a tree (``split_every`` at a time).
   super-bucket of 16 grid buckets, those holding an edge tabled again around it in pass 2), so
   the bins' tables are the whole buckets between the edges plus the fetched scores binned at the
   edges: no counting pass. Typically 2 passes in all (10M x 10 float32: 2; also when every edge
-  falls on a single value, e.g. scores of exactly 0 and 1). Only bucket tables (at most about
-  2**20 buckets per pass) and a bounded number of scores (at most 2**22 per pass) ever travel.
+  falls on a single value, e.g. scores of exactly 0 and 1); 3 when edge buckets hold too many
+  scores to fetch, as for many classes with heavy ties (CIFAR-100 outputs tiled 40 times).
+  Only bucket tables (at most about 2**20 buckets per pass) and a bounded number of scores (at
+  most 2**22 per pass) ever travel.
 
 * **Sample weights** (``sample_weight=``, any finite weights >= 0): one pass. Each chunk yields
   weighted even tables (:func:`calibkit.calibration_bins` with the chunk's weights) and, for

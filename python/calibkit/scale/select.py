@@ -22,7 +22,7 @@ bucket that holds it (known from the cumulative counts) and either splits it int
 buckets (a *refine* target), or, once it holds few enough scores, fetches its scores (a *fetch*
 target) so the rank can be read off exactly. A bucket that is a single key is resolved at once
 (its value is the key). Every refine step shrinks a bucket's key range at least 16-fold, so the
-number of passes is bounded (in practice two).
+number of passes is bounded (in practice two, three on many-class data with heavy ties).
 
 Every bucket a pass fills comes back as an exact table: its count, its outcome count and the
 exact sum of its scores' grid units (docs/spec.md, "Cell sums"), integers that add over chunks
