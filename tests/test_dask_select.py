@@ -74,23 +74,28 @@ def test_grid_pass_is_the_exact_search(dtype, uniform, per_super):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("uniform", [64, 10485, 65536])
-def test_grid_cuts_tiny_binades_and_keeps_every_uniform_step(dtype, uniform):
-    """The first-pass grid: every uniform step on [0, 1]; below the first one, each binade down
-    to 2**-64 cut into TINY_SPLIT equal buckets; between the steps, only powers of two and the
-    steps toward 1 (so a power-of-two grid's steps stay one run of consecutive multiples)."""
+@pytest.mark.parametrize("uniform", [64, 1048, 10485, 65536])
+def test_grid_cuts_binades_and_keeps_every_uniform_step(dtype, uniform):
+    """The first-pass grid: every uniform step on [0, 1]; each binade from 2**-5 to 2**-64 cut
+    into binade_split(uniform) equal buckets, those wholly below the first step into
+    TINY_SPLIT at least; above 1/16 only the steps, powers of two and the steps toward 1 (so a
+    power-of-two grid's steps there stay one run of consecutive multiples)."""
     v = sel.from_keys(sel.initial_bounds(dtype, uniform), dtype)
     assert np.all(np.diff(v) > 0)
     steps = np.linspace(0.0, 1.0, uniform + 1).astype(dtype).astype(np.float64)
     assert np.isin(steps, v).all()
-    tiny = v[(v > 0) & (v < steps[1])]
+    cut = sel.binade_split(uniform)
+    assert cut == min(32, 2 ** int(np.log2(max(uniform // 256, 1))))
+    for e in range(5, 65):
+        np.testing.assert_array_equal(np.isin(2.0 ** -e * (1 + np.arange(cut) / cut), v), True)
     for e in range(int(np.ceil(1 + np.log2(uniform))), 65):  # the binades wholly below it
-        inside = tiny[(tiny >= 2.0 ** -e) & (tiny < 2.0 ** (1 - e))]
-        np.testing.assert_array_equal(inside, 2.0 ** -e * (1 + np.arange(sel.TINY_SPLIT) / sel.TINY_SPLIT))
-    between = v[(v > steps[1]) & (v < 1.0)]
-    pow2 = np.exp2(np.round(np.log2(between))) == between
-    near_one = np.isin(between, 1.0 - 2.0 ** -np.arange(1, 54))
-    assert (np.isin(between, steps) | pow2 | near_one).all()
+        inside = v[(v >= 2.0 ** -e) & (v < 2.0 ** (1 - e))]
+        want = 2.0 ** -e * (1 + np.arange(max(cut, sel.TINY_SPLIT)) / max(cut, sel.TINY_SPLIT))
+        np.testing.assert_array_equal(inside, want)
+    above = v[(v > 1 / 16) & (v < 1.0)]
+    pow2 = np.exp2(np.round(np.log2(above))) == above
+    near_one = np.isin(above, 1.0 - 2.0 ** -np.arange(1, 54))
+    assert (np.isin(above, steps) | pow2 | near_one).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

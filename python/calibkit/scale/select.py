@@ -10,8 +10,8 @@ as +0.0, the kernel's rule: ``_native.select_keys``), sort exactly like the valu
 bucketing happens on keys, so it is exact and identical on every worker.
 
 Pass 1 puts each group's keys in a fixed grid of buckets (tiny values by binade, each binade
-below the uniform step cut into :data:`TINY_SPLIT`, a uniform grid on [0, 1], ``1 - 2**-j``
-steps next to 1, and a bucket of its own for exactly 1.0);
+below 1/16 cut into equal buckets, :func:`binade_split`, a uniform grid on [0, 1],
+``1 - 2**-j`` steps next to 1, and a bucket of its own for exactly 1.0);
 it gives the group sizes and thus the wanted ranks. Above :data:`FINE_BELOW` it counts every
 grid bucket but tables (outcome counts, score sums) only *super-buckets* of :data:`SUPER`
 consecutive grid buckets, so that the chunk's hot state stays in cache (below, where most of a
@@ -51,6 +51,7 @@ __all__ = [
     "SelectionError",
     "bounds_of",
     "from_keys",
+    "binade_split",
     "grid_size",
     "initial_bounds",
     "split_bounds",
@@ -66,8 +67,12 @@ FETCH_MAX = 1 << 18
 FETCH_BUDGET = 1 << 22
 #: Each binade of the first-pass grid below its uniform step, down to 2**-64, is cut into this
 #: many equal buckets: a confident many-class model puts most of a class's scores there (on
-#: CIFAR-100 outputs this turned 3 passes into 2; docs/performance.md).
+#: CIFAR-100 outputs this turned 3 passes into 2; docs/performance.md) ...
 TINY_SPLIT = 8
+#: ... and each binade from 2**-5 down to 2**-64 into up to this many (``uniform // 256`` down
+#: to a power of two, at least 1): the uniform steps are too coarse for softmax tails (at
+#: K = 100 this turned 3 passes into 2 on synthetic and on wideresnet CIFAR-100 outputs).
+BINADE_SPLIT = 32
 #: Grid buckets per super-bucket table in pass 1 (the kernel's ``SUPER``) ...
 SUPER = 16
 #: ... above this score; below it, pass 1 tables every grid bucket.
@@ -107,11 +112,19 @@ def initial_bounds(dtype, uniform: int) -> np.ndarray:
     """Sorted unique keys of the first-pass grid; it covers every key in
     ``[key(-1.0), key(2.0))``.
 
-    The grid: powers of two for tiny values (each binade below ``1 / uniform``, down to
-    ``2**-64``, cut into :data:`TINY_SPLIT` equal buckets), ``uniform`` equal steps on [0, 1],
-    ``1 - 2**-j`` next to 1, and a bucket of its own for exactly 1.0.
+    The grid: powers of two for tiny values (each binade from ``2**-5`` down to ``2**-64`` cut
+    into :func:`binade_split` equal buckets, and those below ``1 / uniform`` into at least
+    :data:`TINY_SPLIT`), ``uniform`` equal steps on [0, 1], ``1 - 2**-j`` next to 1, and a
+    bucket of its own for exactly 1.0.
     """
     return _initial_bounds(np.dtype(dtype).str, int(uniform))
+
+
+def binade_split(uniform: int) -> int:
+    """Equal buckets per binade from ``2**-5`` to ``2**-64`` in a grid of ``uniform`` steps:
+    ``uniform // 256`` down to a power of two, within ``[1, BINADE_SPLIT]`` (a grid for many
+    groups, with few steps, gets few)."""
+    return int(min(BINADE_SPLIT, 1 << max(uniform // 256, 1).bit_length() - 1))
 
 
 @functools.lru_cache(maxsize=16)
@@ -128,9 +141,12 @@ def _initial_bounds(dtype_str: str, uniform: int) -> np.ndarray:
     e = np.arange(int(np.floor(np.log2(uniform))), 65)
     split = (2.0 ** -e[:, None] * (1 + np.arange(1, TINY_SPLIT)[None, :] / TINY_SPLIT)).ravel()
     split = split[split < 1.0 / uniform]
+    # 2**-e * (1 + j / binade_split) from 2**-5 to 2**-64: exact too
+    e, cut = np.arange(5, 65), binade_split(uniform)
+    binades = (2.0 ** -e[:, None] * (1 + np.arange(1, cut)[None, :] / cut)).ravel()
     one = dtype.type(1.0)
     vals = np.concatenate([
-        [-1.0, 0.0], tiny, split, np.linspace(0.0, 1.0, uniform + 1), near_one,
+        [-1.0, 0.0], tiny, split, binades, np.linspace(0.0, 1.0, uniform + 1), near_one,
         [1.0, float(np.nextafter(one, dtype.type(2.0))), 2.0],
     ]).astype(dtype)
     out = np.unique(to_keys(vals))
