@@ -136,12 +136,14 @@ def _initial_bounds(dtype_str: str, uniform: int) -> np.ndarray:
     else:
         tiny = 2.0 ** -np.concatenate([np.arange(1, 65), np.arange(72, 1075, 8)])
         near_one = 1.0 - 2.0 ** -np.arange(1, 54)
-    # 2**-e * (1 + j / TINY_SPLIT) below the first uniform step (which stays whole, so the
-    # uniform steps stay one run of the kernel's arithmetic lookup): exact in either type
+    # 2**-e * (1 + j / TINY_SPLIT) below the first uniform step (which stays whole): exact in
+    # either type
     e = np.arange(int(np.floor(np.log2(uniform))), 65)
     split = (2.0 ** -e[:, None] * (1 + np.arange(1, TINY_SPLIT)[None, :] / TINY_SPLIT)).ravel()
     split = split[split < 1.0 / uniform]
-    # 2**-e * (1 + j / binade_split) from 2**-5 to 2**-64: exact too
+    # 2**-e * (1 + j / binade_split) from 2**-5 to 2**-64: exact too. (Where these are finer
+    # than the uniform steps they end the steps' run of the kernel's arithmetic lookup: below
+    # 2**-11 at 65536 steps; those scores take its table.)
     e, cut = np.arange(5, 65), binade_split(uniform)
     binades = (2.0 ** -e[:, None] * (1 + np.arange(1, cut)[None, :] / cut)).ravel()
     one = dtype.type(1.0)
