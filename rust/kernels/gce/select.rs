@@ -294,7 +294,7 @@ struct Scanner<'a, T: Keyed> {
     folded: std::collections::HashMap<usize, Cell>,
     /// One locator per distinct grid bounds range of the plan, and per group and region, the
     /// region's locator (0 where none).
-    grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)>,
+    grids: Vec<(std::ops::Range<usize>, GridLocator<'a, T>)>,
     locs: Vec<Vec<usize>>,
     /// Per group, the lowest key of each region (for the search).
     los: Vec<Vec<i64>>,
@@ -316,11 +316,11 @@ struct Scanner<'a, T: Keyed> {
 
 impl<'a, T: Keyed> Scanner<'a, T> {
     fn new(plan: &'a Plan, shares: bool) -> Self {
-        let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a>)> = Vec::new();
+        let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a, T>)> = Vec::new();
         // a plan that shares never searches: the previous plan's hits are its own
         for r in plan.groups.iter().flatten().filter(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper) && !shares) {
             if !grids.iter().any(|(b, _)| *b == r.bounds) {
-                grids.push((r.bounds.clone(), GridLocator::new::<T>(&plan.bounds[r.bounds.clone()])));
+                grids.push((r.bounds.clone(), GridLocator::new(&plan.bounds[r.bounds.clone()])));
             }
         }
         let locs = plan.groups.iter().map(|rs| rs.iter().map(|r| grids.iter().position(|(b, _)| *b == r.bounds).unwrap_or(0)).collect()).collect();
@@ -382,7 +382,7 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         }
         match r.kind {
             Kind::Fetch => Hit::Fetch(r.slot as i64),
-            Kind::Grid | Kind::GridSuper => match self.grids[self.locs[g][ri]].1.locate::<T>(key) {
+            Kind::Grid | Kind::GridSuper => match self.grids[self.locs[g][ri]].1.locate(key) {
                 // one path for both kinds (which one a score takes is not predictable)
                 Some(b) => {
                     let sup = r.kind == Kind::GridSuper;
@@ -406,6 +406,16 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         }
     }
 
+    /// A score in grid bucket `f` (its count) of table slot `i`.
+    #[inline(always)]
+    fn add_grid(&mut self, i: usize, f: usize, wide: f64, outcome: bool) {
+        let c = &mut self.counts[f];
+        *c = c.wrapping_add(1);
+        if *c == 0 {
+            *self.wraps.entry(f).or_default() += 1;
+        }
+        self.add_run(i, wide, outcome);
+    }
 
     #[inline(always)]
     fn add(&mut self, hit: Hit, s: T, wide: f64, outcome: bool) {
@@ -421,12 +431,7 @@ impl<'a, T: Keyed> Scanner<'a, T> {
                 if self.whole.get(i / 64).is_some_and(|&w| w >> (i % 64) & 1 == 1) {
                     return; // a whole super-bucket: the previous plan's table and counts
                 }
-                let c = &mut self.counts[f];
-                *c = c.wrapping_add(1);
-                if *c == 0 {
-                    *self.wraps.entry(f).or_default() += 1;
-                }
-                self.add_run(i, wide, outcome);
+                self.add_grid(i, f, wide, outcome);
             }
             Hit::Fetch(id) => {
                 self.fetched.fetched_id.push(id);
@@ -482,7 +487,7 @@ struct Scan<'a, T: Keyed> {
     /// non-negative key outside it is dropped by one bit test, before the per-plan work.
     filter: Option<(Vec<Vec<u64>>, u32)>,
     /// The first pass's fast path, when the plans have its shape.
-    grid: Option<grid::GridPass<'a>>,
+    grid: Option<grid::GridPass<'a, T>>,
 }
 
 impl<'a, T: Keyed> Scan<'a, T> {
@@ -513,7 +518,7 @@ impl<'a, T: Keyed> Scan<'a, T> {
         }
         let key = s.key();
         if let Some(gp) = &self.grid {
-            gp.visit(&mut self.scanners, g, s, key, outcome);
+            gp.visit_group(&mut self.scanners, g, std::iter::once((s, outcome)));
             return;
         }
         if let Some((f, bits)) = &self.filter {

@@ -11,25 +11,26 @@
 //! Tables bit for bit those of the general path (`tests_select.rs`).
 
 use std::cmp::Ordering;
+use std::marker::PhantomData;
 
 use super::{search, Hit, Keyed, Kind, Plan, Region, Scanner, SUPER};
 
-pub(super) struct GridPass<'a> {
-    locator: GridLocator<'a>,
+pub(super) struct GridPass<'a, T: Keyed> {
+    locator: GridLocator<'a, T>,
     /// Buckets of the grid below the split (the `Grid` region's, tabled one by one).
     fine: usize,
     /// Per group: the table slots of its `Grid` and `GridSuper` regions.
     slots: Vec<(usize, usize)>,
     /// Length of the first plan's grid counts (its scratch counts start there).
     counts_size: usize,
-    /// Per later plan: the lowest key above its threshold and, per group, the width of the key
-    /// range from there in which it has something to add.
-    later: Vec<(i64, Vec<u128>)>,
+    /// Per group, per later plan: the lowest key above the plan's threshold and the width of
+    /// the key range from there in which the plan has something to add.
+    later: Vec<Vec<(i64, u128)>>,
 }
 
-impl<'a> GridPass<'a> {
+impl<'a, T: Keyed> GridPass<'a, T> {
     /// The fast path of these scanners, if their plans have the first pass's shape.
-    pub(super) fn of<T: Keyed>(scanners: &[Scanner<'a, T>]) -> Option<Self> {
+    pub(super) fn of(scanners: &[Scanner<'a, T>]) -> Option<Self> {
         let (first, rest) = scanners.split_first()?;
         if first.shares || rest.iter().any(|sc| !sc.shares) {
             return None;
@@ -48,78 +49,41 @@ impl<'a> GridPass<'a> {
             slots.push((fine.slot, coarse.slot));
         }
         let (start, split, end) = grid?;
-        let fine = split - 1 - start;
-        let later = rest
-            .iter()
-            .map(|sc| {
-                let keep = first_key_above::<T>(sc.plan.threshold);
-                let spans = sc.plan.groups.iter().map(|rs| (skip_from(sc.plan, rs, &sc.whole) as i128 - keep as i128).max(0) as u128).collect();
-                (keep, spans)
+        let keeps: Vec<i64> = rest.iter().map(|sc| first_key_above::<T>(sc.plan.threshold)).collect();
+        let later = (0..plan.groups.len())
+            .map(|g| {
+                rest.iter()
+                    .zip(&keeps)
+                    .map(|(sc, &keep)| (keep, (skip_from(sc.plan, &sc.plan.groups[g], &sc.whole) as i128 - keep as i128).max(0) as u128))
+                    .collect()
             })
             .collect();
-        Some(GridPass { locator: GridLocator::new::<T>(&plan.bounds[start..end]), fine, slots, counts_size: plan.counts_size, later })
+        Some(GridPass { locator: GridLocator::new(&plan.bounds[start..end]), fine: split - 1 - start, slots, counts_size: plan.counts_size, later })
     }
 
-    /// [`super::Scan::visit`] of one score, `key` its key.
+    /// [`super::Scan::visit`] of the scores of one group `g` (one score, or a class's column),
+    /// with the loop's invariants (the group's slots, the later plans' key ranges) read once.
     #[inline(always)]
-    pub(super) fn visit<T: Keyed>(&self, scanners: &mut [Scanner<'a, T>], g: usize, s: T, key: i64, outcome: bool) {
-        let wide = s.to_f64();
-        let Some((first, rest)) = scanners.split_first_mut() else { return };
-        // plans are sorted by threshold: a score the first drops, every plan drops
-        if wide.partial_cmp(&first.plan.threshold) != Some(Ordering::Greater) {
-            return;
-        }
-        let Some(b) = self.locator.locate::<T>(key) else { return };
-        let (slot, count) = place(self.slots[g], self.fine, self.counts_size, b);
-        let hit = Hit::Grid(slot, count);
-        first.add(hit, s, wide, outcome);
-        for (sc, (keep, spans)) in rest.iter_mut().zip(&self.later) {
-            if ((key as i128 - *keep as i128) as u128) < spans[g] {
-                sc.add(hit, s, wide, outcome);
-            }
-        }
-    }
-}
-
-impl<'a> GridPass<'a> {
-    /// [`GridPass::visit`] of a run of scores of one group `g` (a class's column), the loop's
-    /// invariants (the group's slots, the grid's uniform run, the later plans' key ranges)
-    /// held in registers rather than read again for every score.
-    #[inline(always)]
-    pub(super) fn visit_group<T: Keyed>(&self, scanners: &mut [Scanner<'a, T>], g: usize, scores: impl Iterator<Item = (T, bool)>) {
+    pub(super) fn visit_group(&self, scanners: &mut [Scanner<'a, T>], g: usize, scores: impl Iterator<Item = (T, bool)>) {
         let Some((first, rest)) = scanners.split_first_mut() else { return };
         let threshold = first.plan.threshold;
         let (slots, fine, scratch) = (self.slots[g], self.fine, self.counts_size);
-        // keys in [lo, hi) take the arithmetic (an empty range without a uniform run)
-        let (lo, hi, scale, base) = self.locator.uniform.as_ref().map_or((0, 0, 0.0, 0), |u| (u.lo, u.hi, u.scale, u.first.wrapping_sub(u.i0)));
-        let later: Vec<(i64, u128)> = self.later.iter().map(|(keep, spans)| (*keep, spans[g])).collect();
+        let later = &self.later[g][..];
         let any_later = later.iter().any(|&(_, span)| span > 0);
         for (s, outcome) in scores {
             let wide = s.to_f64();
+            // plans are sorted by threshold: a score the first drops, every plan drops
             if wide.partial_cmp(&threshold) != Some(Ordering::Greater) {
                 continue;
             }
             let key = s.key();
-            let b = if key >= lo && key < hi {
-                let i = T::value_of_key(key) * scale;
-                // SAFETY: as in `GridLocator::locate`: `i` is an exact integer of the run.
-                base.wrapping_add(unsafe { i.to_int_unchecked::<i64>() } as usize)
-            } else {
-                match self.locator.locate::<T>(key) {
-                    Some(b) => b,
-                    None => continue,
-                }
-            };
+            let Some(b) = self.locator.locate(key) else { continue };
             let (slot, count) = place(slots, fine, scratch, b);
-            // the first plan's `add` of the hit (it shares nothing: no whole slots)
-            let c = &mut first.counts[count];
-            *c = c.wrapping_add(1);
-            if *c == 0 {
-                *first.wraps.entry(count).or_default() += 1;
-            }
-            first.add_run(slot, wide, outcome);
+            // the first plan shares nothing (no whole slots to skip)
+            first.add_grid(slot, count, wide, outcome);
             if any_later {
-                for (sc, &(keep, span)) in rest.iter_mut().zip(&later) {
+                for (sc, &(keep, span)) in rest.iter_mut().zip(later) {
+                    // one unsigned comparison: the key is in the slots straddling the threshold
                     if ((key as i128 - keep as i128) as u128) < span {
                         sc.add(Hit::Grid(slot, count), s, wide, outcome);
                     }
@@ -194,7 +158,7 @@ const PACKED: i32 = 1 << 29;
 /// when it fits ([`PACKED`]; the grid's bounds above 2^-6 for float32) or the bound. The table
 /// is about four cells per bound. Cells holding more bounds, negative keys and keys past the
 /// last bound take the search.
-pub struct GridLocator<'a> {
+pub struct GridLocator<'a, T: Keyed> {
     bounds: &'a [i64],
     /// Per cell: the bucket of the cell's first key (with [`ONE_INSIDE`] if a bound lies inside
     /// the cell, and [`PACKED`] with the bound's offset above `bucket_bits`), or -2 (the
@@ -208,12 +172,15 @@ pub struct GridLocator<'a> {
     /// The longest run of bounds that are consecutive multiples of one power of two (the
     /// grid's uniform steps on [0, 1]): its keys find their bucket by arithmetic, no table.
     pub(super) uniform: Option<Uniform>,
+    /// The keys' type (the arithmetic reads a key's value as a `T`).
+    _keys: PhantomData<T>,
 }
 
 /// A run of bounds `bounds[first..=last]` whose values are `i * step` for consecutive `i`
 /// from `i0`, `step` a power of two: a key in `[lo, hi)` (`bounds[first]`, `bounds[last]`)
 /// is in bucket `first + floor(value / step) - i0`, exactly (`value * scale`, `scale` =
 /// 1 / `step`, is exact and its floor an integer).
+#[derive(Clone, Copy)]
 pub(super) struct Uniform {
     lo: i64,
     hi: i64,
@@ -226,6 +193,18 @@ pub(super) struct Uniform {
 const UNIFORM_MIN: usize = 64;
 
 impl Uniform {
+    /// The bucket of `key` if it lies in the run (a key of the `T` the run was found for).
+    #[inline(always)]
+    fn bucket<T: Keyed>(self, key: i64) -> Option<usize> {
+        if key < self.lo || key >= self.hi {
+            return None;
+        }
+        let i = T::value_of_key(key) * self.scale;
+        // SAFETY: the key is in [lo, hi), so `i` is finite and in [i0, i0 + the run's buckets):
+        // an exact integer that fits. (A checked `as` costs a tenth of the pass.)
+        Some(self.first + unsafe { i.to_int_unchecked::<i64>() } as usize - self.i0)
+    }
+
     /// The longest run of at least [`UNIFORM_MIN`] buckets in `bounds` (keys of `T`), if any.
     fn find<T: Keyed>(bounds: &[i64]) -> Option<Self> {
         // the step of bounds j, j + 1 (if a power of two they are consecutive multiples of)
@@ -262,9 +241,9 @@ impl Uniform {
     }
 }
 
-impl<'a> GridLocator<'a> {
+impl<'a, T: Keyed> GridLocator<'a, T> {
     /// The locator of `bounds` (sorted, unique) for keys of `T`.
-    pub fn new<T: Keyed>(bounds: &'a [i64]) -> Self {
+    pub fn new(bounds: &'a [i64]) -> Self {
         let mant = T::MANT;
         let top = bounds.last().map_or(0, |&b| b.max(0)) >> mant;
         let binades = top as usize + 1;
@@ -312,20 +291,14 @@ impl<'a> GridLocator<'a> {
                 table.push(t);
             }
         }
-        GridLocator { bounds, table, bucket_bits, base, mant, uniform: Uniform::find::<T>(bounds) }
+        GridLocator { bounds, table, bucket_bits, base, mant, uniform: Uniform::find::<T>(bounds), _keys: PhantomData }
     }
 
     #[inline(always)]
-    pub fn locate<T: Keyed>(&self, key: i64) -> Option<usize> {
-        if let Some(u) = &self.uniform {
-            if key >= u.lo && key < u.hi {
-                // most of a pass's scores: no table read (a table miss was a fifth of the pass)
-                let i = T::value_of_key(key) * u.scale;
-                // SAFETY: the key is in [lo, hi), so `i` is finite and in [i0, i0 + the run's
-                // buckets): an exact integer that fits. (A checked `as` costs a tenth of the
-                // pass.)
-                return Some(u.first + unsafe { i.to_int_unchecked::<i64>() } as usize - u.i0);
-            }
+    pub fn locate(&self, key: i64) -> Option<usize> {
+        // most of a pass's scores: no table read (a table miss was a fifth of the pass)
+        if let Some(b) = self.uniform.and_then(|u| u.bucket::<T>(key)) {
+            return Some(b);
         }
         let bounds = self.bounds;
         if key >= 0 {

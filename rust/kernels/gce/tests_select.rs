@@ -34,11 +34,11 @@ fn awkward(bounds_values: &[f64]) -> Vec<f64> {
 
 fn check_locator<T: Keyed>(uniform: usize, narrow: impl Fn(f64) -> T, from_key: impl Fn(i64) -> f64, tiny: i32, near: i32) {
     let bounds = grid::<T>(uniform, tiny, near, |x| narrow(x).key());
-    let loc = GridLocator::new::<T>(&bounds);
+    let loc = GridLocator::<T>::new(&bounds);
     let on: Vec<f64> = bounds.iter().map(|&k| from_key(k)).collect();
     for x in awkward(&on) {
         let key = narrow(x).key();
-        assert_eq!(loc.locate::<T>(key), search(&bounds, key), "{x:e}");
+        assert_eq!(loc.locate(key), search(&bounds, key), "{x:e}");
     }
 }
 
@@ -217,11 +217,11 @@ fn uniform_runs_locate_by_arithmetic_exactly() {
     values.extend([0.6, 0.75, 0.9, 1.0, 2.0]);
     fn check<T: Keyed>(values: &[f64], narrow: impl Fn(f64) -> T, want_first: Option<usize>) {
         let bounds: Vec<i64> = values.iter().map(|&v| narrow(v).key()).collect();
-        let loc = GridLocator::new::<T>(&bounds);
+        let loc = GridLocator::<T>::new(&bounds);
         assert_eq!(loc.uniform.as_ref().map(|u| u.first), want_first);
         for x in awkward(values) {
             let key = narrow(x).key();
-            assert_eq!(loc.locate::<T>(key), search(&bounds, key), "{x:e}");
+            assert_eq!(loc.locate(key), search(&bounds, key), "{x:e}");
         }
     }
     check::<f32>(&values, |x| x as f32, Some(4));
