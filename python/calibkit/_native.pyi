@@ -29,10 +29,10 @@ def units_sum_parts(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]
 # (R, 5) rows [group, kind (0 grid, 1 buckets, 2 fetch, 3 grid tabled per super-bucket),
 # bounds start, bounds length, slot or target id], bounds int64, size); plans sorted by
 # threshold. A kind-3 region's slot is its first super-bucket's (16 grid buckets a table), its
-# buckets' counts at 16 * slot. Per plan: (counts
-# (size,), outcome counts (size,), score units (size,) or (size, 2), grid bucket counts,
-# fetched ids int64, fetched scores (the input dtype), fetched outcomes bool); counts int32 or
-# int64 (``calibkit.scale.select.unpack_tables``).
+# buckets' counts at 16 * slot. Per plan: (counts (size,), outcome counts (size,), score units
+# (size,) or (size, 2), grid bucket counts uint32 (16 * slot + buckets of the last kind-3
+# region), fetched ids int64, fetched scores (the input dtype), fetched outcomes bool); counts
+# and outcome counts int32 or int64 (``calibkit.scale.select.unpack_tables``).
 def select_scan(
     labels: npt.NDArray[np.int64],
     probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],

@@ -26,11 +26,11 @@ fn plans(num_groups: usize, given: &[PyPlan<'_>]) -> PyResult<Vec<Plan>> {
         .collect()
 }
 
-/// Each plan's (counts, outcome counts, score units, grid bucket counts uint32, fetched target ids
-/// int64, fetched scores, fetched outcomes bool). The tables are packed to ship: int32 counts and outcome counts and
-/// one int64 per exact score sum (16 bytes a bucket, not 32) when every bucket fits, as a
-/// chunk's mostly do (a sum needs two words past about 4096 scores); else int64 counts and
-/// outcome counts and the sums as (size, 2) `[high, low]` words
+/// Each plan's (counts, outcome counts, score units, grid bucket counts uint32, fetched target
+/// ids int64, fetched scores, fetched outcomes bool). The tables are packed to ship: int32
+/// counts and outcome counts and one int64 per exact score sum (16 bytes a bucket, not 32) when
+/// every bucket fits, as a chunk's mostly do (a sum needs two words past about 4096 scores);
+/// else int64 counts and outcome counts and the sums as (size, 2) `[high, low]` words
 /// (`calibkit.scale.select.unpack_tables` reads both).
 fn scanned_to_py<'py, T: Keyed + numpy::Element>(py: Python<'py>, out: Vec<Scanned<T>>) -> PyResult<Bound<'py, PyList>> {
     let items = out

@@ -127,6 +127,13 @@ def binade_split(uniform: int) -> int:
     return int(min(BINADE_SPLIT, 1 << max(uniform // 256, 1).bit_length() - 1))
 
 
+def _binade_cuts(first: int, cut: int) -> np.ndarray:
+    """``2**-e * (1 + j / cut)`` for each binade ``e`` from ``first`` to 64 and ``0 < j < cut``
+    (``cut`` a power of two): exact in float32 and float64."""
+    e = np.arange(first, 65)
+    return (2.0 ** -e[:, None] * (1 + np.arange(1, cut)[None, :] / cut)).ravel()
+
+
 @functools.lru_cache(maxsize=16)
 def _initial_bounds(dtype_str: str, uniform: int) -> np.ndarray:
     dtype = np.dtype(dtype_str)
@@ -136,16 +143,12 @@ def _initial_bounds(dtype_str: str, uniform: int) -> np.ndarray:
     else:
         tiny = 2.0 ** -np.concatenate([np.arange(1, 65), np.arange(72, 1075, 8)])
         near_one = 1.0 - 2.0 ** -np.arange(1, 54)
-    # 2**-e * (1 + j / TINY_SPLIT) below the first uniform step (which stays whole): exact in
-    # either type
-    e = np.arange(int(np.floor(np.log2(uniform))), 65)
-    split = (2.0 ** -e[:, None] * (1 + np.arange(1, TINY_SPLIT)[None, :] / TINY_SPLIT)).ravel()
+    # below the first uniform step (which stays whole) at least TINY_SPLIT a binade
+    split = _binade_cuts(int(np.floor(np.log2(uniform))), TINY_SPLIT)
     split = split[split < 1.0 / uniform]
-    # 2**-e * (1 + j / binade_split) from 2**-5 to 2**-64: exact too. (Where these are finer
-    # than the uniform steps they end the steps' run of the kernel's arithmetic lookup: below
-    # 2**-11 at 65536 steps; those scores take its table.)
-    e, cut = np.arange(5, 65), binade_split(uniform)
-    binades = (2.0 ** -e[:, None] * (1 + np.arange(1, cut)[None, :] / cut)).ravel()
+    # (Where the binade cuts are finer than the uniform steps they end the steps' run of the
+    # kernel's arithmetic lookup: below 2**-11 at 65536 steps; those scores take its table.)
+    binades = _binade_cuts(5, binade_split(uniform))
     one = dtype.type(1.0)
     vals = np.concatenate([
         [-1.0, 0.0], tiny, split, binades, np.linspace(0.0, 1.0, uniform + 1), near_one,
