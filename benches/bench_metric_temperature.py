@@ -39,7 +39,8 @@ def main(argv=None) -> None:
     print(f"CPU: {cpu_model()}; (N, K) = ({args.n}, {args.k}); best of {args.rounds}, interleaved")
     for name, t in best.items():
         print(f"{name:26} {t * 1e3:8.1f} ms")
-    print(f"ratio {ratio:.1f}x (target <= 10x); {len(m.curve_)} loss evaluations, "
+    print(f"ratio {ratio:.1f}x (target <= 10x: {'met' if ratio <= 10 else 'not met'}); "
+          f"{len(m.curve_)} loss evaluations, "
           f"T = {m.temperature_:.5f}, ECE = {m.loss_:.6f}")
 
 

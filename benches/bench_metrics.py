@@ -115,6 +115,26 @@ def numpy_ace(y, p, b=15):
 
 NUMPY = {"ece": numpy_ece, "sce": numpy_sce, "ace": numpy_ace}
 
+# Issue 29 item 5's ACE targets, at the shape it measured: at most 7x one np.sum, and at least
+# 20x faster than uncertainty_metrics.
+ISSUE29_SHAPE = (50000, 1000)
+ACE_SUM_TARGET = 7.0
+ACE_UM_TARGET = 20.0
+
+
+def met(ok: bool) -> str:
+    return "met" if ok else "not met"
+
+
+def issue29_ace(ace: dict) -> str:
+    """The line that sets ACE's measured ratios beside issue 29's targets."""
+    line = (f"issue 29 item 5: ace {ace['sum']:.2f}x np.sum (target <= {ACE_SUM_TARGET:g}x: "
+            f"{met(ace['sum'] <= ACE_SUM_TARGET)})")
+    if "um" in ace:
+        line += (f"; {ace['um']:.1f}x faster than uncertainty_metrics (target >= "
+                 f"{ACE_UM_TARGET:g}x: {met(ace['um'] >= ACE_UM_TARGET)})")
+    return line
+
 
 def um_call(name, y, p, b=15):
     import importlib
@@ -149,11 +169,14 @@ def main(argv=None):
             print(f"\n(N, K) = ({n}, {k}) {dt}: np.sum {floor * 1e3:.2f} ms, np.argmax(axis=1) {am * 1e3:.2f} ms")
             print(f"  {'metric':6} {'calibkit':>11} {'x np.sum':>9} | {'numpy vec':>10} {'speedup':>8} | "
                   f"{'reference':>10} {'speedup':>8} | {'unc.metrics':>11} {'speedup':>8}")
+            ace = {}  # ACE's ratios, for issue 29's targets
             for name, kw in METRICS.items():
                 f = getattr(calibkit, name)
                 r = rep if n * k <= 1_000_000 else max(3, rep)
                 t = timeit(lambda: f(y, p), r * (20 if n * k <= 200_000 else 1))
                 row = f"  {name:6} {t * 1e3:9.3f}ms {t / floor:8.2f}x |"
+                if name == "ace":
+                    ace["sum"] = t / floor
                 cols = []
                 if not args.no_peers:
                     if name in NUMPY:
@@ -169,7 +192,11 @@ def main(argv=None):
                             continue
                         tp = timeit(call, 1 if n * k > 1_000_000 else 2)
                         cols.append(f" {tp * 1e3:9.1f}ms {tp / t:7.1f}x |")
+                        if name == "ace" and peer == "um":
+                            ace["um"] = tp / t
                 print(row + "".join(cols))
+            if (n, k) == ISSUE29_SHAPE:
+                print("  " + issue29_ace(ace))
             if n == 10000 and k == 10:
                 t = timeit(lambda: calibkit.ece(y, p), 2000)
                 print(f"  ece per call at (10k, 10): {t * 1e6:.1f} us (target < 50 us)")
