@@ -44,8 +44,9 @@ use crate::kernels::{BinStats, KernelError, Norm};
 #[cfg(doc)]
 use crate::kernels::weighted::grouped::grouped_bin_stats;
 
-/// Resamples per rayon task (fixed: the split never depends on the thread count).
-const BLOCK: usize = 4;
+/// Resamples per rayon task (fixed: the split never depends on the thread count); the byte
+/// path packs a row's multiplicities of one task into a `u64` ([`pack`]).
+const BLOCK: usize = 8;
 
 /// Entries of every group in sorted order, with what a resample needs of each.
 pub struct Sorted {
@@ -220,17 +221,52 @@ impl Sorted {
 
     /// Group `g`'s cells of one resample with no base weights and 0/1 outcomes
     /// ([`Sorted::bootstrap`]'s common case): the group's multiplicities gathered from `mult`
-    /// into `gm` (bytes when they fit), the edges of [`whole_edge_ranks`], and each bin's sums by
-    /// [`plain_sums`] (runs of at most `chunk` entries). The same table as
+    /// into `gm` (bytes when they fit), then [`Sorted::group_cells`]. The same table as
     /// [`Sorted::group_table`].
     #[allow(clippy::too_many_arguments)]
     fn group_table_plain<M: Multiplicity>(&self, g: usize, mult: &[M], chunk: usize, num_bins: usize, st: &mut BinStats, gm: &mut Vec<M>) {
-        let nb = num_bins;
         let r = self.start[g]..self.start[g + 1];
         gm.clear();
         // rows were checked; `get` keeps a row array changed during the call in bounds
-        gm.extend(self.row[r.clone()].iter().map(|&i| mult.get(i as usize).copied().unwrap_or_default()));
-        let ranks = whole_edge_ranks(gm, nb);
+        gm.extend(self.row[r].iter().map(|&i| mult.get(i as usize).copied().unwrap_or_default()));
+        let blocks: Vec<u64> = gm.chunks(SKIP).map(M::block_sum).collect();
+        self.group_cells(g, gm, &blocks, chunk, num_bins, st);
+    }
+
+    /// [`Sorted::group_table_plain`] for the resamples of one block, every one's multiplicities
+    /// bytes, packed by row (resample j in byte j of `packed[row]`, [`pack`]): one gather of
+    /// the group's rows serves the whole block (one per resample was half of an ACE interval),
+    /// and the block sums of [`whole_edge_ranks`] are taken for every resample at once, in
+    /// 16-bit lanes; each resample's bytes are then taken out. The same tables.
+    #[allow(clippy::too_many_arguments)]
+    fn group_tables_packed(&self, g: usize, packed: &[u64], num_bins: usize, sts: &mut [BinStats], gp: &mut Vec<u64>, gm: &mut Vec<u8>, sums: &mut Vec<[u64; 2]>) {
+        const EVEN: u64 = 0x00FF_00FF_00FF_00FF;
+        const _: () = assert!(SKIP * u8::MAX as usize <= u16::MAX as usize, "a block's byte sum fits a 16-bit lane");
+        let r = self.start[g]..self.start[g + 1];
+        gp.clear();
+        gp.extend(self.row[r].iter().map(|&i| packed.get(i as usize).copied().unwrap_or_default()));
+        // per block of SKIP rows: the even bytes' sums and the odd bytes' sums, each lane below
+        // 16 * 255 < 2^16
+        sums.clear();
+        sums.extend(gp.chunks(SKIP).map(|c| c.iter().fold([0u64; 2], |[e, o], &x| [e + (x & EVEN), o + (x >> 8 & EVEN)])));
+        let mut blocks = Vec::with_capacity(sums.len());
+        for (j, st) in sts.iter_mut().enumerate() {
+            let (half, shift) = (j % 2, 8 * (j - j % 2));
+            blocks.clear();
+            blocks.extend(sums.iter().map(|s| s[half] >> shift & 0xFFFF));
+            gm.clear();
+            gm.extend(gp.iter().map(|&x| (x >> (8 * j)) as u8));
+            self.group_cells(g, gm, &blocks, plain_chunk(u8::MAX as u64), num_bins, st);
+        }
+    }
+
+    /// Group `g`'s cells of one resample given the group's multiplicities in sorted order
+    /// (`gm`) and their sums by block of [`SKIP`] (`blocks`): the edges of [`whole_edge_ranks`],
+    /// and each bin's sums by [`plain_sums`] (runs of at most `chunk` entries).
+    fn group_cells<M: Multiplicity>(&self, g: usize, gm: &[M], blocks: &[u64], chunk: usize, num_bins: usize, st: &mut BinStats) {
+        let nb = num_bins;
+        let r = self.start[g]..self.start[g + 1];
+        let ranks = edge_walk(gm, blocks, nb);
         if ranks.len() + 1 < nb {
             for c in g * nb..(g + 1) * nb {
                 self.scales.write(st, c, 0, 0, 0);
@@ -239,8 +275,10 @@ impl Sorted {
         }
         let (lo_u, hi_u, hit) = (&self.lo[r.clone()], &self.hi[r.clone()], &self.hit[r.clone()]);
         let mut lo = 0usize;
-        let ends = ranks.iter().map(|&p| self.tie_start[r.start + p] as usize - r.start).chain(std::iter::once(r.len()));
-        for (b, hi) in ends.enumerate() {
+        // every edge's tie start read before any sum: independent loads, whose cache misses
+        // overlap (read one per bin, between the sums, they took a fifth of the group's time)
+        let ends: Vec<usize> = ranks.iter().map(|&p| self.tie_start[r.start + p] as usize - r.start).chain(std::iter::once(r.len())).collect();
+        for (b, &hi) in ends.iter().enumerate() {
             let hi = hi.max(lo);
             let (c, s, o) = plain_sums(&gm[lo..hi], &lo_u[lo..hi], &hi_u[lo..hi], &hit[lo..hi], chunk);
             self.scales.write(st, g * nb + b, c, s, o);
@@ -316,7 +354,12 @@ impl Sorted {
                 let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, first.wrapping_add(j) as u64, self.n_rows, byte_max)).collect();
                 let mut sts: Vec<BinStats> = mults.iter().map(|_| self.scales.table(self.num_groups, num_bins)).collect();
                 let (mut g8, mut g32) = (Vec::new(), Vec::new());
+                let (packed, mut gp, mut sums) = (pack(&mults), Vec::new(), Vec::new());
                 for g in 0..self.num_groups {
+                    if let Some(p) = &packed {
+                        self.group_tables_packed(g, p, num_bins, &mut sts, &mut gp, &mut g8, &mut sums);
+                        continue;
+                    }
                     for (m, st) in mults.iter().zip(sts.iter_mut()) {
                         match m {
                             Mults::Bytes(m) => self.group_table_plain(g, m, plain_chunk(u8::MAX as u64), num_bins, st, &mut g8),
@@ -353,6 +396,21 @@ impl Mults {
     }
 }
 
+/// The multiplicities of a block's resamples packed by row, resample j in byte j, when every
+/// one's are bytes ([`Sorted::group_tables_packed`]).
+fn pack(mults: &[Mults]) -> Option<Vec<u64>> {
+    const _: () = assert!(BLOCK <= 8, "a row's multiplicities of one block fill one u64");
+    let mut packed: Vec<u64> = Vec::new();
+    for (j, m) in mults.iter().enumerate() {
+        let Mults::Bytes(m) = m else { return None };
+        packed.resize(m.len(), 0);
+        for (p, &x) in packed.iter_mut().zip(m) {
+            *p |= (x as u64) << (8 * j);
+        }
+    }
+    Some(packed)
+}
+
 /// Rows per block skipped at once by [`whole_edge_ranks`].
 const SKIP: usize = 16;
 
@@ -375,19 +433,27 @@ fn whole_weights(scheme: Scheme, base: Option<&[f64]>, n: usize) -> bool {
 
 /// [`edge_ranks`] for whole weights (see [`Sorted::table`]): every cumulative weight is an exact
 /// integer, so partial sums in any grouping give the values of the sequential walk, and the walk
-/// skips each block of [`SKIP`] rows whose weight does not reach the next target.
+/// skips each block of [`SKIP`] rows whose weight does not reach the next target. The walk
+/// adds integers (`u64`, exact as the float sums are): a float add's latency was the walk's
+/// serial chain, a third of an ACE interval's time. Each target is the float rule's, an integer
+/// below 2^53, so comparing it as an integer is exact.
 fn whole_edge_ranks<T: BlockSum>(w: &[T], b: usize) -> Vec<usize> {
-    let blocks: Vec<f64> = w.chunks(SKIP).map(T::block_sum).collect();
-    let total: f64 = blocks.iter().sum();
-    let step = total / b as f64;
+    let blocks: Vec<u64> = w.chunks(SKIP).map(T::block_sum).collect();
+    edge_walk(w, &blocks, b)
+}
+
+/// [`whole_edge_ranks`] given the sums of `w` by block of [`SKIP`] rows (`blocks`).
+fn edge_walk<T: BlockSum>(w: &[T], blocks: &[u64], b: usize) -> Vec<usize> {
+    let total: u64 = blocks.iter().sum();
+    let step = total as f64 / b as f64;
     let mut edges = Vec::with_capacity(b.saturating_sub(1));
-    let Some(final_positive) = w.iter().rposition(|&x| x.into() > 0.0) else {
+    let Some(final_positive) = w.iter().rposition(|&x| x.whole() > 0) else {
         return edges;
     };
-    let (mut cum, mut p) = (0.0f64, 0usize);
+    let (mut cum, mut p) = (0u64, 0usize);
     let mut last = final_positive; // the crossing row, or the final positive row when none
     for j in 1..b {
-        let t = (j as f64 * step).round_ties_even();
+        let t = (j as f64 * step).round_ties_even() as u64;
         if cum <= t {
             last = final_positive;
             while p < w.len() {
@@ -396,7 +462,7 @@ fn whole_edge_ranks<T: BlockSum>(w: &[T], b: usize) -> Vec<usize> {
                     p += SKIP;
                     continue;
                 }
-                cum += w[p].into();
+                cum += w[p].whole();
                 p += 1;
                 if cum > t {
                     last = p - 1; // a row that moves the cumulative weight past t is positive

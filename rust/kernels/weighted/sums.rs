@@ -284,28 +284,40 @@ pub fn split(u: i64) -> (u32, u32) {
     (b as u32, (b >> 32) as u32)
 }
 
-/// Whole weights as the adaptive resampler's edge walk reads them: a block's sum, exact
-/// (integers below 2^53 in any grouping), so it may be taken in whatever order is fastest.
-pub trait BlockSum: Copy + Into<f64> {
-    fn block_sum(c: &[Self]) -> f64;
+/// Whole weights as the adaptive resampler's edge walk reads them: each as an integer, and a
+/// block's sum, exact (integers below 2^53 in any grouping), so it may be taken in whatever
+/// order is fastest.
+pub trait BlockSum: Copy {
+    /// The weight as an integer (a whole weight below 2^53, so exact).
+    fn whole(self) -> u64;
+    fn block_sum(c: &[Self]) -> u64;
 }
 
 impl BlockSum for f64 {
-    fn block_sum(c: &[f64]) -> f64 {
-        c.iter().sum()
+    fn whole(self) -> u64 {
+        self as u64
+    }
+    fn block_sum(c: &[f64]) -> u64 {
+        c.iter().sum::<f64>() as u64
     }
 }
 
 impl BlockSum for u8 {
+    fn whole(self) -> u64 {
+        self as u64
+    }
     /// Integer adds (a vector loop, where float adds form one serial chain).
-    fn block_sum(c: &[u8]) -> f64 {
-        c.iter().map(|&x| x as u32).sum::<u32>() as f64
+    fn block_sum(c: &[u8]) -> u64 {
+        c.iter().map(|&x| x as u32).sum::<u32>() as u64
     }
 }
 
 impl BlockSum for u32 {
-    fn block_sum(c: &[u32]) -> f64 {
-        c.iter().map(|&x| x as u64).sum::<u64>() as f64
+    fn whole(self) -> u64 {
+        self as u64
+    }
+    fn block_sum(c: &[u32]) -> u64 {
+        c.iter().map(|&x| x as u64).sum::<u64>()
     }
 }
 
