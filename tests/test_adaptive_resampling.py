@@ -14,7 +14,7 @@ import pytest
 
 import calibkit
 from calibkit import _native
-from calibkit.trust.cells import row_cells, triples
+from calibkit.trust.cells import DROPPED, row_cells, triples
 
 
 def _case(name, n=400, k=7, seed=3, sample_weight=None):
@@ -75,3 +75,73 @@ def test_progress_bar_blocks_give_the_same_interval(capsys):
         shown = calibkit.confidence_interval(y, p, metric, progress=True, **kw)
         assert np.array_equal(quiet.resamples, shown.resamples), metric
         assert (quiet.low, quiet.high) == (shown.low, shown.high)
+
+
+@pytest.mark.parametrize("name", ["ACE", "TACE", "RMSCE", "CCE"])
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("weights", ["poisson", "multinomial"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cells_sorted_once_are_the_triples_resamples(name, seed, weights, weighted):
+    """``AdaptiveBootstrap`` sorts the kept entries of the cell table itself (no triple arrays):
+    the same order as the triples', so every resample bit for bit, and its blocks those of one
+    call. CCE is even-binned in the paper's space; taken here with adaptive bins."""
+    spec, rc, tr, n = _case(name, seed=seed)
+    sw = np.random.default_rng(seed).integers(0, 4, n).astype(np.float64) if weighted else None
+    if weighted:
+        sw[0] = 1.5  # a fractional base weight: the general path
+    want = _native.resample_bootstrap_grouped(
+        tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row, sw, n,
+        tr.num_groups, "adaptive", tr.num_bins, spec.norm, spec.class_conditional, weights, 5, 19)
+    boot = _native.AdaptiveBootstrap(rc.cell, rc.score, rc.hit, rc.groups, rc.nb)
+    got = boot.resample(sw, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, 19)
+    assert np.array_equal(got, want)
+    parts = [boot.resample(sw, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, m,
+                           first=f) for f, m in ((0, 9), (9, 1), (10, 9))]
+    assert np.array_equal(np.concatenate(parts), want)
+
+
+def test_progress_blocks_sort_once(monkeypatch):
+    """A progress bar runs the adaptive bootstrap in blocks; the groups are sorted once."""
+    from calibkit.trust import intervals
+
+    made = []
+    real = _native.AdaptiveBootstrap
+
+    def counting(*args):
+        made.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(intervals._native, "AdaptiveBootstrap", counting)
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(5), 400)
+    y = rng.integers(0, 5, 400)
+    calibkit.confidence_interval(y, p, "ACE", n_resamples=3 * intervals.PROGRESS_CHUNK,
+                                 random_state=1, progress=True)
+    assert len(made) == 1
+
+
+def test_adaptive_bootstrap_refuses_bad_input():
+    spec, rc, tr, n = _case("ACE")
+    good = (rc.cell, rc.score, rc.hit, rc.groups, rc.nb)
+    boot = _native.AdaptiveBootstrap(*good)
+    cell = rc.cell.copy()
+    cell[3, 2] = rc.groups * rc.nb  # past the table
+    with pytest.raises(calibkit.errors.CalibkitError, match="outside the"):
+        _native.AdaptiveBootstrap(cell, rc.score, rc.hit, rc.groups, rc.nb)
+    score = rc.score.copy()
+    i, c = np.argwhere(rc.cell != DROPPED)[7]  # a kept entry (a dropped one is never read)
+    score[i, c] = np.nan
+    with pytest.raises(calibkit.errors.CalibkitError, match=rf"score\[{i}, {c}\] is NaN"):
+        _native.AdaptiveBootstrap(rc.cell, score, rc.hit, rc.groups, rc.nb)
+    with pytest.raises(calibkit.errors.CalibkitError, match="entries"):
+        _native.AdaptiveBootstrap(rc.cell[:-1], rc.score, rc.hit, rc.groups, rc.nb)
+    with pytest.raises(calibkit.errors.CalibkitError, match="contiguous"):
+        _native.AdaptiveBootstrap(rc.cell[:, ::2], rc.score[:, ::2], rc.hit, rc.groups, rc.nb)
+    with pytest.raises(calibkit.errors.CalibkitError, match="base weights must have"):
+        boot.resample(np.ones(n - 1), rc.num_bins, "l1", True, "poisson", 1, 3)
+    with pytest.raises(calibkit.errors.CalibkitError, match="base weights"):
+        boot.resample(np.full(n, -1.0), rc.num_bins, "l1", True, "poisson", 1, 3)
+    with pytest.raises(calibkit.errors.CalibkitError, match="norm"):
+        boot.resample(None, rc.num_bins, "l3", True, "poisson", 1, 3)
+    with pytest.raises(calibkit.errors.CalibkitError, match="num_bins|bins"):
+        boot.resample(None, 0, "l1", True, "poisson", 1, 3)

@@ -216,6 +216,31 @@ def resample_consistency(
     seed: int,
     n_resamples: int,
 ) -> npt.NDArray[np.float64]: ...
+class AdaptiveBootstrap:
+    """The sorted order of a cell table's kept entries (calibkit.trust.cells' layout), built
+    once; ``resample`` runs any block of adaptive bootstrap resamples on it."""
+
+    def __init__(
+        self,
+        cell: npt.NDArray[np.uint32],
+        score: npt.NDArray[np.float64],
+        hit: npt.NDArray[np.uint32],
+        groups: int,
+        nb: int,
+    ) -> None: ...
+    def resample(
+        self,
+        base: npt.NDArray[np.float64] | None,
+        num_bins: int,
+        norm: str,
+        class_conditional: bool,
+        weights: str,
+        seed: int,
+        n_resamples: int,
+        first: int = 0,
+    ) -> npt.NDArray[np.float64]:
+        """Resamples ``first..first + n_resamples`` (those of one call), (n_resamples,)."""
+
 def resample_bootstrap_grouped(
     groups: npt.NDArray[np.int64],
     scores: npt.NDArray[np.float64],

@@ -83,6 +83,7 @@
 //! | `table_cells` | [`weighted::cells::table_cells`] | each score's cell by the kernels' own bin rules |
 //! | `resample_bootstrap`, `resample_consistency` | [`weighted::resample::bootstrap`], [`weighted::consistency::consistency`] | resamples on fixed per-entry cells, each reduced by [`self::core::reduce::reduce`] |
 //! | `resample_bootstrap_grouped` (adaptive) | [`weighted::resample::bootstrap_grouped_from`] -> [`weighted::adaptive::Sorted`] | bootstrap with bins that move with the weights: each group sorted once, each resample's edges from cumulative weights ([`weighted::grouped::edge_ranks`], the primitive's rule), bins as runs of the sorted order; bitwise the primitive's table on the same weights (exact unit sums; with fractional base weights within half a unit per repeated entry) |
+//! | `AdaptiveBootstrap(cell, ...)`, `.resample` | [`weighted::adaptive::Sorted::from_cells`], [`weighted::adaptive::Sorted::resample`] | the same resamples (bitwise, tested) from a cell table's kept entries, sorted once for any number of `resample` calls (`confidence_interval`'s adaptive metrics, a progress bar's blocks) |
 //! | `resample_bootstrap_grouped` (even) | [`weighted::resample::bootstrap_grouped_from`] | [`weighted::grouped::grouped_bin_stats`] per resample |
 //! | `bootstrap_weights` | [`weighted::resample::weights_matrix`] | the per-row multiplicities the bootstraps use |
 //! | `consistency_draws` | [`weighted::consistency::consistency_draws`] | the labels consistency resampling draws (for a Python callable) |

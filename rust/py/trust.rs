@@ -8,6 +8,7 @@ use super::errors::{guard, to_py, InputTypeError, ShapeMismatchError};
 use super::{c_order, checks, grouping, run};
 use crate::kernels::gce::rows::{score_rows as rows_of, ScoreRows};
 use crate::kernels::Inputs;
+use crate::kernels::weighted::adaptive::Sorted;
 use crate::kernels::weighted::consistency;
 use crate::kernels::weighted::resample::{self, Cells, Scheme, Triples};
 use crate::kernels::{Binning, KernelError, Norm};
@@ -142,6 +143,65 @@ fn resample_bootstrap_grouped<'py>(
     })
 }
 
+/// AdaptiveBootstrap(cell, score, hit, groups, nb): the sorted order of a cell table's kept
+/// entries (`trust/cells.py`'s layout), for adaptive bootstrap resampling: built once (the
+/// sort, with the GIL released), then `resample` runs any block of resamples on it, so a
+/// progress bar's blocks do not sort again.
+#[pyclass(frozen, module = "calibkit._native")]
+pub struct AdaptiveBootstrap {
+    sorted: Sorted,
+}
+
+#[pymethods]
+impl AdaptiveBootstrap {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        cell: PyReadonlyArray2<'_, u32>,
+        score: PyReadonlyArray2<'_, f64>,
+        hit: PyReadonlyArray1<'_, u32>,
+        groups: usize,
+        nb: usize,
+    ) -> PyResult<Self> {
+        guard(py, || {
+            let sorted = with_cells(py, &cell, &score, &hit, &None, groups, nb, Sorted::from_cells)?;
+            Ok(AdaptiveBootstrap { sorted })
+        })
+    }
+
+    /// resample(base, num_bins, norm, class_conditional, weights, seed, n_resamples, first=0) -> (R,)
+    ///
+    /// Resamples `first..first + n_resamples`: those of one call with `first + n_resamples`.
+    #[pyo3(signature = (base, num_bins, norm, class_conditional, weights, seed, n_resamples, first=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn resample<'py>(
+        &self,
+        py: Python<'py>,
+        base: Option<PyReadonlyArray1<'py, f64>>,
+        num_bins: usize,
+        norm: &str,
+        class_conditional: bool,
+        weights: &str,
+        seed: u64,
+        n_resamples: usize,
+        first: usize,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        guard(py, || {
+            let norm = Norm::parse(norm).map_err(to_py)?;
+            let scheme = Scheme::parse(weights).map_err(to_py)?;
+            let b = match &base {
+                Some(b) => Some(slice(b, "base")?),
+                None => None,
+            };
+            let sorted = &self.sorted;
+            let v = py
+                .detach(|| sorted.resample(num_bins, norm, class_conditional, scheme, seed, b, first, n_resamples))
+                .map_err(to_py)?;
+            Ok(v.into_pyarray(py))
+        })
+    }
+}
+
 type RowsOut<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i64>>);
 
 /// score_rows(labels, probs, max_prob, class_conditional, threshold, check_row_sums=True) -> (group, score, outcome, row)
@@ -213,6 +273,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resample_bootstrap, m)?)?;
     m.add_function(wrap_pyfunction!(resample_consistency, m)?)?;
     m.add_function(wrap_pyfunction!(resample_bootstrap_grouped, m)?)?;
+    m.add_class::<AdaptiveBootstrap>()?;
     m.add_function(wrap_pyfunction!(score_rows, m)?)?;
     m.add_function(wrap_pyfunction!(bootstrap_weights, m)?)?;
     Ok(())

@@ -36,10 +36,12 @@ use rayon::prelude::*;
 
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
-use crate::kernels::weighted::grouped::{edge_ranks, order_key};
+use crate::kernels::weighted::grouped::{edge_ranks, order_key, score_of_key};
+use crate::kernels::weighted::resample::{Cells, DROPPED};
 use crate::kernels::weighted::draws::{bootstrap_counts, Scheme, POISSON_MAX};
 use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, BlockSum, Multiplicity, Scales, BIAS};
-use crate::kernels::{BinStats, KernelError, Norm};
+use crate::kernels::core::spec::Grouping;
+use crate::kernels::{BinStats, Binning, KernelError, Norm};
 
 #[cfg(doc)]
 use crate::kernels::weighted::grouped::grouped_bin_stats;
@@ -86,26 +88,70 @@ impl Sorted {
     /// The caller has checked the lengths, the groups (in `0..num_groups`) and the rows (in
     /// `0..n_rows`); scores are finite.
     pub fn new(groups: &[i64], scores: &[f64], outcomes: &[f64], rows: &[i64], num_groups: usize, n_rows: usize) -> Result<Self, KernelError> {
-        let m = scores.len();
+        let each = |f: &mut dyn FnMut(u64, usize, f64, f64)| {
+            for (i, ((&g, &s), &y)) in groups.iter().zip(scores).zip(outcomes).enumerate() {
+                f(i as u64, (g.max(0) as usize).min(num_groups.saturating_sub(1)), s, y);
+            }
+        };
+        let at = |i: u64| (rows.get(i as usize).map_or(0, |&r| r as u32), outcomes.get(i as usize).copied().unwrap_or(0.0));
+        Self::build(scores.len().min(groups.len()).min(outcomes.len()), num_groups, n_rows, each, at)
+    }
+
+    /// The sorted order of the kept entries of a cell table (`trust/cells.py`'s layout): the
+    /// entry at row i, column c (its cell not [`DROPPED`]) is in group `cell / nb`, with score
+    /// `score[i * width + c]` and outcome 1 where c is row i's `hit`, 0 elsewhere. These are the
+    /// triples `calibkit.trust.cells.triples` forms, in the same order, so this is their
+    /// `Sorted` (tested), without the triple arrays (at (50k, 1000) they took 1.6 GB and
+    /// seconds to form).
+    pub fn from_cells(c: &Cells<'_>) -> Result<Self, KernelError> {
+        c.check()?;
+        let w = c.width;
+        if let Some(pos) = (0..c.cell.len()).find(|&pos| c.cell[pos] != DROPPED && !c.score[pos].is_finite()) {
+            return Err(KernelError::Parameter(format!("score[{}, {}] is {}: scores must be finite", pos / w, pos % w, c.score[pos])));
+        }
+        let outcome = |pos: usize| ((pos % w) as u32 == c.hit[pos / w]) as u32 as f64;
+        let each = |f: &mut dyn FnMut(u64, usize, f64, f64)| {
+            for (pos, &cell) in c.cell.iter().enumerate() {
+                if cell != DROPPED {
+                    f(pos as u64, cell as usize / c.nb, c.score[pos], outcome(pos));
+                }
+            }
+        };
+        let m = c.cell.iter().filter(|&&x| x != DROPPED).count();
+        Self::build(m, c.groups, c.rows(), each, |pos| ((pos as usize / w) as u32, outcome(pos as usize)))
+    }
+
+    /// The sorted order of `m` entries that `each` gives as (id, group, score, outcome), ids
+    /// increasing, with `at(id)` an entry's (row, outcome): each group's entries sorted by
+    /// (score, id), the primitive's order, and each position's row, units and tie start. The
+    /// scores are read back from the sort keys ([`score_of_key`]; -0.0 comes back as +0.0, of
+    /// the same units), so only the row and the outcome are gathered by id.
+    fn build(
+        m: usize,
+        num_groups: usize,
+        n_rows: usize,
+        each: impl Fn(&mut dyn FnMut(u64, usize, f64, f64)),
+        at: impl Fn(u64) -> (u32, f64) + Sync,
+    ) -> Result<Self, KernelError> {
         if m >= u32::MAX as usize || n_rows >= u32::MAX as usize {
             return Err(KernelError::Parameter(format!("{m} entries of {n_rows} rows: at most 2^32 - 1 each")));
         }
-        // each group read once and kept in range (another thread may change the array during
-        // the call: the counts and the fill must agree)
-        let gs: Vec<usize> = groups.iter().map(|&g| (g.max(0) as usize).min(num_groups.saturating_sub(1))).collect();
         let mut start = vec![0usize; num_groups + 1];
-        for &g in &gs {
+        let (mut most_score, mut most_outcome) = (0.0f64, 0.0f64);
+        each(&mut |_, g, s, y| {
             start[g + 1] += 1;
-        }
+            most_score = most_score.max(s.abs());
+            most_outcome = most_outcome.max(y.abs());
+        });
         for g in 0..num_groups {
             start[g + 1] += start[g];
         }
         let mut fill = start.clone();
         let mut keys = vec![0u128; m];
-        for (i, &g) in gs.iter().enumerate() {
-            keys[fill[g]] = ((order_key(scores[i]) as u128) << 64) | i as u128;
+        each(&mut |id, g, s, _| {
+            keys[fill[g]] = ((order_key(s) as u128) << 64) | id as u128;
             fill[g] += 1;
-        }
+        });
         {
             let mut slices: Vec<&mut [u128]> = Vec::with_capacity(num_groups);
             let mut rest = &mut keys[..];
@@ -116,13 +162,15 @@ impl Sorted {
             }
             slices.par_iter_mut().for_each(|s| s.sort_unstable());
         }
-        let most = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let scales = Scales { weight: 1.0, score: Scales::of_values(most(scores)), outcome: Scales::of_values(most(outcomes)) };
-        let index = |p: usize| keys[p] as u64 as usize;
-        let row: Vec<u32> = (0..m).map(|p| rows[index(p)] as u32).collect();
-        let halves: Vec<(u32, u32)> = (0..m).map(|p| split(scales.score_units(scores[index(p)]))).collect();
-        let (lo, hi): (Vec<u32>, Vec<u32>) = halves.into_iter().unzip();
-        let outcome: Vec<i64> = (0..m).map(|p| scales.outcome_units(outcomes[index(p)])).collect();
+        let scales = Scales { weight: 1.0, score: Scales::of_values(most_score), outcome: Scales::of_values(most_outcome) };
+        let (row, outcome): (Vec<u32>, Vec<i64>) = keys
+            .par_iter()
+            .map(|&k| {
+                let (r, y) = at(k as u64);
+                (r, scales.outcome_units(y))
+            })
+            .unzip();
+        let (lo, hi): (Vec<u32>, Vec<u32>) = keys.par_iter().map(|&k| split(scales.score_units(score_of_key((k >> 64) as u64)))).unzip();
         let one = units::SCALE as i64;
         let binary = outcome.iter().all(|&y| y == 0 || y == one);
         let hit: Vec<u32> = if binary { outcome.iter().map(|&y| if y == one { u32::MAX } else { 0 }).collect() } else { Vec::new() };
@@ -136,7 +184,6 @@ impl Sorted {
         Ok(Sorted { start, row, lo, hi, outcome, hit, tie_start, num_groups, n_rows, scales })
     }
 
-    /// The score units of position `p`.
     #[inline(always)]
     fn score_units(&self, p: usize) -> i64 {
         (((self.hi[p] as u64) << 32) | self.lo[p] as u64).wrapping_sub(BIAS as u64) as i64
@@ -284,6 +331,34 @@ impl Sorted {
             self.scales.write(st, g * nb + b, c, s, o);
             lo = hi;
         }
+    }
+
+    /// [`Sorted::bootstrap`] after the checks of its arguments: the bin count and the table's
+    /// size (the primitive's limits), and the base weights (one per row, finite, >= 0). What the
+    /// entry points call: one sorted order serves any number of calls (a progress bar's blocks
+    /// of resamples).
+    #[allow(clippy::too_many_arguments)]
+    pub fn resample(
+        &self,
+        num_bins: usize,
+        norm: Norm,
+        class_conditional: bool,
+        scheme: Scheme,
+        seed: u64,
+        base: Option<&[f64]>,
+        first: usize,
+        n: usize,
+    ) -> Result<Vec<f64>, KernelError> {
+        let limits = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: 0.0 };
+        limits.check(num_bins)?;
+        limits.check_table(self.num_groups, num_bins)?;
+        if let Some(b) = base {
+            if b.len() != self.n_rows {
+                return Err(KernelError::Shape(format!("base weights must have {} entries, got {}", self.n_rows, b.len())));
+            }
+            crate::kernels::core::validate::weights(b, "base weights")?;
+        }
+        Ok(self.bootstrap(num_bins, norm, class_conditional, scheme, seed, base, first, n))
     }
 
     /// The metric on bootstrap resamples `first..first + n` (module doc), resample `r` weighted

@@ -244,6 +244,12 @@ pub(crate) fn order_key(s: f64) -> u64 {
     }
 }
 
+/// The score of an [`order_key`] (its inverse; -0.0 and +0.0 share the key of +0.0).
+#[inline(always)]
+pub(crate) fn score_of_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
 /// The weighted adaptive upper edges of every group (empty for a group of total weight 0).
 ///
 /// Rows of positive weight are placed group after group (a counting pass) as `(score key,
@@ -483,6 +489,15 @@ mod tests {
         let outcomes = (0..m).map(|_| rng.below(2) as f64).collect();
         let weights = (0..m).map(|_| rng.below(4) as f64).collect();
         (groups, scores, outcomes, weights)
+    }
+
+    /// The sort key's inverse gives back every finite score (and +0.0 for -0.0, its key).
+    #[test]
+    fn score_of_key_inverts_order_key() {
+        for x in [0.0, -0.0, 1e-300, 5e-324, 0.25, 1.0, 1.0 + 1e-4, 2.0, -1e-4, -0.5, f64::MAX, f64::MIN] {
+            let back = score_of_key(order_key(x));
+            assert_eq!(back.to_bits(), (x + 0.0).to_bits(), "{x}");
+        }
     }
 
     #[test]

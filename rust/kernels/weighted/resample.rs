@@ -597,7 +597,7 @@ pub fn bootstrap_grouped_range(
     let rows = GroupedRows { groups: Some(t.groups), scores: t.scores, outcomes: t.outcomes, weights: None, num_groups: t.num_groups };
     rows.check()?;
     let sorted = Sorted::new(t.groups, t.scores, t.outcomes, t.rows, t.num_groups, t.n_rows)?;
-    Ok(sorted.bootstrap(num_bins, norm, class_conditional, scheme, seed, t.base, first, n))
+    sorted.resample(num_bins, norm, class_conditional, scheme, seed, t.base, first, n)
 }
 
 /// Per-row bootstrap multiplicities of resamples `r0..r0 + count`, row-major (count, n): the
