@@ -17,6 +17,16 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> P
     a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be contiguous")))
 }
 
+/// The optional per-row base weights as a slice.
+fn base_of<'a>(base: &'a Option<PyReadonlyArray1<'_, f64>>) -> PyResult<Option<&'a [f64]>> {
+    base.as_ref().map(|b| slice(b, "base")).transpose()
+}
+
+/// The norm and the weighting scheme of a bootstrap entry point, by name.
+fn parse_resampling(norm: &str, weights: &str) -> PyResult<(Norm, Scheme)> {
+    Ok((Norm::parse(norm).map_err(to_py)?, Scheme::parse(weights).map_err(to_py)?))
+}
+
 
 
 #[allow(clippy::too_many_arguments)]
@@ -34,10 +44,7 @@ fn with_cells<R: Send>(
     let c = c_order(cell, "cell")?;
     let s = c_order(score, "score")?;
     let h = slice(hit, "hit")?;
-    let b = match base {
-        Some(b) => Some(slice(b, "base")?),
-        None => None,
-    };
+    let b = base_of(base)?;
     let cells = Cells { cell: c, score: s, hit: h, base: b, width, groups, nb };
     py.detach(|| f(&cells)).map_err(to_py)
 }
@@ -60,8 +67,7 @@ fn resample_bootstrap<'py>(
     n_resamples: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     guard(py, || {
-        let norm = Norm::parse(norm).map_err(to_py)?;
-        let scheme = Scheme::parse(weights).map_err(to_py)?;
+        let (norm, scheme) = parse_resampling(norm, weights)?;
         let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
             resample::bootstrap(c, norm, class_conditional, scheme, seed, n_resamples)
         })?;
@@ -120,13 +126,9 @@ fn resample_bootstrap_grouped<'py>(
     first: usize,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     guard(py, || {
-        let norm = Norm::parse(norm).map_err(to_py)?;
-        let scheme = Scheme::parse(weights).map_err(to_py)?;
+        let (norm, scheme) = parse_resampling(norm, weights)?;
         let binning = Binning::parse(binning).map_err(to_py)?;
-        let b = match &base {
-            Some(b) => Some(slice(b, "base")?),
-            None => None,
-        };
+        let b = base_of(&base)?;
         let t = Triples {
             groups: slice(&groups, "groups")?,
             scores: slice(&scores, "scores")?,
@@ -187,12 +189,8 @@ impl AdaptiveBootstrap {
         first: usize,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         guard(py, || {
-            let norm = Norm::parse(norm).map_err(to_py)?;
-            let scheme = Scheme::parse(weights).map_err(to_py)?;
-            let b = match &base {
-                Some(b) => Some(slice(b, "base")?),
-                None => None,
-            };
+            let (norm, scheme) = parse_resampling(norm, weights)?;
+            let b = base_of(&base)?;
             let sorted = &self.sorted;
             let v = py
                 .detach(|| sorted.resample(num_bins, norm, class_conditional, scheme, seed, b, first, n_resamples))

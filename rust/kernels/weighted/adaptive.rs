@@ -267,7 +267,7 @@ impl Sorted {
     }
 
     /// Group `g`'s cells of one resample with no base weights and 0/1 outcomes
-    /// ([`Sorted::bootstrap`]'s common case): the group's multiplicities gathered from `mult`
+    /// ([`Sorted::resample`]'s common case): the group's multiplicities gathered from `mult`
     /// into `gm` (bytes when they fit), then [`Sorted::group_cells`]. The same table as
     /// [`Sorted::group_table`].
     #[allow(clippy::too_many_arguments)]
@@ -333,10 +333,11 @@ impl Sorted {
         }
     }
 
-    /// [`Sorted::bootstrap`] after the checks of its arguments: the bin count and the table's
-    /// size (the primitive's limits), and the base weights (one per row, finite, >= 0). What the
-    /// entry points call: one sorted order serves any number of calls (a progress bar's blocks
-    /// of resamples).
+    /// The metric on bootstrap resamples `first..first + n` (module doc), resample `r` weighted
+    /// by [`bootstrap_counts`] of stream `r` times `base` (per row, when given), after the
+    /// checks of the arguments: the bin count and the table's size (the primitive's limits),
+    /// and the base weights (one per row, finite, >= 0). One sorted order serves any number of
+    /// calls (a progress bar's blocks of resamples).
     #[allow(clippy::too_many_arguments)]
     pub fn resample(
         &self,
@@ -358,26 +359,9 @@ impl Sorted {
             }
             crate::kernels::core::validate::weights(b, "base weights")?;
         }
-        Ok(self.bootstrap(num_bins, norm, class_conditional, scheme, seed, base, first, n))
-    }
-
-    /// The metric on bootstrap resamples `first..first + n` (module doc), resample `r` weighted
-    /// by [`bootstrap_counts`] of stream `r` times `base` (per row, when given).
-    #[allow(clippy::too_many_arguments)]
-    pub fn bootstrap(
-        &self,
-        num_bins: usize,
-        norm: Norm,
-        class_conditional: bool,
-        scheme: Scheme,
-        seed: u64,
-        base: Option<&[f64]>,
-        first: usize,
-        n: usize,
-    ) -> Vec<f64> {
         let whole = whole_weights(scheme, base, self.n_rows);
         if base.is_none() && whole && !self.hit.is_empty() {
-            return self.bootstrap_plain(num_bins, norm, class_conditional, scheme, seed, first, n, u8::MAX as u32);
+            return Ok(self.bootstrap_plain(num_bins, norm, class_conditional, scheme, seed, first, n, u8::MAX as u32));
         }
         let terms = self.terms(base);
         let blocks: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK))
@@ -413,10 +397,10 @@ impl Sorted {
                 sts.iter().map(|st| reduce(st, norm, class_conditional)).collect::<Vec<f64>>()
             })
             .collect();
-        blocks.into_iter().flatten().collect()
+        Ok(blocks.into_iter().flatten().collect())
     }
 
-    /// [`Sorted::bootstrap`] with no base weights, 0/1 outcomes and whole weights: each
+    /// [`Sorted::resample`] with no base weights, 0/1 outcomes and whole weights: each
     /// resample's multiplicities as bytes ([`Sorted::group_table_plain`]), or as `u32` for a
     /// resample that draws a row more than `byte_max` (255) times (multinomial only). The same
     /// values.
@@ -637,7 +621,7 @@ mod tests {
                     assert_eq!((&st.count, &st.sum_score, &st.sum_outcome, &st.units), (&rep.count, &rep.sum_score, &rep.sum_outcome, &rep.units), "trial {trial} resample {r}");
                 }
             }
-            let all = sorted.bootstrap(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 0, 7);
+            let all = sorted.resample(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 0, 7).unwrap();
             if base.is_none() {
                 // the byte path (and its u32 fallback) is the general path
                 for (r, &v) in all.iter().enumerate() {
@@ -647,10 +631,10 @@ mod tests {
                 }
                 assert_eq!(all, sorted.bootstrap_plain(b, Norm::L1, ng > 1, scheme, 9, 0, 7, 1));
             }
-            let tail = sorted.bootstrap(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 3, 4);
+            let tail = sorted.resample(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 3, 4).unwrap();
             assert_eq!(&all[3..], &tail[..]);
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-            let one = pool.install(|| sorted.bootstrap(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 0, 7));
+            let one = pool.install(|| sorted.resample(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 0, 7).unwrap());
             assert_eq!(all, one);
         }
     }

@@ -24,7 +24,6 @@
 
 use rayon::prelude::*;
 
-use crate::kernels::core::spec::Grouping;
 use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::spec::MAX_TABLE_CELLS;
@@ -590,10 +589,8 @@ pub fn bootstrap_grouped_range(
     first: usize,
     n: usize,
 ) -> Result<Vec<f64>, KernelError> {
-    // the checks of the primitive, once: bin count and table limits, groups, finite values
-    let limits = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: 0.0 };
-    limits.check(num_bins)?;
-    limits.check_table(t.num_groups, num_bins)?;
+    // the checks of the primitive, once: groups, finite values (the bin count, the table's
+    // size and the base weights: `Sorted::resample`)
     let rows = GroupedRows { groups: Some(t.groups), scores: t.scores, outcomes: t.outcomes, weights: None, num_groups: t.num_groups };
     rows.check()?;
     let sorted = Sorted::new(t.groups, t.scores, t.outcomes, t.rows, t.num_groups, t.n_rows)?;
