@@ -94,7 +94,7 @@ impl Sorted {
             }
         };
         let at = |i: u64| (rows.get(i as usize).map_or(0, |&r| r as u32), outcomes.get(i as usize).copied().unwrap_or(0.0));
-        Self::build(scores.len().min(groups.len()).min(outcomes.len()), num_groups, n_rows, each, at)
+        Self::build(num_groups, n_rows, each, at)
     }
 
     /// The sorted order of the kept entries of a cell table (`trust/cells.py`'s layout): the
@@ -117,40 +117,47 @@ impl Sorted {
                 }
             }
         };
-        let m = c.cell.iter().filter(|&&x| x != DROPPED).count();
-        Self::build(m, c.groups, c.rows(), each, |pos| ((pos as usize / w) as u32, outcome(pos as usize)))
+        Self::build(c.groups, c.rows(), each, |pos| ((pos as usize / w) as u32, outcome(pos as usize)))
     }
 
-    /// The sorted order of `m` entries that `each` gives as (id, group, score, outcome), ids
+    /// The sorted order of the entries that `each` gives as (id, group, score, outcome), ids
     /// increasing, with `at(id)` an entry's (row, outcome): each group's entries sorted by
     /// (score, id), the primitive's order, and each position's row, units and tie start. The
     /// scores are read back from the sort keys ([`score_of_key`]; -0.0 comes back as +0.0, of
     /// the same units), so only the row and the outcome are gathered by id.
+    ///
+    /// `each` runs twice (a counting pass, then the placing pass). An input another thread
+    /// changes between them gives some order, never an index out of bounds: a group out of
+    /// range is skipped, and a group's entries past its count are not placed.
     fn build(
-        m: usize,
         num_groups: usize,
         n_rows: usize,
         each: impl Fn(&mut dyn FnMut(u64, usize, f64, f64)),
         at: impl Fn(u64) -> (u32, f64) + Sync,
     ) -> Result<Self, KernelError> {
-        if m >= u32::MAX as usize || n_rows >= u32::MAX as usize {
-            return Err(KernelError::Parameter(format!("{m} entries of {n_rows} rows: at most 2^32 - 1 each")));
-        }
         let mut start = vec![0usize; num_groups + 1];
         let (mut most_score, mut most_outcome) = (0.0f64, 0.0f64);
         each(&mut |_, g, s, y| {
-            start[g + 1] += 1;
-            most_score = most_score.max(s.abs());
-            most_outcome = most_outcome.max(y.abs());
+            if g < num_groups {
+                start[g + 1] += 1;
+                most_score = most_score.max(s.abs());
+                most_outcome = most_outcome.max(y.abs());
+            }
         });
         for g in 0..num_groups {
             start[g + 1] += start[g];
         }
+        let m = start[num_groups];
+        if m >= u32::MAX as usize || n_rows >= u32::MAX as usize {
+            return Err(KernelError::Parameter(format!("{m} entries of {n_rows} rows: at most 2^32 - 1 each")));
+        }
         let mut fill = start.clone();
         let mut keys = vec![0u128; m];
         each(&mut |id, g, s, _| {
-            keys[fill[g]] = ((order_key(s) as u128) << 64) | id as u128;
-            fill[g] += 1;
+            if g < num_groups && fill[g] < start[g + 1] {
+                keys[fill[g]] = ((order_key(s) as u128) << 64) | id as u128;
+                fill[g] += 1;
+            }
         });
         {
             let mut slices: Vec<&mut [u128]> = Vec::with_capacity(num_groups);
