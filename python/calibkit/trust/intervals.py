@@ -325,7 +325,7 @@ def _require_finite(star: np.ndarray, name: str, sample_weight) -> None:
 #: Resamples per native call of the adaptive bootstrap while a progress bar is shown (the
 #: groups are sorted once, before the first block: a block costs only its resamples). A
 #: multiple of the kernel's tasks of 8 resamples, 16 of them, so that a block does not end
-#: with threads idle (blocks of 50 added about 10% at (50k, 1000)).
+#: with threads idle (at (50k, 1000), blocks of 50 took 34 s against 30 s without a bar, once).
 PROGRESS_CHUNK = 128
 
 
