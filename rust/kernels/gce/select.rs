@@ -293,7 +293,8 @@ struct Scanner<'a, T: Keyed> {
     /// Runs already folded (a bucket reaches [`units::RUN`] scores rarely: a small map).
     folded: std::collections::HashMap<usize, Cell>,
     /// One locator per distinct grid bounds range of the plan, and per group and region, the
-    /// region's locator (0 where none).
+    /// region's locator (0 where none); empty when the first pass's fast path runs
+    /// ([`Scanner::locate_grids`]).
     grids: Vec<(std::ops::Range<usize>, GridLocator<'a, T>)>,
     locs: Vec<Vec<usize>>,
     /// Per group, the lowest key of each region (for the search).
@@ -315,15 +316,10 @@ struct Scanner<'a, T: Keyed> {
 }
 
 impl<'a, T: Keyed> Scanner<'a, T> {
+    /// The scanner of `plan`, without its grid locators ([`Scanner::locate_grids`]: only the
+    /// general path searches, and building them is a fixed cost of every chunk's call).
     fn new(plan: &'a Plan, shares: bool) -> Self {
-        let mut grids: Vec<(std::ops::Range<usize>, GridLocator<'a, T>)> = Vec::new();
-        // a plan that shares never searches: the previous plan's hits are its own
-        for r in plan.groups.iter().flatten().filter(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper) && !shares) {
-            if !grids.iter().any(|(b, _)| *b == r.bounds) {
-                grids.push((r.bounds.clone(), GridLocator::new(&plan.bounds[r.bounds.clone()])));
-            }
-        }
-        let locs = plan.groups.iter().map(|rs| rs.iter().map(|r| grids.iter().position(|(b, _)| *b == r.bounds).unwrap_or(0)).collect()).collect();
+        let (grids, locs) = (Vec::new(), Vec::new());
         let runs = vec![Run::default(); plan.size];
         let los = plan.groups.iter().map(|rs| rs.iter().map(|r| r.lo).collect()).collect();
         let filter_bits = filter_bits(plan.groups.len());
@@ -346,6 +342,20 @@ impl<'a, T: Keyed> Scanner<'a, T> {
         let counts = vec![0u16; plan.counts_size + scratch];
         let fetched = Scanned::default();
         Scanner { plan, runs, counts, wraps: Default::default(), folded: Default::default(), grids, locs, los, filter, filter_bits, shares, whole, fetched }
+    }
+
+    /// Builds the locators of the plan's grid regions, one per distinct bounds range, for the
+    /// general path's [`Scanner::find`].
+    fn locate_grids(&mut self) {
+        let plan = self.plan;
+        // a plan that shares never searches: the previous plan's hits are its own
+        for r in plan.groups.iter().flatten().filter(|r| matches!(r.kind, Kind::Grid | Kind::GridSuper) && !self.shares) {
+            if !self.grids.iter().any(|(b, _)| *b == r.bounds) {
+                self.grids.push((r.bounds.clone(), GridLocator::new(&plan.bounds[r.bounds.clone()])));
+            }
+        }
+        let grids = &self.grids;
+        self.locs = plan.groups.iter().map(|rs| rs.iter().map(|r| grids.iter().position(|(b, _)| *b == r.bounds).unwrap_or(0)).collect()).collect();
     }
 
     #[inline(always)]
@@ -508,6 +518,10 @@ impl<'a, T: Keyed> Scan<'a, T> {
             Some((union, filter_bits(num_groups)))
         });
         let grid = if fast_grid() { grid::GridPass::of(&scanners) } else { None };
+        let mut scanners = scanners;
+        if grid.is_none() {
+            scanners.iter_mut().for_each(Scanner::locate_grids);
+        }
         Ok(Scan { scanners, num_groups, filter, grid })
     }
 
