@@ -46,9 +46,13 @@ use crate::kernels::{BinStats, Binning, KernelError, Norm};
 #[cfg(doc)]
 use crate::kernels::weighted::grouped::grouped_bin_stats;
 
-/// Resamples per rayon task (fixed: the split never depends on the thread count); the byte
-/// path packs a row's multiplicities of one task into a `u64` ([`pack`]).
-const BLOCK: usize = 8;
+/// Resamples per rayon task (fixed: the split never depends on the thread count). A task of
+/// the general path holds each of its resamples' multiplicities and weights (12 bytes a row
+/// each) ...
+const BLOCK: usize = 4;
+/// ... and one of the byte path (no base weights) a byte a row each, packed by row into one
+/// `u64` ([`pack`]): one gather serves the task's resamples.
+const PACKED_BLOCK: usize = 8;
 
 /// Entries of every group in sorted order, with what a resample needs of each.
 pub struct Sorted {
@@ -413,10 +417,10 @@ impl Sorted {
     /// values.
     #[allow(clippy::too_many_arguments)]
     fn bootstrap_plain(&self, num_bins: usize, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, first: usize, n: usize, byte_max: u32) -> Vec<f64> {
-        let blocks: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK))
+        let blocks: Vec<Vec<f64>> = (0..n.div_ceil(PACKED_BLOCK))
             .into_par_iter()
             .map(|k| {
-                let block = k * BLOCK..((k + 1) * BLOCK).min(n);
+                let block = k * PACKED_BLOCK..((k + 1) * PACKED_BLOCK).min(n);
                 let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, first.wrapping_add(j) as u64, self.n_rows, byte_max)).collect();
                 let mut sts: Vec<BinStats> = mults.iter().map(|_| self.scales.table(self.num_groups, num_bins)).collect();
                 let (mut g8, mut g32) = (Vec::new(), Vec::new());
@@ -465,7 +469,7 @@ impl Mults {
 /// The multiplicities of a block's resamples packed by row, resample j in byte j, when every
 /// one's are bytes ([`Sorted::group_tables_packed`]).
 fn pack(mults: &[Mults]) -> Option<Vec<u64>> {
-    const _: () = assert!(BLOCK <= 8, "a row's multiplicities of one block fill one u64");
+    const _: () = assert!(PACKED_BLOCK <= 8, "a row's multiplicities of one task fill one u64");
     let mut packed: Vec<u64> = Vec::new();
     for (j, m) in mults.iter().enumerate() {
         let Mults::Bytes(m) = m else { return None };
