@@ -64,14 +64,7 @@ fn check<T: Keyed + Copy>(probs: &[T], labels: &[i64], k: usize, values: &[f64],
     let x = Inputs::new(probs, labels, k).unwrap();
     for (mp, cc) in [(false, true), (true, true), (false, false), (true, false)] {
         let groups = if cc { k } else { 1 };
-        let supers = (bounds.len() - 1 - fine).div_ceil(SUPER);
-        let rows: Vec<[i64; 5]> = (0..groups)
-            .flat_map(|g| {
-                let base = (g * (supers + fine)) as i64;
-                [[g as i64, 3, fine as i64, (bounds.len() - fine) as i64, base], [g as i64, 0, 0, fine as i64 + 1, base + supers as i64]]
-            })
-            .collect();
-        let plans: Vec<Plan> = thresholds.iter().map(|&t| Plan::from_rows(t, groups, &rows, bounds.clone(), groups * (supers + fine)).unwrap()).collect();
+        let plans: Vec<Plan> = thresholds.iter().map(|&t| Plan::first_pass(t, groups, bounds.clone(), fine).unwrap()).collect();
         let mut entries = Vec::new();
         for (i, &label) in labels.iter().enumerate() {
             let row = &probs[i * k..(i + 1) * k];

@@ -145,8 +145,25 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The first pass's plan over one grid (`bounds`, keys) for `num_groups` groups, in the
+    /// shape `calibkit.scale.select` sends and [`grid::GridPass`] takes: per group, the buckets
+    /// below bucket `fine` tabled one by one (`Grid`, after the group's super-buckets) and those
+    /// above by super-bucket of [`SUPER`] (`GridSuper`). For the tests and the fuzz target,
+    /// which build the coordinator's plan in Rust.
+    pub fn first_pass(threshold: f64, num_groups: usize, bounds: Vec<i64>, fine: usize) -> Result<Self, KernelError> {
+        let supers = (bounds.len().saturating_sub(1 + fine)).div_ceil(SUPER);
+        let rows: Vec<[i64; 5]> = (0..num_groups)
+            .flat_map(|g| {
+                let base = (g * (supers + fine)) as i64;
+                [[g as i64, 3, fine as i64, bounds.len().saturating_sub(fine) as i64, base], [g as i64, 0, 0, fine as i64 + 1, base + supers as i64]]
+            })
+            .collect();
+        Plan::from_rows(threshold, num_groups, &rows, bounds, num_groups * (supers + fine))
+    }
+
     /// A plan from the coordinator's flat form: `regions` rows `[group, kind (0 grid, 1 buckets,
-    /// 2 fetch), bounds start, bounds length, slot or target id]`, checked.
+    /// 2 fetch, 3 grid tabled per super-bucket), bounds start, bounds length, slot or target
+    /// id]`, checked.
     pub fn from_rows(threshold: f64, num_groups: usize, rows: &[[i64; 5]], bounds: Vec<i64>, size: usize) -> Result<Self, KernelError> {
         let bad = |why: &str| KernelError::Parameter(format!("selection plan: {why}"));
         if threshold.is_nan() {

@@ -252,7 +252,7 @@ fn bad_plans_are_refused() {
 
 #[test]
 fn first_key_above_is_the_threshold_s_successor() {
-    fn check<T: Keyed>(narrow: impl Fn(f64) -> T) {
+    fn check<T: Keyed>() {
         for t in [f64::NEG_INFINITY, -1.0, -0.0, 0.0, 1e-300, 0.01, 0.5, 1.0, 3.0, f64::MAX, f64::INFINITY] {
             let k = grid::first_key_above::<T>(t);
             if t == f64::INFINITY {
@@ -260,24 +260,15 @@ fn first_key_above_is_the_threshold_s_successor() {
                 continue;
             }
             assert!(T::value_of_key(k) > t && T::value_of_key(k - 1) <= t, "{t:e}: {k} {} {}", T::value_of_key(k), T::value_of_key(k - 1));
-            let _ = narrow(t);
         }
     }
-    check::<f32>(|x| x as f32);
-    check::<f64>(|x| x);
+    check::<f32>();
+    check::<f64>();
 }
 
-/// First-pass plans of `k` groups over one grid (`Grid` below bucket `fine`, `GridSuper` above,
-/// as the coordinator sends them) at each threshold.
+/// First-pass plans of `k` groups over one grid at each threshold.
 fn first_pass_plans(gb: &[i64], fine: usize, k: usize, thresholds: &[f64]) -> Vec<Plan> {
-    let supers = (gb.len() - 1 - fine).div_ceil(SUPER);
-    let rows: Vec<[i64; 5]> = (0..k)
-        .flat_map(|g| {
-            let base = (g * (supers + fine)) as i64;
-            [[g as i64, 3, fine as i64, (gb.len() - fine) as i64, base], [g as i64, 0, 0, fine as i64 + 1, base + supers as i64]]
-        })
-        .collect();
-    thresholds.iter().map(|&t| Plan::from_rows(t, k, &rows, gb.to_vec(), k * (supers + fine)).unwrap()).collect()
+    thresholds.iter().map(|&t| Plan::first_pass(t, k, gb.to_vec(), fine).unwrap()).collect()
 }
 
 #[test]
