@@ -145,3 +145,17 @@ def test_adaptive_bootstrap_refuses_bad_input():
         boot.resample(None, rc.num_bins, "l3", True, "poisson", 1, 3)
     with pytest.raises(calibkit.errors.CalibkitError, match="num_bins|bins"):
         boot.resample(None, 0, "l1", True, "poisson", 1, 3)
+
+
+@pytest.mark.parametrize("groups, nb", [(0, 0), (0, 10), (2, 0)])
+def test_cell_resamplers_refuse_an_empty_table_shape(groups, nb):
+    """A table of no groups or no bins is an error naming both, not NaN or 0 resamples, in
+    every resampler on cells (they share the cells' check)."""
+    spec, rc, tr, n = _case("ACE")
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="at least 1"):
+        _native.AdaptiveBootstrap(rc.cell, rc.score, rc.hit, groups, nb)
+    args = (rc.cell, rc.score, rc.hit, None, groups, nb, "l1", True)
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="at least 1"):
+        _native.resample_bootstrap(*args, "poisson", 1, 3)
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="at least 1"):
+        _native.resample_consistency(*args, 1, 3)

@@ -62,6 +62,12 @@ impl Cells<'_> {
     /// Checks every length and every cell index, so that the loops below can index freely.
     pub fn check(&self) -> Result<(), KernelError> {
         let n = self.rows();
+        if self.groups == 0 || self.nb == 0 {
+            return Err(KernelError::Parameter(format!(
+                "a cell table of {} groups x {} bins: both must be at least 1 (the table of calibration_bins)",
+                self.groups, self.nb
+            )));
+        }
         // The table is allocated per resample block: refuse one beyond the metric kernels'
         // limit before allocating (an allocation failure aborts the process).
         let cells = self.groups.checked_mul(self.nb).filter(|&c| c <= MAX_TABLE_CELLS).ok_or_else(|| {
