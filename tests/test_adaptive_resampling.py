@@ -159,3 +159,37 @@ def test_cell_resamplers_refuse_an_empty_table_shape(groups, nb):
         _native.resample_bootstrap(*args, "poisson", 1, 3)
     with pytest.raises(calibkit.errors.InvalidParameterError, match="at least 1"):
         _native.resample_consistency(*args, 1, 3)
+
+
+@pytest.mark.parametrize("n_resamples", [2**32, 2**62])
+def test_every_resampler_refuses_a_count_it_cannot_hold(n_resamples):
+    """A resample count past the native limit (2^32 - 1 a call) is an error naming it, before
+    any work: not an aborted process (an allocation failure) nor hours of resampling. Every
+    resampler's output goes through one reservation (``resample.rs::fill_blocks``); each path
+    is reached here: the even bootstrap's lanes and its general loop (a base weight), the
+    calibration test's top-label and K-column loops, the adaptive bootstrap's byte path and
+    its general path (base weights), and the triples' oracle."""
+    spec, rc, tr, n = _case("ACE")
+    top_spec, top, _, _ = _case("ECE")
+    sw = np.ones(n)
+    boot = _native.AdaptiveBootstrap(rc.cell, rc.score, rc.hit, rc.groups, rc.nb)
+    calls = [
+        lambda: _native.resample_bootstrap(top.cell, top.score, top.hit, None, top.groups,
+                                           top.nb, "l1", False, "poisson", 1, n_resamples),
+        lambda: _native.resample_bootstrap(rc.cell, rc.score, rc.hit, sw, rc.groups, rc.nb,
+                                           "l1", True, "multinomial", 1, n_resamples),
+        lambda: _native.resample_consistency(top.cell, top.score, top.hit, None, top.groups,
+                                             top.nb, "l1", False, 1, n_resamples),
+        lambda: _native.resample_consistency(rc.cell, rc.score, rc.hit, None, rc.groups,
+                                             rc.nb, "l1", True, 1, n_resamples),
+        lambda: boot.resample(None, rc.num_bins, "l1", True, "poisson", 1, n_resamples),
+        lambda: boot.resample(sw, rc.num_bins, "l1", True, "poisson", 1, n_resamples),
+        lambda: _native.resample_bootstrap_grouped(
+            tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row,
+            None, n, tr.num_groups, "adaptive", tr.num_bins, "l1", True, "poisson", 1,
+            n_resamples),
+    ]
+    for call in calls:
+        with pytest.raises(calibkit.errors.InvalidParameterError,
+                           match=f"n_resamples = {n_resamples}: at most 4294967295"):
+            call()

@@ -18,6 +18,7 @@ pyo3::import_exception!(calibkit.errors, InvalidParameterError);
 pyo3::import_exception!(calibkit.errors, InputTypeError);
 pyo3::import_exception!(calibkit.errors, InputChangedError);
 pyo3::import_exception!(calibkit.errors, InternalError);
+pyo3::import_exception!(calibkit.errors, MemoryBudgetError);
 
 /// Imports `calibkit.errors` and looks up each class above once (module init): a failure is
 /// an `ImportError` of `calibkit._native` then, never a failed lookup (which PyO3 cannot
@@ -33,6 +34,7 @@ pub fn import_classes(py: Python<'_>) -> PyResult<()> {
         "InputTypeError",
         "InputChangedError",
         "InternalError",
+        "MemoryBudgetError",
     ] {
         module.getattr(name)?; // present, so the typed lookups below cannot fail
     }
@@ -43,6 +45,7 @@ pub fn import_classes(py: Python<'_>) -> PyResult<()> {
     InputTypeError::type_object(py);
     InputChangedError::type_object(py);
     InternalError::type_object(py);
+    MemoryBudgetError::type_object(py);
     Ok(())
 }
 
@@ -94,6 +97,7 @@ pub fn to_py(e: KernelError) -> PyErr {
         KernelError::Shape(_) => ShapeMismatchError::new_err(msg),
         KernelError::Parameter(_) => InvalidParameterError::new_err(msg),
         KernelError::InputChanged => InputChangedError::new_err(msg),
+        KernelError::Memory(_) => MemoryBudgetError::new_err(msg),
     }
 }
 

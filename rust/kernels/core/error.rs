@@ -24,6 +24,10 @@ pub enum KernelError {
     Shape(String),
     #[error("{0}")]
     Parameter(String),
+    /// An output the caller asked for (say, one value per resample) that memory cannot hold:
+    /// reserved fallibly, so the call fails instead of aborting the process.
+    #[error("{0}")]
+    Memory(String),
     /// Two reads of the input disagreed: another thread wrote to the array during the call
     /// (large inputs are read with the GIL released). Kernels that trust a count or a check
     /// from an earlier pass verify it in the later pass and return this instead of reading or

@@ -37,7 +37,7 @@ use rayon::prelude::*;
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
 use crate::kernels::weighted::grouped::{edge_ranks, order_key, score_of_key};
-use crate::kernels::weighted::resample::{Cells, DROPPED};
+use crate::kernels::weighted::resample::{fill_blocks, Cells, DROPPED};
 use crate::kernels::weighted::draws::{bootstrap_counts, Scheme, POISSON_MAX};
 use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, BlockSum, Multiplicity, Scales, BIAS};
 use crate::kernels::core::spec::Grouping;
@@ -372,43 +372,40 @@ impl Sorted {
         }
         let whole = whole_weights(scheme, base, self.n_rows);
         if base.is_none() && whole && !self.hit.is_empty() {
-            return Ok(self.bootstrap_plain(num_bins, norm, class_conditional, scheme, seed, first, n, u8::MAX as u32));
+            return self.bootstrap_plain(num_bins, norm, class_conditional, scheme, seed, first, n, u8::MAX as u32);
         }
         let terms = self.terms(base);
-        let blocks: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK))
-            .into_par_iter()
-            .map(|k| {
-                // The block's resamples share each group's pass: its sorted entries are read
-                // from memory once per block, not once per resample.
-                let block = k * BLOCK..((k + 1) * BLOCK).min(n);
-                let mut gw = Vec::new();
-                let mults: Vec<Vec<u32>> = block
-                    .clone()
-                    .map(|j| {
-                        let mut m = vec![0u32; self.n_rows];
-                        bootstrap_counts(scheme, seed, first.wrapping_add(j) as u64, &mut m);
-                        m
-                    })
-                    .collect();
-                // the weights of the edges: multiplicity times base weight, as the primitive
-                // takes them
-                let ws: Vec<Vec<f64>> = mults
-                    .iter()
-                    .map(|m| match base {
-                        Some(b) => m.iter().zip(b).map(|(&x, y)| x as f64 * y).collect(),
-                        None => m.iter().map(|&x| x as f64).collect(),
-                    })
-                    .collect();
-                let mut sts: Vec<BinStats> = mults.iter().map(|_| terms.sc.table(self.num_groups, num_bins)).collect();
-                for g in 0..self.num_groups {
-                    for (j, st) in sts.iter_mut().enumerate() {
-                        self.group_table(g, &ws[j], &mults[j], &terms, num_bins, whole, st, &mut gw);
-                    }
+        fill_blocks(n, BLOCK, |block, out| {
+            // The block's resamples share each group's pass: its sorted entries are read
+            // from memory once per block, not once per resample.
+            let mut gw = Vec::new();
+            let mults: Vec<Vec<u32>> = block
+                .clone()
+                .map(|j| {
+                    let mut m = vec![0u32; self.n_rows];
+                    bootstrap_counts(scheme, seed, first.wrapping_add(j) as u64, &mut m);
+                    m
+                })
+                .collect();
+            // the weights of the edges: multiplicity times base weight, as the primitive
+            // takes them
+            let ws: Vec<Vec<f64>> = mults
+                .iter()
+                .map(|m| match base {
+                    Some(b) => m.iter().zip(b).map(|(&x, y)| x as f64 * y).collect(),
+                    None => m.iter().map(|&x| x as f64).collect(),
+                })
+                .collect();
+            let mut sts: Vec<BinStats> = mults.iter().map(|_| terms.sc.table(self.num_groups, num_bins)).collect();
+            for g in 0..self.num_groups {
+                for (j, st) in sts.iter_mut().enumerate() {
+                    self.group_table(g, &ws[j], &mults[j], &terms, num_bins, whole, st, &mut gw);
                 }
-                sts.iter().map(|st| reduce(st, norm, class_conditional)).collect::<Vec<f64>>()
-            })
-            .collect();
-        Ok(blocks.into_iter().flatten().collect())
+            }
+            for (o, st) in out.iter_mut().zip(&sts) {
+                *o = reduce(st, norm, class_conditional);
+            }
+        })
     }
 
     /// [`Sorted::resample`] with no base weights, 0/1 outcomes and whole weights: each
@@ -416,31 +413,28 @@ impl Sorted {
     /// resample that draws a row more than `byte_max` (255) times (multinomial only). The same
     /// values.
     #[allow(clippy::too_many_arguments)]
-    fn bootstrap_plain(&self, num_bins: usize, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, first: usize, n: usize, byte_max: u32) -> Vec<f64> {
-        let blocks: Vec<Vec<f64>> = (0..n.div_ceil(PACKED_BLOCK))
-            .into_par_iter()
-            .map(|k| {
-                let block = k * PACKED_BLOCK..((k + 1) * PACKED_BLOCK).min(n);
-                let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, first.wrapping_add(j) as u64, self.n_rows, byte_max)).collect();
-                let mut sts: Vec<BinStats> = mults.iter().map(|_| self.scales.table(self.num_groups, num_bins)).collect();
-                let (mut g8, mut g32) = (Vec::new(), Vec::new());
-                let (packed, mut gp, mut sums) = (pack(&mults), Vec::new(), Vec::new());
-                for g in 0..self.num_groups {
-                    if let Some(p) = &packed {
-                        self.group_tables_packed(g, p, num_bins, &mut sts, &mut gp, &mut g8, &mut sums);
-                        continue;
-                    }
-                    for (m, st) in mults.iter().zip(sts.iter_mut()) {
-                        match m {
-                            Mults::Bytes(m) => self.group_table_plain(g, m, plain_chunk(u8::MAX as u64), num_bins, st, &mut g8),
-                            Mults::Wide(m, most) => self.group_table_plain(g, m, plain_chunk(*most as u64), num_bins, st, &mut g32),
-                        }
+    fn bootstrap_plain(&self, num_bins: usize, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, first: usize, n: usize, byte_max: u32) -> Result<Vec<f64>, KernelError> {
+        fill_blocks(n, PACKED_BLOCK, |block, out| {
+            let mults: Vec<Mults> = block.clone().map(|j| Mults::draw(scheme, seed, first.wrapping_add(j) as u64, self.n_rows, byte_max)).collect();
+            let mut sts: Vec<BinStats> = mults.iter().map(|_| self.scales.table(self.num_groups, num_bins)).collect();
+            let (mut g8, mut g32) = (Vec::new(), Vec::new());
+            let (packed, mut gp, mut sums) = (pack(&mults), Vec::new(), Vec::new());
+            for g in 0..self.num_groups {
+                if let Some(p) = &packed {
+                    self.group_tables_packed(g, p, num_bins, &mut sts, &mut gp, &mut g8, &mut sums);
+                    continue;
+                }
+                for (m, st) in mults.iter().zip(sts.iter_mut()) {
+                    match m {
+                        Mults::Bytes(m) => self.group_table_plain(g, m, plain_chunk(u8::MAX as u64), num_bins, st, &mut g8),
+                        Mults::Wide(m, most) => self.group_table_plain(g, m, plain_chunk(*most as u64), num_bins, st, &mut g32),
                     }
                 }
-                sts.iter().map(|st| reduce(st, norm, class_conditional)).collect::<Vec<f64>>()
-            })
-            .collect();
-        blocks.into_iter().flatten().collect()
+            }
+            for (o, st) in out.iter_mut().zip(&sts) {
+                *o = reduce(st, norm, class_conditional);
+            }
+        })
     }
 }
 
@@ -640,7 +634,7 @@ mod tests {
                     let st = sorted.table(&mult, None, b, false, &mut gw);
                     assert_eq!(v, reduce(&st, Norm::L1, ng > 1), "trial {trial} resample {r}");
                 }
-                assert_eq!(all, sorted.bootstrap_plain(b, Norm::L1, ng > 1, scheme, 9, 0, 7, 1));
+                assert_eq!(all, sorted.bootstrap_plain(b, Norm::L1, ng > 1, scheme, 9, 0, 7, 1).unwrap());
             }
             let tail = sorted.resample(b, Norm::L1, ng > 1, scheme, 9, base.as_deref(), 3, 4).unwrap();
             assert_eq!(&all[3..], &tail[..]);

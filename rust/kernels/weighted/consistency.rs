@@ -13,7 +13,7 @@ use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
 use crate::kernels::weighted::draws::{draw, stream_key, tag, unit};
 use crate::kernels::weighted::hits::{hit_sums, LANES as HIT_LANES};
-use crate::kernels::weighted::resample::{run_blocks, Cells, Terms, DROPPED, FAST_CELLS};
+use crate::kernels::weighted::resample::{fill_blocks, run_blocks, Cells, Terms, DROPPED, FAST_CELLS};
 use crate::kernels::{BinStats, KernelError, Norm};
 
 /// The draws below which a top-label row of confidence `s` is redrawn correct: [`redraw`]'s
@@ -38,7 +38,7 @@ fn hit_threshold(s: f64) -> u64 {
 /// only the outcome sums are redrawn. The rows are grouped by cell, and each resample sums a
 /// cell's hits over its run in registers ([`hit_threshold`]: an integer test per row). Same
 /// numbers as the general loop (exact unit sums).
-fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Vec<f64> {
+fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, seed: u64, n_resamples: usize) -> Result<Vec<f64>, KernelError> {
     let nc = cells.groups * cells.nb;
     let base = cells.unit_sums(t);
     // rows grouped by cell (dropped rows left out): (row's tag, hit threshold, count units)
@@ -56,48 +56,41 @@ fn consistency_top(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
     let most = rows.iter().map(|r| r.2).max().unwrap_or(0);
     let hit_run = (u64::MAX / most.max(1)).min(1 << 30) as usize;
     // HIT_LANES resamples per pass over the rows ([`hit_sums`]; each row read once for them)
-    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(HIT_LANES))
-        .into_par_iter()
-        .map(|b| {
-            let r0 = b * HIT_LANES;
-            let lanes = HIT_LANES.min(n_resamples - r0);
-            let mut keys = [0u64; HIT_LANES];
-            for (j, k) in keys.iter_mut().enumerate() {
-                *k = stream_key(seed, (r0 + j) as u64);
-            }
-            let mut ys = vec![[0i128; HIT_LANES]; nc];
-            for (c, y) in ys.iter_mut().enumerate() {
-                let run = &rows[start[c]..start[c + 1]];
-                if plain {
-                    // with no base weights a hit adds one row's 2^50 units: count the hits
-                    let h = hit_sums(run, &keys, false);
-                    for j in 0..HIT_LANES {
-                        y[j] = h[j] as i128 * units::SCALE as i128;
-                    }
-                } else {
-                    // the hits' count units (each below 2^61, [`Scales::of_terms`]) summed in
-                    // `u64` over runs of `hit_run` rows, then folded into `i128`
-                    let mut wide = [0i128; HIT_LANES];
-                    for part in run.chunks(hit_run) {
-                        for (w, s) in wide.iter_mut().zip(hit_sums(part, &keys, true)) {
-                            *w = w.wrapping_add(s as i128);
-                        }
-                    }
-                    *y = wide;
+    fill_blocks(n_resamples, HIT_LANES, |range, out| {
+        let (r0, lanes) = (range.start, range.len());
+        let mut keys = [0u64; HIT_LANES];
+        for (j, k) in keys.iter_mut().enumerate() {
+            *k = stream_key(seed, (r0 + j) as u64);
+        }
+        let mut ys = vec![[0i128; HIT_LANES]; nc];
+        for (c, y) in ys.iter_mut().enumerate() {
+            let run = &rows[start[c]..start[c + 1]];
+            if plain {
+                // with no base weights a hit adds one row's 2^50 units: count the hits
+                let h = hit_sums(run, &keys, false);
+                for j in 0..HIT_LANES {
+                    y[j] = h[j] as i128 * units::SCALE as i128;
                 }
-            }
-            let mut st = t.sc.table(cells.groups, cells.nb);
-            (0..lanes)
-                .map(|j| {
-                    for (c, y) in ys.iter().enumerate() {
-                        t.sc.write(&mut st, c, base.count[c], base.score[c], y[j]);
+            } else {
+                // the hits' count units (each below 2^61, [`Scales::of_terms`]) summed in
+                // `u64` over runs of `hit_run` rows, then folded into `i128`
+                let mut wide = [0i128; HIT_LANES];
+                for part in run.chunks(hit_run) {
+                    for (w, s) in wide.iter_mut().zip(hit_sums(part, &keys, true)) {
+                        *w = w.wrapping_add(s as i128);
                     }
-                    reduce(&st, norm, class_conditional)
-                })
-                .collect()
-        })
-        .collect();
-    blocks.into_iter().flatten().collect()
+                }
+                *y = wide;
+            }
+        }
+        let mut st = t.sc.table(cells.groups, cells.nb);
+        for (j, o) in out.iter_mut().enumerate().take(lanes) {
+            for (c, y) in ys.iter().enumerate() {
+                t.sc.write(&mut st, c, base.count[c], base.score[c], y[j]);
+            }
+            *o = reduce(&st, norm, class_conditional);
+        }
+    })
 }
 
 /// The metric on `n_resamples` consistency resamples: every row's label redrawn from its own
@@ -117,7 +110,7 @@ pub fn consistency(
     cells.check()?;
     let t = cells.terms();
     if cells.width == 1 && cells.groups * cells.nb <= FAST_CELLS {
-        return Ok(consistency_top(cells, &t, norm, class_conditional, seed, n_resamples));
+        return consistency_top(cells, &t, norm, class_conditional, seed, n_resamples);
     }
     let n = cells.rows();
     let k = cells.width;
@@ -125,7 +118,7 @@ pub fn consistency(
     let base = cells.unit_sums(&t);
     let plain = cells.base.is_none();
     // with no base weights a hit adds one row's 2^50 units: count the hits
-    Ok(run_blocks(n_resamples, |r, s: &mut (Vec<u64>, Vec<i128>, Option<BinStats>)| {
+    run_blocks(n_resamples, |r, s: &mut (Vec<u64>, Vec<i128>, Option<BinStats>)| {
         let (hits, acc, st) = s;
         hits.clear();
         hits.resize(if plain { nc } else { 0 }, 0);
@@ -149,7 +142,7 @@ pub fn consistency(
             t.sc.write(st, c, base.count[c], base.score[c], y);
         }
         reduce(st, norm, class_conditional)
-    }))
+    })
 }
 
 /// The outcome a consistency resample draws for one row from the uniform `u`: a top-label row

@@ -171,20 +171,52 @@ pub(crate) struct Terms {
 /// the values never do in any case: each resample is computed whole by one task).
 const BLOCK: usize = 8;
 
-/// The values `f(r)` of resamples `0..n_resamples`, in blocks of [`BLOCK`] over rayon, each
-/// block with its own scratch `S`.
-pub(crate) fn run_blocks<S: Default, F>(n_resamples: usize, f: F) -> Vec<f64>
+/// Most resamples of one call: 2^32 - 1 (32 GB of values), a limit that does not depend on how
+/// much memory the machine lets a process reserve.
+pub(crate) const MAX_RESAMPLES: usize = u32::MAX as usize;
+
+/// The values of resamples `0..n`, `block` at a time over rayon: `f(range, out)` writes the
+/// values of resamples `range` into `out` (as long as the range). Every resampler's output goes
+/// through here: it is reserved first, fallibly, so a count whose values memory cannot hold is
+/// a [`KernelError::Memory`] and not an aborted process; and the blocks are fixed, never the
+/// thread count's.
+pub(crate) fn fill_blocks<F>(n: usize, block: usize, f: F) -> Result<Vec<f64>, KernelError>
+where
+    F: Fn(std::ops::Range<usize>, &mut [f64]) + Sync,
+{
+    if n > MAX_RESAMPLES {
+        return Err(KernelError::Parameter(format!(
+            "n_resamples = {n}: at most {MAX_RESAMPLES} resamples a call; ask for fewer"
+        )));
+    }
+    let mut out: Vec<f64> = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| {
+        KernelError::Memory(format!(
+            "n_resamples = {n}: its resampled values alone need {:.3e} bytes, which could not be \
+             allocated; ask for fewer resamples",
+            n as f64 * 8.0
+        ))
+    })?;
+    out.resize(n, 0.0);
+    out.par_chunks_mut(block.max(1)).enumerate().for_each(|(b, o)| {
+        let first = b * block.max(1);
+        f(first..first + o.len(), o)
+    });
+    Ok(out)
+}
+
+/// The values `f(r)` of resamples `0..n_resamples` ([`fill_blocks`] of [`BLOCK`]), each block
+/// with its own scratch `S`.
+pub(crate) fn run_blocks<S: Default, F>(n_resamples: usize, f: F) -> Result<Vec<f64>, KernelError>
 where
     F: Fn(usize, &mut S) -> f64 + Sync,
 {
-    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
-        .into_par_iter()
-        .map(|b| {
-            let mut scratch = S::default();
-            (b * BLOCK..((b + 1) * BLOCK).min(n_resamples)).map(|r| f(r, &mut scratch)).collect()
-        })
-        .collect();
-    blocks.into_iter().flatten().collect()
+    fill_blocks(n_resamples, BLOCK, |range, out| {
+        let mut scratch = S::default();
+        for (o, r) in out.iter_mut().zip(range) {
+        *o = f(r, &mut scratch);
+        }
+    })
 }
 
 /// The kept entries of a [`Cells`] table grouped by cell (a counting sort, in row order within
@@ -376,59 +408,55 @@ impl CellRuns {
 /// multiplicity of 2^11 or more, and tables of more than [`FAST_CELLS`] cells (whose lanes'
 /// sums, 192 bytes a cell per task, would not be small), take the one-resample loop. Each
 /// value is the one-resample loop's, bit for bit (exact sums), whatever the grouping.
-fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Vec<f64> {
+fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: bool, scheme: Scheme, seed: u64, n_resamples: usize) -> Result<Vec<f64>, KernelError> {
     let runs = &CellRuns::new(cells, t, false, true);
     let (n, nc) = (cells.rows(), cells.groups * cells.nb);
     let lanes_fit = nc <= FAST_CELLS;
-    let blocks: Vec<Vec<f64>> = (0..n_resamples.div_ceil(BLOCK))
-        .into_par_iter()
-        .map(|b| {
-            let (first, end) = (b * BLOCK, ((b + 1) * BLOCK).min(n_resamples));
-            let mut st = t.sc.table(cells.groups, cells.nb);
-            let mut one = vec![0u32; n];
-            let mut m = vec![[0u32; TERM_LANES]; n];
-            let mut sums = vec![[(0i128, 0i128, 0i128); TERM_LANES]; if lanes_fit { nc } else { 0 }];
-            let mut out = Vec::with_capacity(end - first);
-            for r0 in (first..end).step_by(TERM_LANES) {
-                let lanes = TERM_LANES.min(end - r0);
-                let mut most = 0u32;
-                for j in 0..TERM_LANES {
-                    if j < lanes {
-                        bootstrap_counts(scheme, seed, (r0 + j) as u64, &mut one);
-                    } else {
-                        one.fill(0);
-                    }
-                    for (mi, &x) in m.iter_mut().zip(&one) {
-                        mi[j] = x;
-                        most = most.max(x);
-                    }
+    fill_blocks(n_resamples, BLOCK, |range, dst| {
+        let (first, end) = (range.start, range.end);
+        let mut st = t.sc.table(cells.groups, cells.nb);
+        let mut one = vec![0u32; n];
+        let mut m = vec![[0u32; TERM_LANES]; n];
+        let mut sums = vec![[(0i128, 0i128, 0i128); TERM_LANES]; if lanes_fit { nc } else { 0 }];
+        let mut out = Vec::with_capacity(end - first);
+        for r0 in (first..end).step_by(TERM_LANES) {
+            let lanes = TERM_LANES.min(end - r0);
+            let mut most = 0u32;
+            for j in 0..TERM_LANES {
+                if j < lanes {
+                    bootstrap_counts(scheme, seed, (r0 + j) as u64, &mut one);
+                } else {
+                    one.fill(0);
                 }
-                if most >= 1 << 11 || !lanes_fit {
-                    for j in 0..lanes {
-                        for (x, mi) in one.iter_mut().zip(&m) {
-                            *x = mi[j];
-                        }
-                        let most = one.iter().copied().max().unwrap_or(0) as u64;
-                        runs.table(&t.sc, most, &mut st, |i| one.get(i as usize).map_or(0, |&x| x as u64));
-                        out.push(reduce(&st, norm, class_conditional));
-                    }
-                    continue;
-                }
-                for (c, s) in sums.iter_mut().enumerate() {
-                    *s = runs.weighted_cell_lanes(c, &m);
-                }
-                for j in 0..lanes {
-                    for (c, s) in sums.iter().enumerate() {
-                        let (count, score, outcome) = s[j];
-                        t.sc.write(&mut st, c, count, score, outcome);
-                    }
-                    out.push(reduce(&st, norm, class_conditional));
+                for (mi, &x) in m.iter_mut().zip(&one) {
+                    mi[j] = x;
+                    most = most.max(x);
                 }
             }
-            out
-        })
-        .collect();
-    blocks.into_iter().flatten().collect()
+            if most >= 1 << 11 || !lanes_fit {
+                for j in 0..lanes {
+                    for (x, mi) in one.iter_mut().zip(&m) {
+                        *x = mi[j];
+                    }
+                    let most = one.iter().copied().max().unwrap_or(0) as u64;
+                    runs.table(&t.sc, most, &mut st, |i| one.get(i as usize).map_or(0, |&x| x as u64));
+                    out.push(reduce(&st, norm, class_conditional));
+                }
+                continue;
+            }
+            for (c, s) in sums.iter_mut().enumerate() {
+                *s = runs.weighted_cell_lanes(c, &m);
+            }
+            for j in 0..lanes {
+                for (c, s) in sums.iter().enumerate() {
+                    let (count, score, outcome) = s[j];
+                    t.sc.write(&mut st, c, count, score, outcome);
+                }
+                out.push(reduce(&st, norm, class_conditional));
+            }
+        }
+        dst.copy_from_slice(&out);
+    })
 }
 
 /// Entries whose multiplicities [`CellRuns::weighted_run`] gathers at a time (within
@@ -480,15 +508,15 @@ pub fn bootstrap(
     let t = cells.terms();
     let drawn = cells.width == 1 && scheme == Scheme::Poisson;
     if !drawn {
-        return Ok(bootstrap_lanes(cells, &t, norm, class_conditional, scheme, seed, n_resamples));
+        return bootstrap_lanes(cells, &t, norm, class_conditional, scheme, seed, n_resamples);
     }
     let runs = CellRuns::new(cells, &t, true, false);
-    Ok(run_blocks(n_resamples, |r, st: &mut Option<BinStats>| {
+    run_blocks(n_resamples, |r, st: &mut Option<BinStats>| {
         let st = st.get_or_insert_with(|| t.sc.table(cells.groups, cells.nb));
         let key = stream_key(seed, r as u64);
         runs.table(&t.sc, POISSON_MAX, st, |g| poisson_count(draw_tagged(key, g)) as u64);
         reduce(st, norm, class_conditional)
-    }))
+    })
 }
 
 /// Largest table of the resamplers' per-task loops (`bootstrap_lanes`, and the calibration
@@ -942,5 +970,22 @@ pub(crate) mod tests {
         let h = vec![0u32];
         let cells = Cells { cell: &c, score: &s, hit: &h, base: None, width: 1, groups: 1, nb: 2 };
         assert!(bootstrap(&cells, Norm::L1, false, Scheme::Poisson, 1, 2).is_err());
+    }
+
+    #[test]
+    fn fill_blocks_covers_every_resample_once_and_refuses_too_many() {
+        for (n, block) in [(0, 8), (1, 8), (17, 8), (16, 4), (5, 1)] {
+            let out = fill_blocks(n, block, |range, o| {
+                assert_eq!(range.len(), o.len());
+                assert!(o.len() <= block && o.iter().all(|&x| x == 0.0));
+                for (x, r) in o.iter_mut().zip(range) {
+                    *x = r as f64;
+                }
+            })
+            .unwrap();
+            assert_eq!(out, (0..n).map(|r| r as f64).collect::<Vec<_>>());
+        }
+        let err = fill_blocks(MAX_RESAMPLES + 1, 8, |_, _| panic!("no block runs")).unwrap_err();
+        assert!(matches!(err, KernelError::Parameter(ref m) if m.contains("at most")));
     }
 }
