@@ -1,10 +1,13 @@
 """Bootstrap resamples of adaptive metrics from one sorted order (issue 29, item 1).
 
-``_native.resample_bootstrap_grouped`` sorts each group once and finds each resample's
-equal-mass edges from cumulative weights. Each resample must be the weighted primitive's table
-of the same weights (``grouped_bin_stats``, which sorts per call): the same edges, counts,
-outcome and score sums (exact cell sums, whatever the order), so the same value bit for bit.
-Chunks of resamples (``first=``) are the resamples of one call.
+``_native.AdaptiveBootstrap`` sorts the kept entries of a cell table once and finds each
+resample's equal-mass edges from cumulative weights. Each resample must be the weighted
+primitive's table of the same weights (``grouped_bin_stats``, which sorts per call): the same
+edges, counts, outcome and score sums (exact cell sums, whatever the order), so the same value
+bit for bit (with fractional base weights, to rounding: ``rust/kernels/weighted/adaptive.rs``).
+Blocks of resamples (``first=``) are the resamples of one call. That the cell table's order is
+the triples' order, field for field, is a Rust test
+(``adaptive.rs::sorted_from_cells_is_sorted_from_its_triples``).
 """
 
 from __future__ import annotations
@@ -29,23 +32,26 @@ def _case(name, n=400, k=7, seed=3, sample_weight=None):
     return spec, rc, triples(rc), n
 
 
+def _primitive(spec, tr, w_rows):
+    """The metric of the triples ``tr`` under per-row weights, by the weighted primitive."""
+    c, s, o, _ = _native.grouped_bin_stats(tr.group, np.asarray(tr.score, dtype=np.float64),
+                                           tr.outcome, w_rows[tr.row], tr.num_groups,
+                                           "adaptive", tr.num_bins)
+    return calibkit.reduce_bins(c, s, o, norm=spec.norm, class_conditional=spec.class_conditional)
+
+
 @pytest.mark.parametrize("name", ["ACE", "TACE"])
 @pytest.mark.parametrize("seed", [3, 4])
 @pytest.mark.parametrize("weights", ["poisson", "multinomial"])
 def test_each_resample_is_the_primitives_table(name, seed, weights):
     spec, rc, tr, n = _case(name, seed=seed)
-    args = (tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row, None, n,
-            tr.num_groups, "adaptive", tr.num_bins, spec.norm, spec.class_conditional, weights, 5)
-    star = _native.resample_bootstrap_grouped(*args, 12)
+    boot = _native.AdaptiveBootstrap(rc.cell, rc.score, rc.hit, rc.groups, rc.nb)
+    star = boot.resample(None, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, 12)
     w = _native.bootstrap_weights(weights, 5, 0, 12, n)
     for r in range(12):
-        c, s, o, _ = _native.grouped_bin_stats(tr.group, np.asarray(tr.score, dtype=np.float64),
-                                               tr.outcome, w[r][tr.row], tr.num_groups,
-                                               "adaptive", tr.num_bins)
-        want = calibkit.reduce_bins(c, s, o, norm=spec.norm,
-                                    class_conditional=spec.class_conditional)
-        assert star[r] == want
-    parts = [_native.resample_bootstrap_grouped(*args, m, first=f) for f, m in ((0, 5), (5, 1), (6, 6))]
+        assert star[r] == _primitive(spec, tr, w[r])
+    parts = [boot.resample(None, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, m,
+                           first=f) for f, m in ((0, 5), (5, 1), (6, 6))]
     assert np.array_equal(np.concatenate(parts), star)
 
 
@@ -80,24 +86,29 @@ def test_progress_bar_blocks_give_the_same_interval(capsys):
 @pytest.mark.parametrize("name", ["ACE", "TACE", "RMSCE", "CCE"])
 @pytest.mark.parametrize("seed", [3, 4])
 @pytest.mark.parametrize("weights", ["poisson", "multinomial"])
-@pytest.mark.parametrize("weighted", [False, True])
-def test_cells_sorted_once_are_the_triples_resamples(name, seed, weights, weighted):
-    """``AdaptiveBootstrap`` sorts the kept entries of the cell table itself (no triple arrays):
-    the same order as the triples', so every resample bit for bit, and its blocks those of one
-    call. CCE is even-binned in the paper's space; taken here with adaptive bins."""
+@pytest.mark.parametrize("base", ["none", "whole", "fractional"])
+def test_sample_weighted_resamples_are_the_primitives(name, seed, weights, base):
+    """With sample weights as base weights, each resample is the primitive's metric under
+    multiplicity times base weight: bitwise with whole base weights, to rounding with
+    fractional ones (the primitive rounds each product of a multiplicity and a weight's units
+    once, a resample the weight's units). And blocks are one call. CCE is even-binned in the
+    paper's space; taken here with adaptive bins."""
     spec, rc, tr, n = _case(name, seed=seed)
-    sw = np.random.default_rng(seed).integers(0, 4, n).astype(np.float64) if weighted else None
-    if weighted:
+    rng = np.random.default_rng(seed)
+    sw = None if base == "none" else rng.integers(0, 4, n).astype(np.float64)
+    if base == "fractional":
         sw[0] = 1.5  # a fractional base weight: the general path
-    want = _native.resample_bootstrap_grouped(
-        tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row, sw, n,
-        tr.num_groups, "adaptive", tr.num_bins, spec.norm, spec.class_conditional, weights, 5, 19)
     boot = _native.AdaptiveBootstrap(rc.cell, rc.score, rc.hit, rc.groups, rc.nb)
     got = boot.resample(sw, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, 19)
-    assert np.array_equal(got, want)
+    w = _native.bootstrap_weights(weights, 5, 0, 19, n)
+    want = np.array([_primitive(spec, tr, w[r] if sw is None else w[r] * sw) for r in range(19)])
+    if base == "fractional":
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    else:
+        assert np.array_equal(got, want)
     parts = [boot.resample(sw, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, m,
                            first=f) for f, m in ((0, 9), (9, 1), (10, 9))]
-    assert np.array_equal(np.concatenate(parts), want)
+    assert np.array_equal(np.concatenate(parts), got)
 
 
 def test_progress_blocks_sort_once(monkeypatch):
@@ -168,7 +179,7 @@ def test_every_resampler_refuses_a_count_it_cannot_hold(n_resamples):
     resampler's output goes through one reservation (``resample.rs::fill_blocks``); each path
     is reached here: the even bootstrap's lanes and its general loop (a base weight), the
     calibration test's top-label and K-column loops, the adaptive bootstrap's byte path and
-    its general path (base weights), and the triples' oracle."""
+    and its general path (base weights)."""
     spec, rc, tr, n = _case("ACE")
     top_spec, top, _, _ = _case("ECE")
     sw = np.ones(n)
@@ -184,10 +195,6 @@ def test_every_resampler_refuses_a_count_it_cannot_hold(n_resamples):
                                              rc.nb, "l1", True, 1, n_resamples),
         lambda: boot.resample(None, rc.num_bins, "l1", True, "poisson", 1, n_resamples),
         lambda: boot.resample(sw, rc.num_bins, "l1", True, "poisson", 1, n_resamples),
-        lambda: _native.resample_bootstrap_grouped(
-            tr.group, np.ascontiguousarray(tr.score, dtype=np.float64), tr.outcome, tr.row,
-            None, n, tr.num_groups, "adaptive", tr.num_bins, "l1", True, "poisson", 1,
-            n_resamples),
     ]
     for call in calls:
         with pytest.raises(calibkit.errors.InvalidParameterError,

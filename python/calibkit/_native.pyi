@@ -241,23 +241,6 @@ class AdaptiveBootstrap:
     ) -> npt.NDArray[np.float64]:
         """Resamples ``first..first + n_resamples`` (those of one call), (n_resamples,)."""
 
-def resample_bootstrap_grouped(
-    groups: npt.NDArray[np.int64],
-    scores: npt.NDArray[np.float64],
-    outcomes: npt.NDArray[np.float64],
-    rows: npt.NDArray[np.int64],
-    base: npt.NDArray[np.float64] | None,
-    n_rows: int,
-    num_groups: int,
-    binning: str,
-    num_bins: int,
-    norm: str,
-    class_conditional: bool,
-    weights: str,
-    seed: int,
-    n_resamples: int,
-    first: int = 0,
-) -> npt.NDArray[np.float64]: ...
 def score_rows(
     labels: npt.NDArray[np.int64],
     probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],

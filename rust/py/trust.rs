@@ -10,8 +10,8 @@ use crate::kernels::gce::rows::{score_rows as rows_of, ScoreRows};
 use crate::kernels::Inputs;
 use crate::kernels::weighted::adaptive::Sorted;
 use crate::kernels::weighted::consistency;
-use crate::kernels::weighted::resample::{self, Cells, Scheme, Triples};
-use crate::kernels::{Binning, KernelError, Norm};
+use crate::kernels::weighted::resample::{self, Cells, Scheme};
+use crate::kernels::{KernelError, Norm};
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice().map_err(|_| ShapeMismatchError::new_err(format!("{name} must be contiguous")))
@@ -26,8 +26,6 @@ fn base_of<'a>(base: &'a Option<PyReadonlyArray1<'_, f64>>) -> PyResult<Option<&
 fn parse_resampling(norm: &str, weights: &str) -> PyResult<(Norm, Scheme)> {
     Ok((Norm::parse(norm).map_err(to_py)?, Scheme::parse(weights).map_err(to_py)?))
 }
-
-
 
 #[allow(clippy::too_many_arguments)]
 fn with_cells<R: Send>(
@@ -96,51 +94,6 @@ fn resample_consistency<'py>(
         let v = with_cells(py, &cell, &score, &hit, &base, groups, nb, |c| {
             consistency::consistency(c, norm, class_conditional, seed, n_resamples)
         })?;
-        Ok(v.into_pyarray(py))
-    })
-}
-
-/// resample_bootstrap_grouped(groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples, first=0) -> (R,)
-///
-/// Resamples `first..first + n_resamples`: those of one call with `first + n_resamples`, so a
-/// caller can run chunks of resamples under a progress bar.
-#[pyfunction]
-#[pyo3(signature = (groups, scores, outcomes, rows, base, n_rows, num_groups, binning, num_bins, norm, class_conditional, weights, seed, n_resamples, first=0))]
-#[allow(clippy::too_many_arguments)]
-fn resample_bootstrap_grouped<'py>(
-    py: Python<'py>,
-    groups: PyReadonlyArray1<'py, i64>,
-    scores: PyReadonlyArray1<'py, f64>,
-    outcomes: PyReadonlyArray1<'py, f64>,
-    rows: PyReadonlyArray1<'py, i64>,
-    base: Option<PyReadonlyArray1<'py, f64>>,
-    n_rows: usize,
-    num_groups: usize,
-    binning: &str,
-    num_bins: usize,
-    norm: &str,
-    class_conditional: bool,
-    weights: &str,
-    seed: u64,
-    n_resamples: usize,
-    first: usize,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    guard(py, || {
-        let (norm, scheme) = parse_resampling(norm, weights)?;
-        let binning = Binning::parse(binning).map_err(to_py)?;
-        let b = base_of(&base)?;
-        let t = Triples {
-            groups: slice(&groups, "groups")?,
-            scores: slice(&scores, "scores")?,
-            outcomes: slice(&outcomes, "outcomes")?,
-            rows: slice(&rows, "rows")?,
-            base: b,
-            n_rows,
-            num_groups,
-        };
-        let v = py
-            .detach(|| resample::bootstrap_grouped_from(&t, binning, num_bins, norm, class_conditional, scheme, seed, first, n_resamples))
-            .map_err(to_py)?;
         Ok(v.into_pyarray(py))
     })
 }
@@ -270,7 +223,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(consistency_draws, m)?)?;
     m.add_function(wrap_pyfunction!(resample_bootstrap, m)?)?;
     m.add_function(wrap_pyfunction!(resample_consistency, m)?)?;
-    m.add_function(wrap_pyfunction!(resample_bootstrap_grouped, m)?)?;
     m.add_class::<AdaptiveBootstrap>()?;
     m.add_function(wrap_pyfunction!(score_rows, m)?)?;
     m.add_function(wrap_pyfunction!(bootstrap_weights, m)?)?;

@@ -643,4 +643,42 @@ mod tests {
             assert_eq!(all, one);
         }
     }
+    /// [`Sorted::from_cells`] is [`Sorted::new`] on the cell table's triples (the kept
+    /// entries row-major: group `cell / nb`, outcome 1 in the row's `hit` column, the entry's
+    /// row), field for field, so every resample is the same bit for bit, with no, whole or
+    /// fractional base weights. (The triples' entry point is the oracle: it is checked
+    /// against the primitive above and by the `resample` fuzz target.)
+    #[test]
+    fn sorted_from_cells_is_sorted_from_its_triples() {
+        let mut rng = Rng(29);
+        for trial in 0..60 {
+            let (n, width, ng) = (1 + rng.below(200) as usize, 1 + rng.below(6) as usize, 1 + rng.below(4) as usize);
+            let (b, levels) = (1 + rng.below(12) as usize, [4u64, 33, 1 << 20][trial % 3]);
+            let hit: Vec<u32> = (0..n).map(|_| if rng.below(9) == 0 { DROPPED } else { rng.below(width as u64) as u32 }).collect();
+            let cell: Vec<u32> = (0..n * width).map(|_| if rng.below(5) == 0 { DROPPED } else { rng.below((ng * b) as u64) as u32 }).collect();
+            let score: Vec<f64> = (0..n * width).map(|_| rng.below(levels + 1) as f64 / levels as f64).collect();
+            let (mut groups, mut scores, mut outcomes, mut rows) = (vec![], vec![], vec![], vec![]);
+            for (pos, &c) in cell.iter().enumerate().filter(|(_, &c)| c != DROPPED) {
+                groups.push((c as usize / b) as i64);
+                scores.push(score[pos]);
+                outcomes.push(((pos % width) as u32 == hit[pos / width]) as u32 as f64);
+                rows.push((pos / width) as i64);
+            }
+            let cells = Cells { cell: &cell, score: &score, hit: &hit, base: None, width, groups: ng, nb: b };
+            let (got, want) = (Sorted::from_cells(&cells).unwrap(), Sorted::new(&groups, &scores, &outcomes, &rows, ng, n).unwrap());
+            assert_eq!((&got.start, &got.row, &got.lo, &got.hi), (&want.start, &want.row, &want.lo, &want.hi), "trial {trial}");
+            assert_eq!((&got.outcome, &got.hit, &got.tie_start), (&want.outcome, &want.hit, &want.tie_start), "trial {trial}");
+            assert_eq!((got.num_groups, got.n_rows, got.scales), (want.num_groups, want.n_rows, want.scales), "trial {trial}");
+            let base: Option<Vec<f64>> = match trial % 3 {
+                1 => Some((0..n).map(|_| rng.below(4) as f64).collect()),
+                2 => Some((0..n).map(|_| 0.1 + rng.below(7) as f64 / 3.0).collect()),
+                _ => None,
+            };
+            for scheme in [Scheme::Poisson, Scheme::Multinomial] {
+                let a = got.resample(b, Norm::L2, ng > 1, scheme, 4, base.as_deref(), 0, 9).unwrap();
+                let w = want.resample(b, Norm::L2, ng > 1, scheme, 4, base.as_deref(), 0, 9).unwrap();
+                assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), w.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "trial {trial}");
+            }
+        }
+    }
 }

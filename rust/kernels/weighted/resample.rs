@@ -537,10 +537,15 @@ pub struct Triples<'a> {
     pub num_groups: usize,
 }
 
-/// The metric on `n_resamples` bootstrap resamples with bins that move with the weights
-/// (adaptive binning): per resample, the weighted primitive ([`grouped_bin_stats`]) recomputes
-/// the weighted equal-mass bins of the shared triples, each weighted by its row's multiplicity
-/// (times its base weight). Same weights as [`bootstrap`] and [`weights_matrix`].
+/// The metric on `n_resamples` bootstrap resamples of triples, with bins that move with the
+/// weights: each triple weighted by its row's multiplicity (times its base weight), the bins
+/// those of the weighted primitive ([`grouped_bin_stats`]: per resample for even bins, from
+/// one sorted order for adaptive ones, [`Sorted::new`]). Same weights as [`bootstrap`] and
+/// [`weights_matrix`].
+///
+/// Not exported to Python: `confidence_interval` resamples adaptive metrics from the cell
+/// table ([`Sorted::from_cells`], tested equal to [`Sorted::new`] field by field). This is the
+/// oracle the Rust tests and the `resample` fuzz target check against the primitive.
 #[allow(clippy::too_many_arguments)]
 pub fn bootstrap_grouped(
     t: &Triples<'_>,
