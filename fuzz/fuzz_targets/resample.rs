@@ -2,7 +2,8 @@
 //! tables: cells in and out of range (and `DROPPED`), any hit column, any scores and base weights
 //! (NaN, negative, huge), any table shape (huge ones must be refused before allocating), any seed.
 //! Never a panic. On valid tables each fast loop is compared with the definition: resample `r` is
-//! the data's table under the multiplicities `weights_matrix` gives (bootstrap), or under labels
+//! the table of the rows repeated as `weights_matrix` draws them, and with whole base weights (or
+//! none) the data's table under multiplicity times weight (bootstrap), or under labels
 //! redrawn by hand from the counter stream (consistency), and the grouped bootstrap is the weighted
 //! primitive under the same multiplicities. Values must be equal bitwise, but for the grouped
 //! bootstrap of adaptive bins: to 1e-13 (its score sums run in score order).
@@ -44,6 +45,25 @@ fn consistency_by_hand(cells: &Cells<'_>, norm: Norm, cc: bool, seed: u64, r: u6
         .collect();
     let c = Cells { hit: &hit, ..*cells };
     reduce(&c.stats(), norm, cc)
+}
+
+/// The cell table with row i repeated `m[i]` times, each copy with its base weight; a row drawn
+/// no time stays once with nothing kept, so the base weights' power-of-two scale (taken over
+/// every row) is the resample's.
+#[allow(clippy::type_complexity)]
+fn repeated(cells: &Cells<'_>, m: &[f64]) -> (Vec<u32>, Vec<f64>, Vec<u32>, Option<Vec<f64>>) {
+    let k = cells.width;
+    let (mut c, mut s, mut h, mut b) = (vec![], vec![], vec![], vec![]);
+    for (i, &mi) in m.iter().enumerate() {
+        for copy in 0..(mi as usize).max(1) {
+            let kept = mi as usize > copy;
+            c.extend(cells.cell[i * k..(i + 1) * k].iter().map(|&x| if kept { x } else { DROPPED }));
+            s.extend_from_slice(&cells.score[i * k..(i + 1) * k]);
+            h.push(if kept { cells.hit[i] } else { DROPPED });
+            b.push(cells.base.map_or(1.0, |b| b[i]));
+        }
+    }
+    (c, s, h, cells.base.map(|_| b))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -100,12 +120,22 @@ fuzz_target!(|data: &[u8]| {
         let (boot, cons) = (boot.unwrap(), cons.unwrap());
         assert_eq!((boot.len(), cons.len()), (n_resamples, n_resamples));
         let w = weights_matrix(scheme, seed, 0, n_resamples, n);
+        // whole base weights (or none): the primitive's table on multiplicity times weight;
+        // fractional ones: the rows repeated as drawn (the primitive rounds each product once,
+        // a resample each weight's units: resample.rs's module doc)
+        let whole = base_ref.is_none_or(|b| b.iter().all(|x| x.fract() == 0.0));
         for rr in 0..n_resamples {
             let m: Vec<f64> = (0..n).map(|i| w[rr * n + i] * base_ref.map_or(1.0, |b| b[i])).collect();
             let one = Cells { base: Some(&m), ..cells };
             let want = reduce(&one.stats(), norm, cc);
             if !wild {
-                assert!(same(boot[rr], want), "bootstrap resample {rr}: {} vs {want}", boot[rr]);
+                let (c, s, h, b) = repeated(&cells, &w[rr * n..(rr + 1) * n]);
+                let rep = Cells { cell: &c, score: &s, hit: &h, base: b.as_deref(), ..cells };
+                let rep = reduce(&rep.stats(), norm, cc);
+                assert!(same(boot[rr], rep), "bootstrap resample {rr}: {} vs the repeated rows' {rep}", boot[rr]);
+                if whole {
+                    assert!(same(boot[rr], want), "bootstrap resample {rr}: {} vs {want}", boot[rr]);
+                }
                 let want = consistency_by_hand(&cells, norm, cc, seed, rr as u64);
                 assert!(same(cons[rr], want), "consistency resample {rr}: {} vs {want}", cons[rr]);
             }
