@@ -36,7 +36,7 @@ use rayon::prelude::*;
 
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
-use crate::kernels::weighted::grouped::{edge_ranks, order_key, score_of_key};
+use crate::kernels::weighted::grouped::{edge_ranks, order_key, score_of_key, sort_keyed};
 use crate::kernels::weighted::resample::{fill_blocks, Cells, DROPPED};
 use crate::kernels::weighted::draws::{bootstrap_counts, Scheme, POISSON_MAX};
 use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, BlockSum, Multiplicity, Scales, BIAS};
@@ -171,7 +171,7 @@ impl Sorted {
                 slices.push(head);
                 rest = tail;
             }
-            slices.par_iter_mut().for_each(|s| s.sort_unstable());
+            slices.par_iter_mut().for_each_init(Vec::new, |scratch, s| sort_keyed(s, scratch));
         }
         let scales = Scales { weight: 1.0, score: Scales::of_values(most_score), outcome: Scales::of_values(most_outcome) };
         let (row, outcome): (Vec<u32>, Vec<i64>) = keys

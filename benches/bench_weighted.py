@@ -1,0 +1,75 @@
+"""Benchmark metrics with ``sample_weight`` against the same metrics without.
+
+A weighted call goes through the weighted primitive (``rust/kernels/weighted/grouped.rs``):
+the metric's kept scores are formed as (group, score, outcome, row) rows
+(``rust/kernels/gce/rows.rs``), and adaptive bins sort each group by (score, row) to place the
+weighted equal-mass edges. An unweighted call never forms those rows: it bins the matrix in
+place (adaptive bins by histogram selection, no sort). So a weighted call costs a multiple of
+the unweighted one; this prints that multiple, and the parts of a weighted adaptive call (the
+rows, the primitive), in one process on the same data, with the CPU model.
+
+There is no target: the ratios are recorded in docs/performance.md ("Weighted single calls").
+
+Usage::
+
+    python benches/bench_weighted.py
+    python benches/bench_weighted.py --shapes 10000x100,50000x1000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+from _machine import cpu_model
+
+import calibkit
+from calibkit import _native
+
+
+def _time(fn, repeat: int) -> float:
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default="10000x100,50000x1000", help="NxK,NxK...")
+    ap.add_argument("--repeat", type=int, default=5, help="calls per timing (median)")
+    args = ap.parse_args(argv)
+    print(f"CPU: {cpu_model()}; {os.cpu_count()} logical CPUs; RAYON_NUM_THREADS="
+          f"{os.environ.get('RAYON_NUM_THREADS', '(all)')}")
+    for shape in args.shapes.split(","):
+        n, k = (int(x) for x in shape.split("x"))
+        rng = np.random.default_rng(0)
+        p = calibkit.softmax(rng.normal(size=(n, k)) * 3.0)
+        y = rng.integers(0, k, n).astype(np.int64)
+        sw = rng.integers(1, 4, n).astype(np.float64)  # whole weights, as class balancing
+        rep = max(1, args.repeat if n * k <= 10**7 else min(args.repeat, 3))
+        print(f"\n({n}, {k}) float64, median of {rep}")
+        for name in ("ECE", "ACE", "TACE"):
+            spec = calibkit.metric_space()[name]
+            plain = _time(lambda: calibkit.gce(y, p, **spec.kwargs()), rep)
+            weighted = _time(lambda: calibkit.gce(y, p, sample_weight=sw, **spec.kwargs()), rep)
+            print(f"  {name:5s} unweighted {plain * 1e3:9.1f} ms   weighted "
+                  f"{weighted * 1e3:9.1f} ms   {weighted / plain:6.1f}x")
+        # the parts of a weighted ACE call: its rows, then the primitive on them
+        t_rows = _time(lambda: _native.score_rows(y, p, False, True, 0.0), rep)
+        g, s, o, r = _native.score_rows(y, p, False, True, 0.0)
+        w = sw[r]
+        t_prim = _time(lambda: _native.grouped_bin_stats(g, s, o, w, k, "adaptive", 15), rep)
+        print(f"  ACE's parts: rows {t_rows * 1e3:.1f} ms, weighted primitive (sort, edges, "
+              f"sums) {t_prim * 1e3:.1f} ms")
+        del g, s, o, r, w
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
