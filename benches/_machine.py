@@ -15,3 +15,16 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def median_time(fn, repeat: int) -> float:
+    """The median wall time of ``repeat`` calls of ``fn`` (seconds)."""
+    import statistics
+    import time
+
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)

@@ -19,22 +19,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 from _machine import cpu_model
+from _machine import median_time as _time
 
 import calibkit
-
-
-def _time(fn, repeat: int) -> float:
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def _data(n: int, k: int, seed: int = 0):

@@ -20,23 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 from _machine import cpu_model
+from _machine import median_time as _time
 
 import calibkit
 from calibkit import _native
-
-
-def _time(fn, repeat: int) -> float:
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def main(argv=None) -> int:
@@ -67,7 +57,6 @@ def main(argv=None) -> int:
         t_prim = _time(lambda: _native.grouped_bin_stats(g, s, o, w, k, "adaptive", 15), rep)
         print(f"  ACE's parts: rows {t_rows * 1e3:.1f} ms, weighted primitive (sort, edges, "
               f"sums) {t_prim * 1e3:.1f} ms")
-        del g, s, o, r, w
     return 0
 
 

@@ -175,7 +175,7 @@ mod tests {
         for (max_prob, cc, thr) in [(false, true, 0.0), (false, false, 0.01), (true, true, 0.0), (true, false, 0.02)] {
             let g = grouping(max_prob, cc, thr);
             let mut want = ScoreRows::default();
-            for i in 0..n {
+            for (i, &label) in labels.iter().enumerate() {
                 let row = x.row(i);
                 let cols: Vec<usize> = if max_prob {
                     // the first argmax
@@ -188,7 +188,7 @@ mod tests {
                     if row[j] > thr {
                         want.group.push(if cc { j as i64 } else { 0 });
                         want.score.push(row[j]);
-                        want.outcome.push(if labels[i] == j as i64 { 1.0 } else { 0.0 });
+                        want.outcome.push(if label == j as i64 { 1.0 } else { 0.0 });
                         want.row.push(i as i64);
                     }
                 }
