@@ -551,7 +551,6 @@ mod tests {
         (groups, scores, outcomes, weights)
     }
 
-    /// The sort key's inverse gives back every finite score (and +0.0 for -0.0, its key).
     /// The radix sort gives the order of a comparison sort of the `u128`s, for every size
     /// class (comparison, radix, parallel), with ties, constant bytes and scores of any sign.
     #[test]
@@ -576,6 +575,7 @@ mod tests {
         }
     }
 
+    /// The sort key's inverse gives back every finite score (and +0.0 for -0.0, its key).
     #[test]
     fn score_of_key_inverts_order_key() {
         for x in [0.0, -0.0, 1e-300, 5e-324, 0.25, 1.0, 1.0 + 1e-4, 2.0, -1e-4, -0.5, f64::MAX, f64::MIN] {
