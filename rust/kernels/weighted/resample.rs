@@ -171,8 +171,10 @@ pub(crate) struct Terms {
 /// the values never do in any case: each resample is computed whole by one task).
 const BLOCK: usize = 8;
 
-/// Most resamples of one call: 2^32 - 1 (32 GB of values), a limit that does not depend on how
-/// much memory the machine lets a process reserve.
+/// Most resamples of one native call: 2^32 - 1 (32 GB of values), a bound that does not depend
+/// on how much memory the machine lets a process reserve. For direct calls of the native
+/// module only: the public functions refuse more than `calibkit._params.MAX_RESAMPLES` (10^6)
+/// first, with the memory budget's check.
 pub(crate) const MAX_RESAMPLES: usize = u32::MAX as usize;
 
 /// The values of resamples `0..n`, `block` at a time over rayon: `f(range, out)` writes the
