@@ -200,3 +200,35 @@ def test_every_resampler_refuses_a_count_it_cannot_hold(n_resamples):
         with pytest.raises(calibkit.errors.InvalidParameterError,
                            match=f"n_resamples = {n_resamples}: at most 4294967295"):
             call()
+
+
+def test_a_count_memory_cannot_hold_is_a_memory_budget_error():
+    """Below the native bound, an output the process cannot reserve (here 16 GB under an 8 GB
+    address-space limit, in a child process) is a MemoryBudgetError naming n_resamples, not
+    an aborted process."""
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS bounds allocations on Linux only")
+    code = """if True:
+        import resource, numpy as np
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+        import calibkit
+        from calibkit import _native
+        from calibkit.trust.cells import row_cells
+        rng = np.random.default_rng(0)
+        p = calibkit.softmax(rng.normal(size=(50, 3)))
+        y = rng.integers(0, 3, 50)
+        rc = row_cells(y, p, calibkit.metric_space()["ECE"], 10)
+        try:
+            _native.resample_bootstrap(rc.cell, rc.score, rc.hit, None, rc.groups, rc.nb,
+                                       "l1", False, "poisson", 1, 2**31)
+        except calibkit.errors.MemoryBudgetError as e:
+            print("refused:", e)
+    """
+    env = {**__import__("os").environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "refused: n_resamples = 2147483648" in run.stdout, run.stdout + run.stderr[-2000:]
