@@ -364,8 +364,17 @@ def grouped_bin_stats(groups, scores, outcomes, weights=None, *, num_groups: int
     >>> c.tolist(), e.tolist()
     ([[1.0, 2.0], [0.0, 1.0]], [[0.0, 0.6, 1.0], [0.0, 0.3, 1.0]])
     """
-    binning, _, _, num_bins = check_gce_params(binning, "l1", 0.0, num_bins)
     g, s, o, w, num_groups = _rows(groups, scores, outcomes, weights, num_groups)
+    return rows_table(g, s, o, w, num_groups, binning, num_bins, units)
+
+
+def rows_table(g, s, o, w, num_groups: int, binning: str, num_bins: int, units: bool = False):
+    """:func:`grouped_bin_stats` of rows already in the kernel's form (int64 ``g``, float64 or
+    float32 ``s``, float64 ``o`` and ``w``, contiguous): the rows a metric forms itself
+    (:class:`calibkit.binned.weights.Triples`, from validated inputs), which need not be
+    scanned again in Python. The kernel still checks every value (groups in range, finite
+    scores and outcomes, weights), so a bad row is an error, never a number."""
+    binning, _, _, num_bins = check_gce_params(binning, "l1", 0.0, num_bins)
     check_tables(num_groups, (num_bins,))
     out = _native.grouped_bin_stats(g, s, o, w, num_groups, binning, num_bins, units=units)
     return _wrap_units(out)

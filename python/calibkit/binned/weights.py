@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native, _toplabel
-from .._params import check_weights
+from .._params import check_weight_total, check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from .table import CalibrationBins, grouped_bin_stats, reduce_table
+from .table import CalibrationBins, reduce_table, rows_table
 
 __all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weighted_bins",
            "weighted_evaluate"]
@@ -72,13 +72,19 @@ class Triples:
         ``max_prob``), so their total is checked too (:func:`calibkit._params.check_weight_total`)."""
         if row_weights is None:
             return None
-        return check_weights(row_weights[self.row], "sample_weight over the scores this metric "
-                             "bins (a row's weight once per score it keeps)", allow_all_zero=True)
+        # every entry's weight is a checked row weight (finite, >= 0: ``as_sample_weight``),
+        # so only their total is new
+        w = row_weights[self.row]
+        with np.errstate(over="ignore"):
+            total = float(np.sum(w))
+        check_weight_total(total, "sample_weight over the scores this metric bins (a row's "
+                           "weight once per score it keeps)", allow_zero=True)
+        return w
 
     def stats(self, weights, units: bool = False):
-        return grouped_bin_stats(self.group, self.score, self.outcome, weights,
-                                 num_groups=self.num_groups, binning=self.binning,
-                                 num_bins=self.num_bins, units=units)
+        # the rows were formed here from validated inputs: no second scan in Python
+        return rows_table(self.group, self.score, self.outcome, weights, self.num_groups,
+                          self.binning, self.num_bins, units)
 
     def error(self, weights, norm: str) -> float:
         c, s, o, _ = self.stats(weights)
