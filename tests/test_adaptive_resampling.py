@@ -86,7 +86,7 @@ def test_progress_bar_blocks_give_the_same_interval(capsys):
 @pytest.mark.parametrize("name", ["ACE", "TACE", "RMSCE", "CCE"])
 @pytest.mark.parametrize("seed", [3, 4])
 @pytest.mark.parametrize("weights", ["poisson", "multinomial"])
-@pytest.mark.parametrize("base", ["none", "whole", "fractional"])
+@pytest.mark.parametrize("base", ["none", "whole", "fractional", "small"])
 def test_sample_weighted_resamples_are_the_primitives(name, seed, weights, base):
     """With sample weights as base weights, each resample is the primitive's metric under
     multiplicity times base weight: bitwise with whole base weights, to rounding with
@@ -98,11 +98,13 @@ def test_sample_weighted_resamples_are_the_primitives(name, seed, weights, base)
     sw = None if base == "none" else rng.integers(0, 4, n).astype(np.float64)
     if base == "fractional":
         sw[0] = 1.5  # a fractional base weight: the general path
+    if base == "small":  # normalised to sum to 1: each group's weights lifted for the edges
+        sw = (sw + 0.5) / (sw + 0.5).sum()
     boot = _native.AdaptiveBootstrap(rc.cell, rc.score, rc.hit, rc.groups, rc.nb)
     got = boot.resample(sw, rc.num_bins, spec.norm, spec.class_conditional, weights, 5, 19)
     w = _native.bootstrap_weights(weights, 5, 0, 19, n)
     want = np.array([_primitive(spec, tr, w[r] if sw is None else w[r] * sw) for r in range(19)])
-    if base == "fractional":
+    if base in ("fractional", "small"):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
     else:
         assert np.array_equal(got, want)

@@ -77,6 +77,28 @@ def test_fractional_weights_scale_invariant_for_even_bins():
             calibkit.gce(y, p, sample_weight=f * 8.0, **kw), abs=1e-12)
 
 
+@pytest.mark.parametrize("index", range(32))
+def test_small_weights_are_lifted_for_adaptive_edges(index):
+    """Adaptive edges round their weighted ranks to whole units of weight; a group whose
+    largest weight is below 1/2 is lifted by a power of two first (docs/weighted-bins.md).
+    So weights normalised to sum to 1 give the bins of weights of about 1 (they once put
+    almost every score in one bin), and any power-of-two scale below 1 gives the same bits."""
+    y, p, w = _data(index + 40, n=400)
+    kw = MetricSpec.from_index(index).kwargs()
+    f = 0.75 * (w + 0.25) / (w.max() + 0.25)  # fractional, largest 0.75: not lifted
+    want = calibkit.gce(y, p, sample_weight=f, **kw)
+    for k in (1, 7, 40, 300):  # (below about 1e-301 the lift stops: units::weight_scale)
+        assert calibkit.gce(y, p, sample_weight=f * 2.0**-k, **kw) == want
+    if kw["binning"] == "adaptive":
+        ones = calibkit.gce(y, p, **kw)
+        normalised = calibkit.gce(y, p, sample_weight=np.full(len(y), 1 / len(y)), **kw)
+        assert normalised == pytest.approx(ones, rel=0.05, abs=1e-3)
+        b = calibkit.calibration_bins(y, p, num_bins=10, sample_weight=np.full(len(y), 1 / len(y)),
+                                      **{k: v for k, v in kw.items() if k != "norm"})
+        assert (np.diff(b.edges[:, 1:-1], axis=1) >= 0).all()
+        assert (b.counts > 0).sum() > b.counts.shape[0] * 5  # not one bin a group
+
+
 @pytest.mark.parametrize("bad,exc", [
     (np.ones(3), ShapeMismatchError),
     (np.ones((250, 1)), ShapeMismatchError),

@@ -119,12 +119,14 @@ def sweep_inputs(draw):
             y[[i, min(i + 1, n - 1)]] = y[[min(i + 1, n - 1), i]]
     else:
         y = (rng.uniform(size=n) < p ** draw(st.sampled_from([1, 2, 4]))).astype(int)
-    kind = draw(st.sampled_from(["none", "int", "float"]))
+    kind = draw(st.sampled_from(["none", "int", "float", "small"]))
     w = None
     if kind == "int":
         w = rng.integers(0, 4, n).astype(float)
-    elif kind == "float":
+    elif kind in ("float", "small"):
         w = rng.uniform(0, 2, n) * (rng.uniform(size=n) > 0.2)
+        if kind == "small" and w.sum():  # normalised: lifted for the adaptive ranks
+            w = w / w.sum()
     if w is not None and not w.sum():
         w[0] = 1.0
     return y, p, w, draw(st.sampled_from(["even", "adaptive"])), draw(st.sampled_from([0.0, 0.7]))

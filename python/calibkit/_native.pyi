@@ -14,6 +14,9 @@ MAX_BINS: int
 UNIT: float
 
 # Exact cell sums (rust/py/units.rs)
+def weight_scale(max_weight: float) -> float:
+    """The power of two weights are lifted by: 1 when the largest weight is at least 1/2, else
+    the one bringing it into [1/2, 1) (the sums' and the adaptive edges' lift)."""
 def units_add(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """The exact sum of two tables' score units, each (G, nb, 2) int64 [high, low] words."""
 def units_value(u: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:

@@ -101,7 +101,17 @@ fn units_sum_parts<'py>(py: Python<'py>, parts: Vec<Bound<'py, PyAny>>) -> PyRes
     })
 }
 
+/// weight_scale(max_weight) -> float: the power of two weights are lifted by
+/// ([`units::weight_scale`]: 1 when the largest weight is at least 1/2), for the sums and for
+/// the adaptive edges' whole units of weight; Python code that walks weights itself (the ECE
+/// sweep) takes it from here.
+#[pyfunction]
+fn weight_scale(py: Python<'_>, max_weight: f64) -> PyResult<f64> {
+    guard(py, || Ok(units::weight_scale(max_weight)))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(weight_scale, m)?)?;
     m.add_function(wrap_pyfunction!(units_add, m)?)?;
     m.add_function(wrap_pyfunction!(units_value, m)?)?;
     m.add_function(wrap_pyfunction!(units_sum_at, m)?)?;

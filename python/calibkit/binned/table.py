@@ -13,7 +13,9 @@ but :mod:`calibkit.reference` restates a binning rule. The rules (see ``docs/wei
   ``j = 1..B-1``; the upper edge ``e_j`` is the score of the first row whose cumulative weight
   exceeds ``t_j`` (the last row of positive weight if none does). Integer weights give exactly
   the result of repeating each row ``weight`` times (weight 0 drops the row); fractional
-  weights use the same definition (a weighted lower quantile at level ``t_j / W``).
+  weights use the same definition (a weighted lower quantile at level ``t_j / W``), a group
+  whose largest weight is below 1/2 first lifted by the power of two bringing it into
+  [1/2, 1) (so that weights normalised to sum to 1 do not round every target to 0).
 
 This module is a leaf (it imports only NumPy, :mod:`calibkit._native`, :mod:`calibkit._params`,
 :mod:`calibkit._validate` and :mod:`calibkit.errors`), so that :mod:`calibkit.multilabel` and
@@ -581,6 +583,8 @@ def adaptive_ranks(num_bins, j, total_weight: float) -> np.ndarray:
     """The weighted ranks ``t_j = rint(j * W / B)`` of the adaptive edges (round half to even,
     as the kernels), elementwise over bin counts and edge indices; unweighted, ``W`` is the
     row count and the edge of rank ``t_j`` is the row :func:`adaptive_positions` gives.
+    Weighted, ``W`` is the total of the weights as the kernels walk them: lifted by
+    ``_native.weight_scale`` of the largest when it is below 1/2 (docs/weighted-bins.md).
 
     Examples
     --------

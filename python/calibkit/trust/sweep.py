@@ -171,6 +171,9 @@ def _choice(s: np.ndarray, o: np.ndarray, w: np.ndarray | None, binning: str, to
         c1 = np.concatenate(([0.0], np.cumsum(o)))
         c0 = cw - c1
     else:
+        # the kernels' lift of small weights (a power of two: exact), so that the ranks are
+        # the tables' whole units of weight (rust/kernels/weighted/grouped.rs, `edge_ranks`)
+        w = w * _native.weight_scale(float(w.max()))
         cw = np.concatenate(([0.0], np.cumsum(w)))
         c1 = np.concatenate(([0.0], np.cumsum(w * o)))
         c0 = np.concatenate(([0.0], np.cumsum(w * (1.0 - o))))

@@ -47,7 +47,10 @@
 //!   empty interval and so is never an edge, and adds 0 to every sum: it is dropped. For
 //!   fractional weights the same definition applies as written: the edge is the score at the
 //!   weighted rank `t_j` (rounded half to even to a whole unit of weight), i.e. the weighted
-//!   lower quantile of level `t_j / W`.
+//!   lower quantile of level `t_j / W`. A group whose largest weight is below 1/2 is first
+//!   lifted by the power of two bringing it into [1/2, 1) ([`units::weight_scale`], as the
+//!   sums are), so that whole units of weight keep the resolution of unit weights
+//!   ([`edge_ranks`]); weights of 1/2 or more, every whole weight, are never lifted.
 //!   A group of total weight 0 has no edges: its inner boundaries are NaN, as for an empty group.
 //!
 //! # Edges reported
@@ -373,8 +376,16 @@ fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usi
 /// weight, so the ranks are those of the same rows with the zero-weight ones left out.
 /// [`grouped_bin_stats`] and the resampling of adaptive bins
 /// ([`crate::kernels::weighted::adaptive`]) both take their edges from here.
+///
+/// A group whose largest weight is below 1/2 is first lifted by the power of two that brings
+/// it into [1/2, 1) ([`units::weight_scale`], the lift the sums take): the targets are whole
+/// units of weight, so without it a group of total weight below B (weights normalised to sum
+/// to 1, say) would round every target to 0 or 1 and put almost every score in one bin. A power
+/// of two is exact: the lifted cumulative weights are the unlifted ones times it, and weights of
+/// 1/2 or more (every whole weight) are not lifted.
 pub(crate) fn edge_ranks(w: &[f64], total: f64, b: usize) -> Vec<usize> {
-    let step = total / b as f64;
+    let lift = units::weight_scale(w.iter().fold(0.0f64, |m, &x| if x > m { x } else { m }));
+    let step = total * lift / b as f64;
     let mut edges = Vec::with_capacity(b.saturating_sub(1));
     let Some(first) = w.iter().position(|&x| x > 0.0) else {
         return edges;
@@ -386,7 +397,7 @@ pub(crate) fn edge_ranks(w: &[f64], total: f64, b: usize) -> Vec<usize> {
         let t = (j as f64 * step).round_ties_even();
         while cum <= t && p < w.len() {
             let x = w[p];
-            cum += x; // adding a zero weight leaves the cumulative weight as it is
+            cum += x * lift; // adding a zero weight leaves the cumulative weight as it is
             if x > 0.0 {
                 last = p;
             }
@@ -573,6 +584,40 @@ mod tests {
                 assert!(got == want, "m {m} levels {levels}");
             }
         }
+    }
+
+    /// A group whose largest weight is below 1/2 is lifted by a power of two before its ranks:
+    /// any such scale of weights whose largest is in [1/2, 1) gives their ranks, and uniform
+    /// weights summing to 1 give the unweighted ranks within two rows (a lifted weight is at
+    /// least 1/2; without the lift, every target of
+    /// total weight 1 rounds to 0 or 1: all but the last bin empty). Weights of 1/2 or more
+    /// are never lifted.
+    #[test]
+    fn small_weights_are_lifted_for_the_ranks() {
+        let mut rng = Rng(17);
+        for _ in 0..50 {
+            let m = 1 + rng.below(400) as usize;
+            let b = 1 + rng.below(20) as usize;
+            let mut w: Vec<f64> = (0..m).map(|_| rng.below(8) as f64 / 8.0).collect();
+            w[rng.below(m as u64) as usize] = 0.75; // largest in [1/2, 1)
+            let total = w.iter().fold(0.0, |c, &x| c + x);
+            let want = edge_ranks(&w, total, b);
+            for k in [1, 9, 60, 500] {
+                let s = 2f64.powi(-k);
+                let small: Vec<f64> = w.iter().map(|&x| x * s).collect();
+                let t = small.iter().fold(0.0, |c, &x| c + x);
+                assert_eq!(edge_ranks(&small, t, b), want, "m {m} b {b} k {k}");
+            }
+            let uniform = vec![1.0 / m as f64; m];
+            let t = uniform.iter().fold(0.0, |c, &x| c + x);
+            let ones = edge_ranks(&vec![1.0; m], m as f64, b);
+            let got = edge_ranks(&uniform, t, b);
+            for (g, o) in got.iter().zip(&ones) {
+                assert!(g.abs_diff(*o) <= 2, "m {m} b {b}: {got:?} vs {ones:?}");
+            }
+        }
+        // weights of 1/2 or more: the rule as written, no lift
+        assert_eq!(edge_ranks(&[0.5, 0.5, 1.5], 2.5, 2), vec![2]);
     }
 
     /// The sort key's inverse gives back every finite score (and +0.0 for -0.0, its key).
