@@ -6,7 +6,8 @@
 //! negative weights, mismatched lengths): a value or an error, never a panic.
 #![no_main]
 
-use calibkit::kernels::binfree::ks::{ks_error, radix_sort_u64};
+use calibkit::kernels::binfree::ks::ks_error;
+use calibkit::kernels::core::order::radix_sort_u64;
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
 

@@ -7,17 +7,8 @@
 //! information: they join the block before them (the first block after them when they come
 //! first).
 
+use crate::kernels::core::order::order_key;
 use crate::kernels::KernelError;
-
-#[inline(always)]
-fn order_key(v: f64) -> u64 {
-    let b = (v + 0.0).to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
-}
 
 struct Block {
     swy: f64,

@@ -6,59 +6,13 @@
 //!
 //! Fast path (unit weights, outcomes 0/1, scores >= 0): the score's f64 bit pattern (which
 //! orders like the value for non-negative floats) shifted left once, with the outcome in the
-//! low bit, is one u64 key; an LSD radix sort of the keys alone (11-bit digits, digits that
-//! are the same for every key skipped) and one scan give the error. Otherwise: a comparison
+//! low bit, is one u64 key; the LSD radix sort of the keys alone
+//! ([`radix_sort_u64`](crate::kernels::core::order::radix_sort_u64): 11-bit digits, digits
+//! that are the same for every key skipped) and one scan give the error. Otherwise: a comparison
 //! sort of (order key, weighted residual, weight) triples and the same scan.
 
+use crate::kernels::core::order::{order_key, radix_sort_u64};
 use crate::kernels::KernelError;
-
-/// A u64 that orders like the f64 value (total order; -0.0 is made +0.0 first).
-#[inline(always)]
-fn order_key(v: f64) -> u64 {
-    let b = (v + 0.0).to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
-}
-
-const DIGIT: u32 = 11;
-const BUCKETS: usize = 1 << DIGIT;
-
-/// LSD radix sort of u64 keys; digits on which all keys agree are skipped.
-pub fn radix_sort_u64(keys: &mut Vec<u64>) {
-    let n = keys.len();
-    if n < 2 {
-        return;
-    }
-    let passes = 64usize.div_ceil(DIGIT as usize);
-    let mut hist = vec![[0usize; BUCKETS]; passes];
-    for &k in keys.iter() {
-        for (p, h) in hist.iter_mut().enumerate() {
-            h[((k >> (p as u32 * DIGIT)) as usize) & (BUCKETS - 1)] += 1;
-        }
-    }
-    let mut buf = vec![0u64; n];
-    for (p, h) in hist.iter().enumerate() {
-        if h.contains(&n) {
-            continue; // every key has the same digit here
-        }
-        let mut off = [0usize; BUCKETS];
-        let mut acc = 0;
-        for (o, &c) in off.iter_mut().zip(h.iter()) {
-            *o = acc;
-            acc += c;
-        }
-        let shift = p as u32 * DIGIT;
-        for &k in keys.iter() {
-            let d = ((k >> shift) as usize) & (BUCKETS - 1);
-            buf[off[d]] = k;
-            off[d] += 1;
-        }
-        std::mem::swap(keys, &mut buf);
-    }
-}
 
 /// The KS calibration error of (score, outcome) pairs with optional weights.
 pub fn ks_error(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Result<f64, KernelError> {
@@ -148,16 +102,6 @@ mod tests {
     fn lcg(state: &mut u64) -> f64 {
         *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (*state >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    #[test]
-    fn radix_sort_sorts() {
-        let mut st = 7u64;
-        let mut v: Vec<u64> = (0..5000).map(|_| (lcg(&mut st) * 1e18) as u64).collect();
-        let mut w = v.clone();
-        w.sort_unstable();
-        radix_sort_u64(&mut v);
-        assert_eq!(v, w);
     }
 
     #[test]

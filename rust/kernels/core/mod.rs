@@ -1,6 +1,6 @@
 //! The machinery every reading shares: the element types ([`score`]) and input view
 //! ([`inputs`]), what one metric is ([`spec`]), the input checks ([`validate`], with the
-//! errors of [`error`]), bin edges ([`edges`]), the per-(group, bin) table ([`stats`]) and the
+//! errors of [`error`]), bin edges ([`edges`]), sort keys of scores and their radix sort ([`order`]), the per-(group, bin) table ([`stats`]) and the
 //! one reduction of a table to a number ([`reduce`]); and the execution layer: fixed row chunks
 //! folded in order ([`chunks`]), short work shared with the calling thread ([`share`]), and the
 //! one SIMD dispatch ([`simd`]). Nothing here imports a reading (`gce`, `weighted`, `binfree`).
@@ -9,6 +9,7 @@ pub mod chunks;
 pub mod edges;
 pub mod error;
 pub mod inputs;
+pub mod order;
 pub mod reduce;
 pub mod score;
 pub mod share;

@@ -36,7 +36,8 @@ use rayon::prelude::*;
 
 use crate::kernels::core::reduce::reduce;
 use crate::kernels::core::units;
-use crate::kernels::weighted::grouped::{edge_ranks, order_key, score_of_key, sort_keyed};
+use crate::kernels::core::order::{order_key, score_of_key};
+use crate::kernels::weighted::grouped::{edge_ranks, sort_keyed};
 use crate::kernels::weighted::resample::{fill_blocks, Cells, DROPPED};
 use crate::kernels::weighted::draws::{bootstrap_counts, Scheme, POISSON_MAX};
 use crate::kernels::weighted::sums::{count_units, plain_chunk, plain_sums, run_sums, split, weighted_units, BlockSum, Multiplicity, Scales, BIAS};

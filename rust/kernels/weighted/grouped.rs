@@ -67,6 +67,7 @@ use rayon::prelude::*;
 
 use crate::kernels::core::chunks;
 use crate::kernels::core::edges::{adaptive_boundaries, bin_by_edges, EvenEdges};
+use crate::kernels::core::order::{order_key, radix_sort_by};
 use crate::kernels::core::spec::{Binning, Grouping};
 use crate::kernels::core::stats::LaneTables;
 use crate::kernels::core::units;
@@ -236,35 +237,16 @@ fn map_rows<F: Fn(usize) -> u32 + Sync + Send>(m: usize, f: F) -> Vec<u32> {
     }
 }
 
-/// A key that orders finite scores as f64 comparison does (-0.0 and 0.0 alike).
-#[inline(always)]
-pub(crate) fn order_key(s: f64) -> u64 {
-    let b = (s + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
-}
-
-/// The score of an [`order_key`] (its inverse; -0.0 and +0.0 share the key of +0.0).
-#[inline(always)]
-pub(crate) fn score_of_key(k: u64) -> f64 {
-    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
-}
-
 /// Slices shorter than this are sorted by comparison in [`sort_keyed`] (a radix sort's
 /// histograms cost more than they save).
-const RADIX_MIN: usize = 512;
+const RADIX_MIN: usize = 2048;
 
 /// Sorts one group's `(score key << 64) | id` entries ([`order_key`] in the high half), placed
 /// with their ids increasing, into the total order (score, id): the order `sort_unstable` of
-/// the `u128`s gives, by a least-significant-digit radix sort of the score keys, a byte a pass.
-/// Each pass is stable, so entries of equal keys keep their increasing ids. The eight byte
-/// histograms come from one read; a byte that every key shares takes no pass (the high bytes
-/// of scores in [0, 1]). `scratch` is reused between calls. Groups of [`PARALLEL_ROWS`] entries
-/// or more take rayon's parallel comparison sort, and small ones a comparison sort: the same
-/// order, the total order being strict.
+/// the `u128`s gives, by the stable radix sort of the score keys ([`radix_sort_by`]), so that
+/// entries of equal keys keep their increasing ids. `scratch` is reused between calls. Groups
+/// of [`PARALLEL_ROWS`] entries or more take rayon's parallel comparison sort, and small ones a
+/// comparison sort: the same order, the total order being strict.
 ///
 /// Both sorted orders of adaptive bins go through here: the weighted primitive's
 /// ([`adaptive_edges_weighted`]) and the resamplers' ([`crate::kernels::weighted::adaptive::Sorted`]).
@@ -275,45 +257,11 @@ pub(crate) fn sort_keyed(keys: &mut [u128], scratch: &mut Vec<u128>) {
         // one group can hold every row (a pooled or top-label metric): rayon's sort spreads
         // it over the threads, where the radix passes would run on one
         keys.par_sort_unstable();
-        return;
-    }
-    if m < RADIX_MIN {
+    } else if m < RADIX_MIN {
         keys.sort_unstable();
-        return;
-    }
-    debug_assert!(keys.windows(2).all(|w| (w[0] as u64) < (w[1] as u64)), "ids must be increasing");
-    let mut hist = [[0u32; 256]; 8];
-    for &k in keys.iter() {
-        let h = (k >> 64) as u64;
-        for (d, t) in hist.iter_mut().enumerate() {
-            t[((h >> (8 * d)) & 0xff) as usize] += 1;
-        }
-    }
-    scratch.clear();
-    scratch.resize(m, 0);
-    let (mut src, mut dst): (&mut [u128], &mut [u128]) = (keys, &mut scratch[..]);
-    let mut in_scratch = false;
-    for (d, t) in hist.iter().enumerate() {
-        if t.iter().any(|&c| c as usize == m) {
-            continue; // every key has this byte: the pass would move nothing
-        }
-        let mut at = [0usize; 256];
-        let mut sum = 0usize;
-        for (a, &c) in at.iter_mut().zip(t.iter()) {
-            *a = sum;
-            sum += c as usize;
-        }
-        for &k in src.iter() {
-            let b = (((k >> 64) as u64 >> (8 * d)) & 0xff) as usize;
-            dst[at[b]] = k;
-            at[b] += 1;
-        }
-        std::mem::swap(&mut src, &mut dst);
-        in_scratch = !in_scratch;
-    }
-    if in_scratch {
-        // the sorted entries are in the scratch: `dst` is the caller's slice
-        dst.copy_from_slice(src);
+    } else {
+        debug_assert!(keys.windows(2).all(|w| (w[0] as u64) < (w[1] as u64)), "ids must be increasing");
+        radix_sort_by(keys, scratch, |&k| (k >> 64) as u64);
     }
 }
 
@@ -620,14 +568,6 @@ mod tests {
         assert_eq!(edge_ranks(&[0.5, 0.5, 1.5], 2.5, 2), vec![2]);
     }
 
-    /// The sort key's inverse gives back every finite score (and +0.0 for -0.0, its key).
-    #[test]
-    fn score_of_key_inverts_order_key() {
-        for x in [0.0, -0.0, 1e-300, 5e-324, 0.25, 1.0, 1.0 + 1e-4, 2.0, -1e-4, -0.5, f64::MAX, f64::MIN] {
-            let back = score_of_key(order_key(x));
-            assert_eq!(back.to_bits(), (x + 0.0).to_bits(), "{x}");
-        }
-    }
 
     #[test]
     fn unweighted_matches_direct_binning() {
