@@ -17,11 +17,14 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def median_time(fn, repeat: int) -> float:
-    """The median wall time of ``repeat`` calls of ``fn`` (seconds)."""
+def median_time(fn, repeat: int, *, warm: bool = False) -> float:
+    """The median wall time of ``repeat`` calls of ``fn`` (seconds); ``warm``: one untimed
+    call first (first-touch pages, the thread pool's start)."""
     import statistics
     import time
 
+    if warm:
+        fn()
     ts = []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -17,11 +17,9 @@ Slow peers are sampled (one call) and skipped where a single call would take min
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
-from _machine import cpu_model
+from _machine import cpu_model, median_time
 
 import calibkit
 from calibkit import reference
@@ -40,13 +38,7 @@ PEER_COST = {"um": {"cce": 0.7, "ace": 0.06, "tace": 0.06, "sce": 0.03}, "refere
 
 
 def timeit(f, repeat: int) -> float:
-    f()  # warm-up
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+    return median_time(f, repeat, warm=True)
 
 
 def make_data(n: int, k: int, dtype, seed: int = 0):

@@ -20,10 +20,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
-from _machine import cpu_model
+from _machine import cpu_model, median_time
 
 
 def _data(n: int, k: int, dtype):
@@ -32,16 +31,6 @@ def _data(n: int, k: int, dtype):
     p = np.exp(x - x.max(1, keepdims=True))
     p = (p / p.sum(1, keepdims=True)).astype(dtype)
     return rng.integers(0, k, n), p
-
-
-def _median(fn, repeat: int) -> float:
-    fn()  # warm: first-touch pages, thread pool start
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 def child(n: int, k: int, pairs: int, repeat: int) -> dict:
@@ -60,11 +49,11 @@ def child(n: int, k: int, pairs: int, repeat: int) -> dict:
             "np.sum": lambda: np.sum(p),
         }
         for name, fn in calls.items():
-            out[f"{name} {dt}"] = (_median(fn, repeat), p.nbytes)
+            out[f"{name} {dt}"] = (median_time(fn, repeat, warm=True), p.nbytes)
     rng = np.random.default_rng(1)
     conf = rng.uniform(0.2, 1.0, pairs)
     ok = rng.uniform(size=pairs) < conf
-    out["pairs ECE float64"] = (_median(lambda: calibkit.ece(confidence=conf, correct=ok), repeat),
+    out["pairs ECE float64"] = (median_time(lambda: calibkit.ece(confidence=conf, correct=ok), repeat, warm=True),
                                 conf.nbytes + ok.nbytes)
     return out
 

@@ -178,8 +178,9 @@ const BLOCK: usize = 8;
 pub(crate) const MAX_RESAMPLES: usize = u32::MAX as usize;
 
 /// The values of resamples `0..n`, `block` at a time over rayon: `f(range, out)` writes the
-/// values of resamples `range` into `out` (as long as the range). Every resampler's output goes
-/// through here: it is reserved first, fallibly, so a count whose values memory cannot hold is
+/// values of resamples `range` into `out` (as long as the range). The output of every resampler
+/// the Python layer reaches goes through here (the triples' oracle [`bootstrap_grouped`],
+/// for tests and fuzzing, only for adaptive bins): it is reserved first, fallibly, so a count whose values memory cannot hold is
 /// a [`KernelError::Memory`] and not an aborted process; and the blocks are fixed, never the
 /// thread count's.
 pub(crate) fn fill_blocks<F>(n: usize, block: usize, f: F) -> Result<Vec<f64>, KernelError>
@@ -216,7 +217,7 @@ where
     fill_blocks(n_resamples, BLOCK, |range, out| {
         let mut scratch = S::default();
         for (o, r) in out.iter_mut().zip(range) {
-        *o = f(r, &mut scratch);
+            *o = f(r, &mut scratch);
         }
     })
 }
@@ -420,7 +421,13 @@ fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
         let mut one = vec![0u32; n];
         let mut m = vec![[0u32; TERM_LANES]; n];
         let mut sums = vec![[(0i128, 0i128, 0i128); TERM_LANES]; if lanes_fit { nc } else { 0 }];
-        let mut out = Vec::with_capacity(end - first);
+        // each value goes straight to its resample's slot in the block
+        let mut out = dst.iter_mut();
+        let mut put = |v: f64| {
+            if let Some(o) = out.next() {
+                *o = v;
+            }
+        };
         for r0 in (first..end).step_by(TERM_LANES) {
             let lanes = TERM_LANES.min(end - r0);
             let mut most = 0u32;
@@ -442,7 +449,7 @@ fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                     }
                     let most = one.iter().copied().max().unwrap_or(0) as u64;
                     runs.table(&t.sc, most, &mut st, |i| one.get(i as usize).map_or(0, |&x| x as u64));
-                    out.push(reduce(&st, norm, class_conditional));
+                    put(reduce(&st, norm, class_conditional));
                 }
                 continue;
             }
@@ -454,10 +461,9 @@ fn bootstrap_lanes(cells: &Cells<'_>, t: &Terms, norm: Norm, class_conditional: 
                     let (count, score, outcome) = s[j];
                     t.sc.write(&mut st, c, count, score, outcome);
                 }
-                out.push(reduce(&st, norm, class_conditional));
+                put(reduce(&st, norm, class_conditional));
             }
         }
-        dst.copy_from_slice(&out);
     })
 }
 
