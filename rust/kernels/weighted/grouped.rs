@@ -537,9 +537,8 @@ mod tests {
     /// A group whose largest weight is below 1/2 is lifted by a power of two before its ranks:
     /// any such scale of weights whose largest is in [1/2, 1) gives their ranks, and uniform
     /// weights summing to 1 give the unweighted ranks within two rows (a lifted weight is at
-    /// least 1/2; without the lift, every target of
-    /// total weight 1 rounds to 0 or 1: all but the last bin empty). Weights of 1/2 or more
-    /// are never lifted.
+    /// least 1/2; without the lift, every target of total weight 1 rounds to 0 or 1: all but
+    /// the last bin empty). Weights of 1/2 or more are never lifted.
     #[test]
     fn small_weights_are_lifted_for_the_ranks() {
         let mut rng = Rng(17);

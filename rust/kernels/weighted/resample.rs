@@ -626,7 +626,7 @@ pub fn bootstrap_grouped_from(
 /// cumulative weights ([`crate::kernels::weighted::adaptive`]). The caller has checked the
 /// lengths, rows and base weights ([`bootstrap_grouped`] does).
 #[allow(clippy::too_many_arguments)]
-pub fn bootstrap_grouped_range(
+fn bootstrap_grouped_range(
     t: &Triples<'_>,
     num_bins: usize,
     norm: Norm,
