@@ -317,3 +317,42 @@ fn adaptive_histogram_path_matches_sorting() {
         }
     }
 }
+
+/// The pooled histogram pass over several chunks (`allprobs_hist`'s `POOLED_CHUNK_ENTRIES`,
+/// 2^20 entries: 1.2M entries make two): counts and outcomes are those of a full sort, score
+/// sums within rounding of the sorted ones, and the tables are the same bits at 1 and 3
+/// threads (each chunk's partial histogram and gathered list are added in chunk order).
+#[test]
+fn pooled_adaptive_over_several_chunks_matches_sorting() {
+    let (n, k) = (300_000usize, 4usize);
+    let (p, y) = random_probs(n, k, 17);
+    let x = Inputs::new(&p, &y, k).unwrap();
+    for thr in [0.0, 0.01] {
+        let g = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: thr };
+        let mut vals: Vec<(f64, bool)> =
+            (0..n * k).map(|i| (p[i], y[i / k] as usize == i % k)).filter(|v| v.0 > thr).collect();
+        vals.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let sorted: Vec<f64> = vals.iter().map(|v| v.0).collect();
+        for b in [13usize, 100] {
+            let tables = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| bin_stats(&x, &g, b, &Checks::ALL).unwrap())
+            };
+            let st = tables(3);
+            assert_eq!(st, tables(1), "thr={thr} B={b}");
+            let edges = adaptive_edges(&sorted, b);
+            let (mut count, mut pos, mut score) = (vec![0.0; b], vec![0.0; b], vec![0.0; b]);
+            for &(s, o) in &vals {
+                let bin = bin_by_edges(&edges, s);
+                count[bin] += 1.0;
+                pos[bin] += o as u8 as f64;
+                score[bin] += s;
+            }
+            assert_eq!(st.count, count, "thr={thr} B={b}");
+            assert_eq!(st.sum_outcome, pos, "thr={thr} B={b}");
+            for (a, e) in st.sum_score.iter().zip(&score) {
+                assert!((a - e).abs() <= 1e-9 * e.abs().max(1.0), "thr={thr} B={b}: {a} vs {e}");
+            }
+        }
+    }
+}

@@ -109,6 +109,15 @@ impl Keys {
     }
 }
 
+/// Entries per chunk of the pooled histogram and gathering passes, at least. Each chunk has its
+/// own partial histogram (~650 KB, zeroed, then added to the total on the calling thread), so
+/// chunks must be large next to it; but they are the passes' only parallelism: chunks of 2^23
+/// entries made 6 of a (50k, 1000) matrix, and the pooled adaptive tables ran at 3.4x their
+/// one-thread speed on 16 cores (2026-11-28). 2^20 entries (8 MB of float64) make 48, and the
+/// partials' zeroing and merging about 3% of a chunk's read. Counts and unit sums are
+/// integers: no table depends on the chunks.
+const POOLED_CHUNK_ENTRIES: usize = 1 << 20;
+
 /// What to compute for one group: even bin counts (with their upper edges u_1..u_B and the
 /// buckets of those edges) and adaptive bin counts.
 pub struct Request {
@@ -250,10 +259,10 @@ pub fn stats<T: Score>(
         out
     } else {
         let req = Request::new(Keys::POOLED.above(thr), even, adaptive);
-        // Large chunks, few partial histograms (~650 KB each): each is added to the total in
-        // chunk order, and its counts of the wanted buckets size that chunk's gathering (no
-        // list grows, nothing is concatenated).
-        let chunks = row_chunks_min(x.n, x.k, 1 << 23);
+        // Chunks of POOLED_CHUNK_ENTRIES, each with its partial histogram (~650 KB): each is
+        // added to the total in chunk order, and its counts of the wanted buckets size that
+        // chunk's gathering (no list grows, nothing is concatenated).
+        let chunks = row_chunks_min(x.n, x.k, POOLED_CHUNK_ENTRIES);
         let seg = |r: &std::ops::Range<usize>| &x.probs[r.start * x.k..r.end * x.k];
         let mut h = Hist::zeros(req.keys);
         let mut part_counts: Vec<Vec<u32>> = Vec::with_capacity(chunks.len());
