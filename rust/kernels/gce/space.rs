@@ -155,20 +155,7 @@ impl Phase {
         match self {
             Phase::TopLabel(gs) => gs.clone(),
             Phase::Adaptive(g) => vec![*g],
-            Phase::Even { low, raise, cc, pooled } => {
-                let at = |class_conditional: bool, threshold: f64| Grouping {
-                    binning: Binning::Even,
-                    max_prob: false,
-                    class_conditional,
-                    threshold,
-                };
-                let mut out = Vec::new();
-                for c in [false, true].into_iter().filter(|&c| if c { *cc } else { *pooled }) {
-                    out.push(at(c, *low));
-                    out.extend(raise.map(|r| at(c, r)));
-                }
-                out
-            }
+            Phase::Even { low, raise, cc, pooled } => allprobs_even::pair_groupings(*low, *raise, *cc, *pooled),
         }
     }
 

@@ -178,6 +178,30 @@ pub fn stats_pair<T: Score>(
         Some(r) => raised_cut(thr, r, bins)?,
         None => Cut::at(thr),
     };
+    let (mut ct, mut cw) = (Vec::new(), Vec::new());
+    if cc {
+        let mut v = pass_tables(x, true, bins, check, None, cut)?;
+        cw = v.split_off(bins.len());
+        ct = v;
+    }
+    // In `pair_groupings`' order: pooled, then class-conditional; each at `thr`, then `raise`.
+    let mut tables = Vec::new();
+    if pooled {
+        let classes = cc.then_some((&ct[..], &cw[..]));
+        let (pt, pw) = pooled_tables(x, bins, check, None, cut, classes)?;
+        tables.push(pt);
+        tables.extend(raise.map(|_| pw));
+    }
+    if cc {
+        tables.push(ct);
+        tables.extend(raise.map(|_| cw));
+    }
+    Ok(pair_groupings(thr, raise, cc, pooled).into_iter().zip(tables).collect())
+}
+
+/// The groupings [`stats_pair`] returns, in its order: the pooled ones (when `pooled`), then
+/// the class-conditional ones (when `cc`), each at `thr`, then at `raise` when given.
+pub fn pair_groupings(thr: f64, raise: Option<f64>, cc: bool, pooled: bool) -> Vec<Grouping> {
     let at = |class_conditional: bool, threshold: f64| Grouping {
         binning: crate::kernels::Binning::Even,
         max_prob: false,
@@ -185,27 +209,11 @@ pub fn stats_pair<T: Score>(
         threshold,
     };
     let mut out = Vec::new();
-    let (mut ct, mut cw) = (Vec::new(), Vec::new());
-    if cc {
-        let mut v = pass_tables(x, true, bins, check, None, cut)?;
-        cw = v.split_off(bins.len());
-        ct = v;
+    for c in [false, true].into_iter().filter(|&c| if c { cc } else { pooled }) {
+        out.push(at(c, thr));
+        out.extend(raise.map(|r| at(c, r)));
     }
-    if pooled {
-        let classes = cc.then_some((&ct[..], &cw[..]));
-        let (pt, pw) = pooled_tables(x, bins, check, None, cut, classes)?;
-        out.push((at(false, thr), pt));
-        if let Some(r) = raise {
-            out.push((at(false, r), pw));
-        }
-    }
-    if cc {
-        out.push((at(true, thr), ct));
-        if let Some(r) = raise {
-            out.push((at(true, r), cw));
-        }
-    }
-    Ok(out)
+    out
 }
 
 /// One row pass over `bins` (class-conditional exactly when `cc`): its tables, then (raised)
