@@ -11,7 +11,8 @@ The build loaded first has measured up to 8% faster than the same code loaded se
 again with the builds swapped and quote the geometric mean of the two new / old ratios.
 
 Cases: ECE, CCECE (class-conditional), SCE, ACE, TACE, topACE (adaptive top-label), EVAL
-(``evaluate`` of the 32 metrics), PAIRS, PAIRSCC (top-label pairs), and the trust kernels
+(``evaluate`` of the 32 metrics), EVAL5, ACE5, TACE5, POOLA5 (pooled ACE), SCE5, TSCE5 (SCE at threshold 0.01) (``evaluate``
+at the five bin counts of ``bench_evaluate.py``), PAIRS, PAIRSCC (top-label pairs), and the trust kernels
 (100 resamples): BOOT, BOOTW (with sample weights), BOOTWM (multinomial), CONS (calibration
 test), CONSW on the ECE cells, BOOTSCE, BOOTWSCE, CONSSCE on the SCE cells. Both builds must take the
 native call signatures used here (``_native.gce``, ``evaluate``, ``pairs_gce``,
@@ -35,6 +36,9 @@ from _machine import cpu_model  # noqa: E402
 SPECS = [(b, mp, cc, t, n) for b in ("even", "adaptive") for mp in (True, False)
          for cc in (True, False) for t in (0.0, 0.01) for n in ("l1", "l2")]
 
+# The bin counts of benches/bench_evaluate.py (the ``*5`` cases: ``evaluate`` at all five).
+BINS5 = [10, 20, 30, 40, 50]
+
 CALLS = {
     "ECE": lambda m, y, p, pr: m.gce(y, p, "even", True, False, 0.0, "l1", 15),
     "CCECE": lambda m, y, p, pr: m.gce(y, p, "even", True, True, 0.0, "l1", 15),
@@ -43,6 +47,12 @@ CALLS = {
     "TACE": lambda m, y, p, pr: m.gce(y, p, "adaptive", False, True, 0.01, "l1", 15),
     "topACE": lambda m, y, p, pr: m.gce(y, p, "adaptive", True, False, 0.0, "l1", 15),
     "EVAL": lambda m, y, p, pr: m.evaluate(y, p, SPECS, [15]),
+    "EVAL5": lambda m, y, p, pr: m.evaluate(y, p, SPECS, BINS5),
+    "ACE5": lambda m, y, p, pr: m.evaluate(y, p, [("adaptive", False, True, 0.0, "l1")], BINS5),
+    "TACE5": lambda m, y, p, pr: m.evaluate(y, p, [("adaptive", False, True, 0.01, "l1")], BINS5),
+    "POOLA5": lambda m, y, p, pr: m.evaluate(y, p, [("adaptive", False, False, 0.0, "l1")], BINS5),
+    "SCE5": lambda m, y, p, pr: m.evaluate(y, p, [("even", False, True, 0.0, "l1")], BINS5),
+    "TSCE5": lambda m, y, p, pr: m.evaluate(y, p, [("even", False, True, 0.01, "l1")], BINS5),
     "PAIRS": lambda m, y, p, pr: m.pairs_gce(*pr, "even", False, 0.0, "l1", 15),
     "PAIRSCC": lambda m, y, p, pr: m.pairs_gce(*pr, "even", True, 0.0, "l1", 15),
     "BOOT": lambda m, y, p, pr: _trust(m, y, p, False, False),

@@ -136,10 +136,13 @@ impl Cut {
 #[derive(Debug, Clone)]
 pub(crate) struct Pass {
     pub(crate) lay: Vec<Layout>,
-    /// The distinct lane ends of the tables, ascending (the first is the narrowest lane).
-    pub(crate) bounds: Vec<f64>,
-    /// Each table's lane (an index into `bounds`).
-    pub(crate) lane_of: Vec<usize>,
+    /// The narrowest first edge of the tables: the one dense lane holds the kept scores below
+    /// it, for every table. A table with a wider bin 0 takes the rest of its bin 0, the kept
+    /// scores from here up to its own first edge, through the scattered path, into its bin 0
+    /// slots ([`Layout::low`]) beside the lane (see `Scratch::flush`): one pass of masked adds
+    /// per entry whatever the bin counts (a lane per distinct first edge made `evaluate`'s
+    /// five bin counts cost five; measured in docs/performance.md).
+    pub(crate) narrow: f64,
     pub(crate) cut: Cut,
     pub(crate) cc: bool,
     pub(crate) k: usize,
@@ -149,11 +152,8 @@ impl Pass {
     /// The pass of `bins` (at least one) for `k` classes.
     pub(crate) fn new(cc: bool, k: usize, bins: &[usize], cut: Cut) -> Self {
         let lay: Vec<Layout> = bins.iter().map(|&b| Layout::new(cc, k, b)).collect();
-        let mut bounds: Vec<f64> = lay.iter().map(|l| l.lane).collect();
-        bounds.sort_by(f64::total_cmp);
-        bounds.dedup();
-        let lane_of = lay.iter().map(|l| bounds.partition_point(|&u| u < l.lane)).collect();
-        Pass { lay, bounds, lane_of, cut, cc, k }
+        let narrow = lay.iter().map(|l| l.lane).min_by(f64::total_cmp).expect("a pass has a table");
+        Pass { lay, narrow, cut, cc, k }
     }
 
     /// Slots of bin 0 (a dense lane's length).
@@ -175,9 +175,9 @@ impl Pass {
         }
     }
 
-    /// The narrowest lane's end.
+    /// The dense lane's end (the narrowest first edge).
     #[inline(always)]
-    pub(super) fn narrow(&self) -> f64 {
-        self.bounds[0]
+    pub(crate) fn narrow(&self) -> f64 {
+        self.narrow
     }
 }

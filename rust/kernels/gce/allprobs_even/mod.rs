@@ -30,14 +30,16 @@
 //!
 //! # Strategies, chosen per chunk from its first row (they only change the speed)
 //! - [`Mode::Dense`], when almost every entry is kept and in the narrowest bin 0 (a
-//!   many-class softmax with threshold 0): each distinct bin 0 (a lane) is summed in a dense
-//!   per-class (pooled: per-lane) array by branch-free masked adds of units (an entry outside
-//!   the lane adds those of 0.0; see `LanePart`); only the few other entries (a bit mask of
-//!   the vector comparison) take the scattered path. A lane's count is the chunk's entries
-//!   minus those dropped and minus the counts its table scattered into bins above 0.
+//!   many-class softmax with threshold 0): that bin 0 (the lane, shared by every table of the
+//!   pass) is summed in a dense per-class (pooled: per-lane) array by branch-free masked adds
+//!   of units (an entry outside the lane adds those of 0.0; see `LanePart`); only the few
+//!   other entries (a bit mask of the vector comparison) take the scattered path, those below
+//!   a wider table's first edge into that table's bin 0 beside the lane. A table's bin 0
+//!   count is the chunk's entries minus those dropped and minus the counts it scattered into
+//!   bins above 0.
 //! - [`Mode::Counted`], when the threshold drops many entries but keeps many in bin 0: as
-//!   dense, with each lane's count also in a dense array; only kept entries outside the
-//!   narrowest lane (or above the raised threshold) are scattered.
+//!   dense, with the lane's count also in a dense array; only kept entries outside the lane
+//!   (or above the raised threshold) are scattered.
 //! - [`Mode::Sparse`], when nearly every entry is dropped: only the kept entries are visited,
 //!   each through the scattered path, bin 0 included.
 //!
@@ -256,7 +258,7 @@ fn pass_tables<T: Score>(
         |part| {
             let fold = |t: usize, total: &mut Total, raised: Option<&mut Total>| {
                 let p = &part.tabs[t];
-                total.fold(&pass.lay[t], &part, part.lanes.get(pass.lane_of[t]), p);
+                total.fold(&pass.lay[t], &part, part.lanes.first(), p);
                 if let Some(r) = raised {
                     for &o in &p.raised {
                         r.outcome[o] += 1.0;

@@ -2,7 +2,7 @@
 //! and applied to each table's cells in a loop of its own ([`Scratch`]). Each cell adds its
 //! scores' units ([`units`]) exactly.
 
-use super::{Layout, Mode, Part, Pass, TabPart};
+use super::{Layout, Mode, Part, Pass, TabPart, LANES};
 use crate::kernels::core::units;
 
 /// A thread's scattered path, for every table of a pass. The entries to scatter are logged
@@ -43,16 +43,18 @@ impl Scratch {
     }
 
     /// Applies the log to every table's cells and empties it. In a sparse chunk the log holds
-    /// every kept entry; otherwise the kept entries outside the pass's narrowest lane or above
-    /// the raised threshold, which go to bins above 0 or, below a table's first edge, to bin
-    /// 0's row (its raised twin's bin 0; unused without one).
+    /// every kept entry; otherwise the kept entries outside the pass's lane (from
+    /// [`Pass::narrow`] up) or above the raised threshold, which go to bins above 0 or, below a
+    /// table's first edge, to bin 0's row (its raised twin's bin 0; unused without one); those
+    /// from the lane's end up to a table's first edge also go to that table's own bin 0
+    /// ([`Layout::low`]), which the lane holds the rest of.
     pub(crate) fn flush(&mut self, pass: &Pass, mode: Mode) {
-        let (sparse, raise) = (mode == Mode::Sparse, pass.cut.raise);
+        let (sparse, raise, narrow) = (mode == Mode::Sparse, pass.cut.raise, pass.narrow());
         for (l, c) in pass.lay.iter().zip(&mut self.tabs) {
             if l.cc {
-                c.apply::<true>(&self.log, l, sparse, raise);
+                c.apply::<true>(&self.log, l, sparse, raise, narrow);
             } else {
-                c.apply::<false>(&self.log, l, sparse, raise);
+                c.apply::<false>(&self.log, l, sparse, raise, narrow);
             }
         }
         self.log.clear();
@@ -119,9 +121,10 @@ impl Cells {
 
     /// Adds the logged entries `log` to the cells of table `l` (class-conditional exactly when
     /// `CC`; see [`Scratch::flush`]). In a `sparse` chunk an entry of bin 0 goes to the table's
-    /// own bin 0, and also to bin 0's row when above `raise`.
+    /// own bin 0, and also to bin 0's row when above `raise`; otherwise an entry of bin 0 from
+    /// `narrow` (the lane's end) up goes to both.
     #[inline(always)]
-    fn apply<const CC: bool>(&mut self, log: &[(u32, f64)], l: &Layout, sparse: bool, raise: f64) {
+    fn apply<const CC: bool>(&mut self, log: &[(u32, f64)], l: &Layout, sparse: bool, raise: f64, narrow: f64) {
         if sparse {
             for &(col, s) in log {
                 let col = col as usize;
@@ -133,7 +136,11 @@ impl Cells {
             }
         } else {
             for &(col, s) in log {
-                self.add(l.outer_slot::<CC>(s, col as usize), s);
+                let col = col as usize;
+                self.add(l.outer_slot::<CC>(s, col), s);
+                if s >= narrow && s < l.lane {
+                    self.add(l.low(if CC { col } else { col % LANES }), s);
+                }
             }
         }
     }

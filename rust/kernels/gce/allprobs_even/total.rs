@@ -41,9 +41,11 @@ impl Total {
             self.count[slot] += n;
             self.units[slot] += u;
             if part.mode == Mode::Dense && slot >= l.width() {
-                // In a bin above 0, so not in the lane's count of this slot's columns, which
-                // counted every entry not dropped (pooled: all in lane 0). Bin 0's row holds
-                // entries of the lane: the raised twin's.
+                // In a bin above 0, so not in the bin 0 count of this slot's columns, which
+                // counted every entry not dropped (pooled: all in lane 0); or in bin 0 itself
+                // beyond the lane (a table whose first edge lies above the lane's end), counted
+                // there already: added above, taken off here. Bin 0's row holds entries of the
+                // raised twin's bin 0 only.
                 self.count[l.zero_of(slot)] -= n;
             }
         }
