@@ -11,8 +11,9 @@ The build loaded first has measured up to 8% faster than the same code loaded se
 again with the builds swapped and quote the geometric mean of the two new / old ratios.
 
 Cases: ECE, CCECE (class-conditional), SCE, ACE, TACE, topACE (adaptive top-label), EVAL
-(``evaluate`` of the 32 metrics), EVAL5, ACE5, TACE5, POOLA5 (pooled ACE), SCE5, TSCE5 (SCE at threshold 0.01) (``evaluate``
-at the five bin counts of ``bench_evaluate.py``), PAIRS, PAIRSCC (top-label pairs), and the trust kernels
+(``evaluate`` of the 32 metrics), EVAL5, ACE5, TACE5, POOLA5 (pooled ACE), SCE5, TSCE5 (SCE at
+threshold 0.01) (``evaluate`` at the five bin counts of ``bench_evaluate.py``), PAIRS, PAIRSCC
+(top-label pairs), and the trust kernels
 (100 resamples): BOOT, BOOTW (with sample weights), BOOTWM (multinomial), CONS (calibration
 test), CONSW on the ECE cells, BOOTSCE, BOOTWSCE, CONSSCE on the SCE cells. Both builds must take the
 native call signatures used here (``_native.gce``, ``evaluate``, ``pairs_gce``,
