@@ -36,7 +36,7 @@
 //! |---|---|---|---|---|
 //! | top-label, table of at most 4096 cells | even | [`gce::toplabel_even::even_stats`] | [`gce::toplabel::summarise`] + [`gce::toplabel::stats`] | bitwise: `stats` folds the summary over the same chunks, blocks and copies |
 //! | top-label, larger table (class-conditional, many classes and bins) | even | [`gce::toplabel::summarise`] + [`gce::toplabel::stats`] | the same | same code |
-//! | top-label | adaptive | [`gce::toplabel::summarise`] + [`gce::toplabel::stats`] | the same | same code |
+//! | top-label | adaptive | [`gce::toplabel::summarise`] + [`gce::toplabel::adaptive_stats`] (one bin count: a selection per group) | the same (every bin count: each group sorted once) | bitwise: a table's edges are the same order statistics and its sums exact, however found |
 //! | all probabilities | adaptive | [`gce::allprobs_hist::stats`] (one bin count) | [`gce::allprobs_hist::stats`] (every bin count) | bitwise: every score adds its grid units (bucket and segment sums exact), so a table depends only on the values and its own edges, not on the other binnings sharing the selection |
 //! | all probabilities | even | [`gce::allprobs_even::stats`] (one row pass; several bin counts can share it; pooled tables up to 2^22 class-conditional cells summed from the class-conditional table) | [`gce::allprobs_even::stats_pair`] (every bin count, both `class_conditional`, thresholds 0 and 0.01 in one pass: the second threshold's tables as raised twins) | bitwise: each cell's sum is exact in grid units, whatever the bin counts, thresholds, strategy, instruction set or threads sharing the pass |
 //!
@@ -55,7 +55,7 @@
 //! | pooled, at most 4096 bins (`pooled_fits`) | even | `gce::pairs::pooled` (`pooled_chunk`: rounded bin guess, eight interleaved table copies) | bitwise (tables and values) |
 //! | class-conditional, or pooled beyond 4096 bins; table of at most 4096 cells | even | `gce::pairs::grouped` (`fused_chunk`: one 128-bit add per pair) | bitwise |
 //! | the same, larger tables | even | `gce::pairs` (`even_chunk`: a block of cells, then [`self::core::stats::LaneTables`]) | bitwise |
-//! | any | adaptive | [`gce::toplabel::adaptive_group`] per group, as the matrix path | bitwise |
+//! | any | adaptive | [`gce::toplabel::adaptive_tables`] (per group, as the matrix path) | bitwise |
 //!
 //! Every cell sum is exact in grid units ([`self::core::units`]), so the tables are the matrix
 //! path's bit for bit and the same for any number of threads.

@@ -52,10 +52,10 @@ pub fn stats_many<T: Score>(
         toplabel_even::even_stats(x, grouping, bins, check)
     } else if grouping.max_prob {
         let top = toplabel::summarise(x, check)?;
-        Ok(bins
-            .iter()
-            .map(|&b| toplabel::stats(&top, x.k, grouping, b))
-            .collect())
+        Ok(match grouping.binning {
+            Binning::Adaptive => toplabel::adaptive_stats(&top, x.k, grouping, bins),
+            Binning::Even => bins.iter().map(|&b| toplabel::stats(&top, x.k, grouping, b)).collect(),
+        })
     } else {
         match grouping.binning {
             Binning::Even => allprobs_even::stats(x, grouping, bins, check),

@@ -244,21 +244,32 @@ fn next_phase(metrics: &[(Grouping, Norm)], done: &[bool], m: usize, bins: &[usi
 }
 
 /// The tables of the max-prob groupings `groupings` at every bin count, from the shared
-/// summary. Each table is independent of the others (its own pass over the summary), so they
-/// are made in parallel on large inputs, one job per (grouping, bin count): on one thread they
-/// took about a tenth of `evaluate` at (50k, 1000) (the pooled adaptive ones select over all
-/// rows).
+/// summary. Each job is independent of the others (its own pass over the summary), so they are
+/// made in parallel on large inputs: one job per (grouping, bin count) for even bins; one per
+/// adaptive grouping, whose groups are gathered and sorted once for all its bin counts
+/// ([`toplabel::adaptive_stats`]). On one thread they took about a tenth of `evaluate` at
+/// (50k, 1000) (the pooled adaptive ones select over all rows, once per bin count before).
 fn toplabel_tables(top: &toplabel::TopLabel, k: usize, groupings: &[Grouping], bins: &[usize]) -> Tables {
-    let jobs: Vec<(Grouping, usize)> =
-        groupings.iter().flat_map(|&h| bins.iter().map(move |&b| (h, b))).collect();
-    let table = |&(h, b): &(Grouping, usize)| toplabel::stats(top, k, &h, b);
-    let tables: Vec<BinStats> = if parallel(top.conf.len(), k) {
+    let jobs: Vec<(Grouping, &[usize])> = groupings
+        .iter()
+        .flat_map(|&h| -> Vec<(Grouping, &[usize])> {
+            match h.binning {
+                Binning::Adaptive => vec![(h, bins)],
+                Binning::Even => bins.chunks(1).map(|b| (h, b)).collect(),
+            }
+        })
+        .collect();
+    let table = |&(h, b): &(Grouping, &[usize])| match h.binning {
+        Binning::Adaptive => toplabel::adaptive_stats(top, k, &h, b),
+        Binning::Even => vec![toplabel::stats(top, k, &h, b[0])],
+    };
+    let tables: Vec<Vec<BinStats>> = if parallel(top.conf.len(), k) {
         jobs.par_iter().map(table).collect()
     } else {
         jobs.iter().map(table).collect()
     };
     // `jobs` is grouping-major: each grouping's bin counts in order.
-    let mut tables = tables.into_iter();
+    let mut tables = tables.into_iter().flatten();
     groupings.iter().map(|&h| (h, tables.by_ref().take(bins.len()).collect())).collect()
 }
 

@@ -114,32 +114,69 @@ pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
             st.edges = e.boundaries().repeat(groups);
             st
         }
-        Binning::Adaptive => {
-            let mut members: Vec<Vec<(f64, bool)>> = vec![Vec::new(); groups];
-            for i in 0..top.conf.len() {
-                let s = top.conf[i];
-                if s > g.threshold {
-                    members[group_of(i)].push((s, top.correct[i]));
-                }
-            }
-            let per_group: Vec<(Vec<f64>, BinStats)> = members
-                .into_par_iter()
-                .map(|m| adaptive_group(m, b, g.threshold))
-                .collect();
-            BinStats::from_groups(per_group.iter().map(|(e, t)| (&e[..], t)), b)
+        Binning::Adaptive => adaptive_stats(top, k, g, &[b]).pop().expect("one table per bin count"),
+    }
+}
+
+/// Statistics of the adaptive top-label grouping `g` for each bin count of `bins`: each group's
+/// members gathered once and, for several bin counts, sorted once ([`adaptive_group_bins`]).
+/// Each table is bitwise the table of [`stats`] for its bin count alone.
+pub fn adaptive_stats(top: &TopLabel, k: usize, g: &Grouping, bins: &[usize]) -> Vec<BinStats> {
+    let mut members: Vec<Vec<(f64, bool)>> = vec![Vec::new(); g.groups(k)];
+    for i in 0..top.conf.len() {
+        let s = top.conf[i];
+        if s > g.threshold {
+            let group = if g.class_conditional { top.pred[i] as usize } else { 0 };
+            members[group].push((s, top.correct[i]));
         }
     }
+    adaptive_tables(members, bins, g.threshold)
+}
+
+/// The adaptive tables, one per bin count of `bins`, of groups of (score, outcome) pairs
+/// `members` (kept above `threshold`), each group sorted once ([`adaptive_group_bins`]): the
+/// matrix path's and the pairs path's.
+pub fn adaptive_tables(members: Vec<Vec<(f64, bool)>>, bins: &[usize], threshold: f64) -> Vec<BinStats> {
+    let per_group: Vec<Vec<(Vec<f64>, BinStats)>> =
+        members.into_par_iter().map(|m| adaptive_group_bins(m, bins, threshold)).collect();
+    bins.iter()
+        .enumerate()
+        .map(|(j, &b)| BinStats::from_groups(per_group.iter().map(|tables| (&tables[j].0[..], &tables[j].1)), b))
+        .collect()
 }
 
 /// Groups at least this long are sorted on the pool.
 const PAR_SORT_MIN: usize = 1 << 14;
 
-/// Sorts one group's (score, outcome) pairs and bins them with the adaptive rule.
-pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
+/// Sorts one group's (score, outcome) pairs and bins them with the adaptive rule (by selection
+/// when that is cheaper: [`adaptive_group_select`]).
+pub fn adaptive_group(m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
     let positive = m.iter().all(|p| p.0.is_sign_positive() && !p.0.is_nan());
     if positive && m.len() >= SELECT_MIN && b <= SELECT_MAX_BINS {
         return adaptive_group_select(&m, b, threshold);
     }
+    let m = sort_group(m, positive);
+    let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
+    bin_sorted(&m, &sorted, b, threshold)
+}
+
+/// [`adaptive_group`] for each bin count of `bins`: with several, the group is sorted once and
+/// each table binned from the sorted pairs (a selection per bin count would read the group once
+/// per bin count, and its binning compares every score with every edge). Each table is bitwise
+/// [`adaptive_group`]'s: the edges are the same order statistics, and a bin's sums are exact
+/// (units), whatever the order its scores are added in.
+pub fn adaptive_group_bins(m: Vec<(f64, bool)>, bins: &[usize], threshold: f64) -> Vec<(Vec<f64>, BinStats)> {
+    if let [b] = bins {
+        return vec![adaptive_group(m, *b, threshold)];
+    }
+    let positive = m.iter().all(|p| p.0.is_sign_positive() && !p.0.is_nan());
+    let m = sort_group(m, positive);
+    let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
+    bins.iter().map(|&b| bin_sorted(&m, &sorted, b, threshold)).collect()
+}
+
+/// A group's pairs sorted by score (`positive`: every score non-negative and not NaN).
+fn sort_group(mut m: Vec<(f64, bool)>, positive: bool) -> Vec<(f64, bool)> {
     // Equal scores fall in one bin whatever their order, and their outcome sums are exact, so
     // the table does not depend on how ties are ordered: a parallel sort is deterministic.
     if positive {
@@ -159,12 +196,17 @@ pub fn adaptive_group(mut m: Vec<(f64, bool)>, b: usize, threshold: f64) -> (Vec
     } else {
         m.sort_unstable_by(|a, c| a.0.total_cmp(&c.0));
     }
-    let sorted: Vec<f64> = m.iter().map(|p| p.0).collect();
-    let edges = adaptive_edges(&sorted, b);
+    m
+}
+
+/// The adaptive table of `b` bins of a group's pairs `m`, sorted by score (`sorted`: their
+/// scores).
+fn bin_sorted(m: &[(f64, bool)], sorted: &[f64], b: usize, threshold: f64) -> (Vec<f64>, BinStats) {
+    let edges = adaptive_edges(sorted, b);
     let mut st = BinStats::zeros(1, b);
     // Sorted scores have non-decreasing bins: advance the bin as we sweep.
     let mut bin = 0usize;
-    for &(s, o) in &m {
+    for &(s, o) in m {
         while bin < edges.len() && edges[bin] <= s {
             bin += 1;
         }
@@ -210,6 +252,35 @@ fn adaptive_group_select(m: &[(f64, bool)], b: usize, threshold: f64) -> (Vec<f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Several bin counts from one sort give bitwise the tables of one call per bin count (the
+    /// selection path included: groups of at least SELECT_MIN scores and at most
+    /// SELECT_MAX_BINS bins), with ties, groups of one score and of none, and a group holding
+    /// -0.0 (which takes the comparison sort).
+    #[test]
+    fn several_bin_counts_are_the_single_tables() {
+        let mut rnd = crate::kernels::tests::xorshift(0x51ed_2705_a3c9_e1b7u64);
+        for (n, levels, neg_zero) in [(0usize, 0usize, false), (1, 0, false), (300, 0, false), (SELECT_MIN + 7, 0, false), (20_000, 9, false), (5_000, 0, true)] {
+            let mut m: Vec<(f64, bool)> = (0..n)
+                .map(|_| {
+                    let v = rnd();
+                    let v = if levels > 0 { (v * levels as f64).floor() / levels as f64 } else { v };
+                    (v, rnd() < v)
+                })
+                .collect();
+            if neg_zero {
+                m[0].0 = -0.0;
+            }
+            let bins = [1usize, 2, 15, 30, 64, 100];
+            let many = adaptive_group_bins(m.clone(), &bins, 0.01);
+            for (&b, got) in bins.iter().zip(&many) {
+                let one = adaptive_group(m.clone(), b, 0.01);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got.0), bits(&one.0), "n={n} b={b}: boundaries (empty groups: NaN)");
+                assert_eq!(got.1, one.1, "n={n} b={b}: table");
+            }
+        }
+    }
 
     /// The selection path against the definition: sort, take the order statistics as edges,
     /// bin by the adaptive rule; with many ties, edges falling on ties, and 1 to 64 bins.

@@ -5,7 +5,7 @@
 //! matrix: its confidence (the row maximum), whether the prediction is correct, and the
 //! predicted class (the first argmax), needed only for class-conditional groupings. From there
 //! the binning is the matrix path's: [`EvenEdges`] and the [`LaneTables`] accumulation for even
-//! bins, [`adaptive_group`] for adaptive bins, [`BinStats`] and [`reduce`] for the metric.
+//! bins, [`adaptive_tables`] for adaptive bins, [`BinStats`] and [`reduce`] for the metric.
 //!
 //! Even bins take one pass that validates, bins and adds each pair (confidence finite and
 //! within [0, 1] up to `RANGE_TOL`, correct 0 or 1, predicted in [0, K)) over fixed chunks of
@@ -25,7 +25,7 @@ use crate::kernels::core::chunks::row_chunks_split;
 use crate::kernels::core::edges::EvenEdges;
 use crate::kernels::core::share::map_fold_here;
 use crate::kernels::core::stats::LaneTables;
-use crate::kernels::gce::toplabel::adaptive_group;
+use crate::kernels::gce::toplabel::adaptive_tables;
 use crate::kernels::core::validate::in_range;
 use crate::kernels::core::reduce;
 use crate::kernels::{Binning, BinStats, GceSpec, Grouping, KernelError, Norm, Score};
@@ -192,7 +192,7 @@ pub fn stats_many<T: Score>(x: &Pairs<'_, T>, g: &Grouping, bins: &[usize]) -> R
         Binning::Adaptive => {
             x.validate()?;
             let members = group_members(x, g)?;
-            Ok(bins.iter().map(|&b| adaptive_stats(&members, g, b)).collect())
+            Ok(adaptive_tables(members, bins, g.threshold))
         }
     }
 }
@@ -226,7 +226,7 @@ pub fn evaluate<T: Score>(x: &Pairs<'_, T>, metrics: &[(Grouping, Norm)], bins: 
             Binning::Even => bins.iter().map(|&b| even_stats(x, &g, &EvenEdges::new(b))).collect::<Result<_, _>>()?,
             Binning::Adaptive => {
                 let members = group_members(x, &g)?;
-                bins.iter().map(|&b| adaptive_stats(&members, &g, b)).collect()
+                adaptive_tables(members, bins, g.threshold)
             }
         };
         for (m2, (g2, norm)) in metrics.iter().enumerate() {
@@ -360,9 +360,3 @@ fn group_members<T: Score>(x: &Pairs<'_, T>, g: &Grouping) -> Result<Vec<Vec<(f6
     Ok(members)
 }
 
-/// Adaptive statistics of grouped pairs for `b` bins (the matrix path's [`adaptive_group`]).
-fn adaptive_stats(members: &[Vec<(f64, bool)>], g: &Grouping, b: usize) -> BinStats {
-    let per_group: Vec<(Vec<f64>, BinStats)> =
-        members.par_iter().map(|m| adaptive_group(m.clone(), b, g.threshold)).collect();
-    BinStats::from_groups(per_group.iter().map(|(e, t)| (&e[..], t)), b)
-}
