@@ -49,6 +49,33 @@ impl Lanes {
         self.0[1] = self.0[1].wrapping_add(o.0[1]);
     }
 
+    /// This sum less `o`, the sum of some of its scores: the sum of the others (exact, as
+    /// both are).
+    #[inline(always)]
+    pub(super) fn less(self, o: Lanes) -> Lanes {
+        Lanes([self.0[0].wrapping_sub(o.0[0]), self.0[1].wrapping_sub(o.0[1])])
+    }
+}
+
+/// The count and the units of the scores of `vals` at or above `e`, summed in registers:
+/// branch-free masked adds, so that no read-modify-write of a table chains one score to the
+/// next (as adding each score to its segment's cell did: consecutive scores of a bucket mostly
+/// fall in the same segment).
+#[inline]
+pub(super) fn at_or_above(vals: &[f64], e: f64) -> (u64, Lanes) {
+    let (mut n, mut lo, mut hi) = (0u64, 0u64, 0u64);
+    for &s in vals {
+        let m = u64::from(s >= e);
+        let [a, b] = halves(s);
+        n += m;
+        // A mask times a half: the half or nothing; each lane stays below 2^32 * count.
+        lo = lo.wrapping_add(m * a as u64);
+        hi = hi.wrapping_add(m * b as u64);
+    }
+    (n, Lanes([lo, hi]))
+}
+
+impl Lanes {
     /// The exact sum of the units of the `n` scores added: the sum of their biased units less
     /// one bias each. (A count that is not the number of scores added, possible only for an
     /// input changed by another thread, gives some number.)

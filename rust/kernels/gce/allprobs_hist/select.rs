@@ -4,7 +4,7 @@
 //! units ([`crate::kernels::core::units`]), so that a bin's total is the sum of its scores'
 //! units however they were grouped into buckets and segments.
 
-use super::histogram::{gather_values, halves, hist_values, sum_and_gather, Hist, Lanes};
+use super::histogram::{at_or_above, gather_values, halves, hist_values, sum_and_gather, Hist, Lanes};
 use super::{GroupResult, Keys, Request};
 use crate::kernels::core::edges::{adaptive_boundaries, adaptive_positions, bin_by_edges};
 use crate::kernels::{BinStats, KernelError, Score};
@@ -186,6 +186,10 @@ impl Candidates {
 /// A run's count and its members' units.
 type RunSum = (u64, Lanes);
 
+/// Buckets holding at most this many edges are split into segments by a masked pass per edge
+/// ([`at_or_above`]); those holding more, by a search per member.
+const MASKED_EDGES: usize = 6;
+
 /// For each wanted bucket holding edges of some table: those edges (every table's, sorted,
 /// distinct) and the exact sums of the members between consecutive ones.
 #[derive(Default)]
@@ -237,19 +241,21 @@ impl Segments {
             self.sums.resize(at + m + 1, (0, Lanes::default()));
             let (es, sums) = (&self.edges[start..], &mut self.sums[at..]);
             let members = sel.members(h, &cand.placed, q);
-            let mut add = |i: usize, s: f64| {
-                let r = &mut sums[i];
-                r.0 += 1;
-                r.1.add(halves(s));
-            };
-            if m == 1 {
-                let e = es[0];
-                for &s in members {
-                    add((s >= e) as usize, s);
+            if m <= MASKED_EDGES {
+                // Segment i holds the members at or above edge i - 1 less those at or above
+                // edge i: one masked pass per edge (and one for all), each exact.
+                let mut above = at_or_above(members, f64::NEG_INFINITY);
+                for (i, &e) in es.iter().enumerate() {
+                    let next = at_or_above(members, e);
+                    sums[i] = (above.0 - next.0, above.1.less(next.1));
+                    above = next;
                 }
+                sums[m] = above;
             } else {
                 for &s in members {
-                    add(es.partition_point(|&e| e <= s), s);
+                    let r = &mut sums[es.partition_point(|&e| e <= s)];
+                    r.0 += 1;
+                    r.1.add(halves(s));
                 }
             }
         }
