@@ -51,7 +51,7 @@ impl Layout {
 
     /// Slot of the table's bin 0 of lane index `z` (`z < width()`).
     #[inline(always)]
-    pub(super) fn low(&self, z: usize) -> usize {
+    pub(crate) fn low(&self, z: usize) -> usize {
         self.bin_slots() + z
     }
 
@@ -136,24 +136,39 @@ impl Cut {
 #[derive(Debug, Clone)]
 pub(crate) struct Pass {
     pub(crate) lay: Vec<Layout>,
-    /// The narrowest first edge of the tables: the one dense lane holds the kept scores below
-    /// it, for every table. A table with a wider bin 0 takes the rest of its bin 0, the kept
-    /// scores from here up to its own first edge, through the scattered path, into its bin 0
-    /// slots ([`Layout::low`]) beside the lane (see `Scratch::flush`): one pass of masked adds
-    /// per entry whatever the bin counts (a lane per distinct first edge made `evaluate`'s
-    /// five bin counts cost five; measured in docs/performance.md).
-    pub(crate) narrow: f64,
+    /// The lane ends, ascending (the first is the narrowest lane): the tables' distinct first
+    /// edges, or (a shared lane) the narrowest alone.
+    pub(crate) bounds: Vec<f64>,
+    /// Each table's lane (an index into `bounds`).
+    pub(crate) lane_of: Vec<usize>,
     pub(crate) cut: Cut,
     pub(crate) cc: bool,
     pub(crate) k: usize,
 }
 
 impl Pass {
-    /// The pass of `bins` (at least one) for `k` classes.
-    pub(crate) fn new(cc: bool, k: usize, bins: &[usize], cut: Cut) -> Self {
+    /// The pass of `bins` (at least one) for `k` classes: a dense lane per distinct first edge,
+    /// or, `shared`, one lane below the narrowest for every table. A table whose lane ends
+    /// below its first edge ([`Pass::lane_end`]) takes the kept scores from there up to its
+    /// first edge through the scattered path, into its own bin 0 slots beside the lane (see
+    /// `Scratch::flush`): a masked add per entry and lane saved, a scattered add per table
+    /// and such score paid ([`shared_lane`](super::shared_lane) chooses).
+    pub(crate) fn new(cc: bool, k: usize, bins: &[usize], cut: Cut, shared: bool) -> Self {
         let lay: Vec<Layout> = bins.iter().map(|&b| Layout::new(cc, k, b)).collect();
-        let narrow = lay.iter().map(|l| l.lane).min_by(f64::total_cmp).expect("a pass has a table");
-        Pass { lay, narrow, cut, cc, k }
+        let mut bounds: Vec<f64> = lay.iter().map(|l| l.lane).collect();
+        bounds.sort_by(f64::total_cmp);
+        bounds.dedup();
+        if shared {
+            bounds.truncate(1);
+        }
+        let lane_of = lay.iter().map(|l| bounds.partition_point(|&u| u < l.lane).min(bounds.len() - 1)).collect();
+        Pass { lay, bounds, lane_of, cut, cc, k }
+    }
+
+    /// The end of table `t`'s lane: its first edge, or below it when the lane is shared.
+    #[inline(always)]
+    pub(crate) fn lane_end(&self, t: usize) -> f64 {
+        self.bounds[self.lane_of[t]]
     }
 
     /// Slots of bin 0 (a dense lane's length).
@@ -175,9 +190,9 @@ impl Pass {
         }
     }
 
-    /// The dense lane's end (the narrowest first edge).
+    /// The narrowest lane's end.
     #[inline(always)]
-    pub(crate) fn narrow(&self) -> f64 {
-        self.narrow
+    pub(super) fn narrow(&self) -> f64 {
+        self.bounds[0]
     }
 }

@@ -37,7 +37,7 @@ pub(crate) struct TabPart {
 pub(crate) struct Part {
     pub(crate) mode: Mode,
     pub(crate) rows: usize,
-    /// The pass's dense lane (dense and counted modes; none in sparse ones).
+    /// One per lane of the pass (dense and counted modes).
     pub(crate) lanes: Vec<LanePart>,
     /// Adds every lane cell takes per row: one (class-conditional), or one per group of
     /// [`LANES`] columns, the last padded (pooled).
@@ -57,10 +57,14 @@ impl Part {
     pub(crate) fn new(mode: Mode, rows: usize, pass: &Pass) -> Self {
         let w = pass.width();
         let lanes = match mode {
-            Mode::Dense | Mode::Counted => {
-                let padded = w.next_multiple_of(8);
-                vec![LanePart { run: vec![0; padded], units: vec![0; w], count: vec![0.0; padded] }]
-            }
+            Mode::Dense | Mode::Counted => pass
+                .bounds
+                .iter()
+                .map(|_| {
+                    let padded = w.next_multiple_of(8);
+                    LanePart { run: vec![0; padded], units: vec![0; w], count: vec![0.0; padded] }
+                })
+                .collect(),
             Mode::Sparse => Vec::new(),
         };
         let dropped = if mode == Mode::Sparse { Vec::new() } else { vec![0.0; w] };

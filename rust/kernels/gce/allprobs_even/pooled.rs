@@ -1,7 +1,7 @@
 //! Pooled tables: collapsed from the class-conditional tables where those are small enough
 //! ([`POOL_FROM_CLASSES`]), else from a pooled pass of their own.
 
-use super::{pass_tables, Cut, Mode};
+use super::{pass_tables, Cut, Force};
 use crate::kernels::core::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
@@ -42,7 +42,7 @@ pub(super) fn pooled_tables<'a, T: Score>(
     x: &Inputs<T>,
     bins: &[usize],
     check: &Checks,
-    force: Option<Mode>,
+    force: Force,
     cut: Cut,
     classes: Option<(&'a [BinStats], &'a [BinStats])>,
 ) -> Result<(Vec<BinStats>, Vec<BinStats>), KernelError> {

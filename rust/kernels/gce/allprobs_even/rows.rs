@@ -22,9 +22,9 @@ pub(super) fn choose<T: Score>(row: &[T], pass: &Pass) -> Mode {
         kept += (s > thr) as usize;
     }
     let k = row.len();
-    // A kept entry costs one scattered update per table, the dense lane one masked add per
-    // entry. With several tables, sparse pays up to 1/16 (measured 2026-11-28 at (50k, 1000)
-    // float32, threshold 0.01, 5 bin counts: up to 1/256 was 20% slower).
+    // A kept entry costs one scattered update per table, a dense lane one masked add per entry
+    // (measured 2026-11-28 at (50k, 1000) float32, threshold 0.01, 5 bin counts in a shared
+    // lane: sparse up to 1/256 kept was 20% slower than up to 1/16).
     let sparse_at = if pass.lay.len() > 1 { 16 } else { 256 };
     if 16 * (k - fast) <= k {
         Mode::Dense
@@ -138,15 +138,15 @@ crate::kernels::core::simd::multiversion! {
     }
 }
 
-/// One row of a dense (`COUNT`: counted) chunk, portable: the lane (masked adds of
+/// One row of a dense (`COUNT`: counted) chunk, portable: each lane (masked adds of
 /// lane-biased units, vectorised; see [`LanePart`](super::LanePart)), then the entries
-/// outside it in column order. Pooled, the row is taken in blocks of [`BLOCK`] groups of
-/// [`LANES`] columns and a tail group padded with entries out of the lane, so that every lane
-/// cell takes one add per group, as in the AVX2 pass.
+/// outside the narrowest lane in column order. Pooled, the row is taken in blocks of
+/// [`BLOCK`] groups of [`LANES`] columns and a tail group padded with entries out of every
+/// lane, so that every lane cell takes one add per group, as in the AVX2 pass.
 #[inline(always)]
 #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is in no lane
 fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Part, sc: &mut Scratch) {
-    let (thr, u) = (pass.cut.thr, pass.narrow());
+    let thr = pass.cut.thr;
     let lane = |u: f64, z: &mut i64, a: &mut f64, v: &T| {
         let s = v.to_f64();
         let f = s > thr && s < u;
@@ -156,7 +156,7 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Par
         }
     };
     if pass.cc {
-        for lp in part.lanes.iter_mut() {
+        for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
             let (run, count) = (&mut lp.run[..row.len()], &mut lp.count[..row.len()]);
             for ((z, a), v) in run.iter_mut().zip(count.iter_mut()).zip(row) {
                 lane(u, z, a, v);
@@ -168,7 +168,7 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Par
             if part.long {
                 part.reserve(block.len() / LANES);
             }
-            for lp in part.lanes.iter_mut() {
+            for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
                 let (run, count) = (&mut lp.run[..LANES], &mut lp.count[..LANES]);
                 for c in block.chunks_exact(LANES) {
                     for ((z, a), v) in run.iter_mut().zip(count.iter_mut()).zip(c) {
@@ -185,13 +185,14 @@ fn dense_row<T: Score, const COUNT: bool>(row: &[T], pass: &Pass, part: &mut Par
             for lp in part.lanes.iter_mut() {
                 lp.run[rest.len()..LANES].iter_mut().for_each(|z| *z = z.wrapping_add(units::SHIFT_BITS));
             }
-            for lp in part.lanes.iter_mut() {
+            for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
                 for ((z, a), v) in lp.run.iter_mut().zip(lp.count.iter_mut()).zip(rest) {
                     lane(u, z, a, v);
                 }
             }
         }
     }
+    let u = pass.narrow();
     for (c, v) in row.iter().enumerate() {
         let s = v.to_f64();
         let fast = s > thr && s < u;

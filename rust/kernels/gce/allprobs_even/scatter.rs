@@ -43,18 +43,20 @@ impl Scratch {
     }
 
     /// Applies the log to every table's cells and empties it. In a sparse chunk the log holds
-    /// every kept entry; otherwise the kept entries outside the pass's lane (from
-    /// [`Pass::narrow`] up) or above the raised threshold, which go to bins above 0 or, below a
-    /// table's first edge, to bin 0's row (its raised twin's bin 0; unused without one); those
-    /// from the lane's end up to a table's first edge also go to that table's own bin 0
-    /// ([`Layout::low`]), which the lane holds the rest of.
+    /// every kept entry; otherwise the kept entries outside the pass's narrowest lane or above
+    /// the raised threshold, which go to bins above 0 or, below a table's first edge, to bin
+    /// 0's row (its raised twin's bin 0; unused without one); those from the end of the
+    /// table's lane ([`Pass::lane_end`]: below its first edge when the lane is shared) up to
+    /// its first edge also go to its own bin 0 ([`Layout::low`]), which the lane holds the rest
+    /// of.
     pub(crate) fn flush(&mut self, pass: &Pass, mode: Mode) {
-        let (sparse, raise, narrow) = (mode == Mode::Sparse, pass.cut.raise, pass.narrow());
-        for (l, c) in pass.lay.iter().zip(&mut self.tabs) {
+        let (sparse, raise) = (mode == Mode::Sparse, pass.cut.raise);
+        for (t, (l, c)) in pass.lay.iter().zip(&mut self.tabs).enumerate() {
+            let lane = pass.lane_end(t);
             if l.cc {
-                c.apply::<true>(&self.log, l, sparse, raise, narrow);
+                c.apply::<true>(&self.log, l, sparse, raise, lane);
             } else {
-                c.apply::<false>(&self.log, l, sparse, raise, narrow);
+                c.apply::<false>(&self.log, l, sparse, raise, lane);
             }
         }
         self.log.clear();
@@ -122,9 +124,9 @@ impl Cells {
     /// Adds the logged entries `log` to the cells of table `l` (class-conditional exactly when
     /// `CC`; see [`Scratch::flush`]). In a `sparse` chunk an entry of bin 0 goes to the table's
     /// own bin 0, and also to bin 0's row when above `raise`; otherwise an entry of bin 0 from
-    /// `narrow` (the lane's end) up goes to both.
+    /// `lane` (the end of the table's lane) up goes to both.
     #[inline(always)]
-    fn apply<const CC: bool>(&mut self, log: &[(u32, f64)], l: &Layout, sparse: bool, raise: f64, narrow: f64) {
+    fn apply<const CC: bool>(&mut self, log: &[(u32, f64)], l: &Layout, sparse: bool, raise: f64, lane: f64) {
         if sparse {
             for &(col, s) in log {
                 let col = col as usize;
@@ -134,13 +136,18 @@ impl Cells {
                     self.add(l.outer_slot::<CC>(s, col), s);
                 }
             }
-        } else {
+        } else if lane < l.lane {
             for &(col, s) in log {
                 let col = col as usize;
                 self.add(l.outer_slot::<CC>(s, col), s);
-                if s >= narrow && s < l.lane {
+                if s >= lane && s < l.lane {
                     self.add(l.low(if CC { col } else { col % LANES }), s);
                 }
+            }
+        } else {
+            // The table's own lane: nothing of its bin 0 beside it.
+            for &(col, s) in log {
+                self.add(l.outer_slot::<CC>(s, col as usize), s);
             }
         }
     }

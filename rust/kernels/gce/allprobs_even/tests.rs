@@ -5,7 +5,7 @@
 //! strategies and the number of tables sharing a pass never change a table; thread counts do
 //! not either; and the tables equal a direct computation, unit sums exactly.
 
-use super::{self as ae, Cut, Mode, Part, Pass, Scratch};
+use super::{self as ae, Cut, Force, Mode, Part, Pass, Scratch};
 use crate::kernels::core::{edges, units};
 use crate::kernels::core::validate::{self, Checks};
 use crate::kernels::*;
@@ -86,12 +86,12 @@ fn vector_equals_portable<T: Score>(x: &Inputs<T>, what: &str) {
                 if thr < u1 {
                     cuts.push(Cut { thr, raise: (thr + u1) / 2.0 });
                 }
-                for cut in cuts {
-                    let pass = Pass::new(cc, x.k, bins, cut);
+                for (cut, shared) in cuts.into_iter().flat_map(|c| [(c, false), (c, true)]) {
+                    let pass = Pass::new(cc, x.k, bins, cut, shared);
                     for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
                         let a = run_chunk(x, 0..x.n, &pass, mode, false);
                         let b = run_chunk(x, 0..x.n, &pass, mode, true);
-                        assert!(a == b, "{what} {cut:?} cc={cc} bins={bins:?} {mode:?}: {:?} vs {:?}", a.0, b.0);
+                        assert!(a == b, "{what} {cut:?} shared={shared} cc={cc} bins={bins:?} {mode:?}: {:?} vs {:?}", a.0, b.0);
                     }
                 }
             }
@@ -133,7 +133,7 @@ fn vector_and_portable_passes_stop_at_the_same_row() {
                 let q32: Vec<f32> = q.iter().map(|&v| v as f32).collect();
                 let x32 = Inputs::new(&q32, &y, k).unwrap();
                 for thr in [0.0, 0.01] {
-                    let pass = Pass::new(true, k, &[15, 4, 400], Cut::at(thr));
+                    let pass = Pass::new(true, k, &[15, 4, 400], Cut::at(thr), false);
                     for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
                         let a = run_chunk(&x, 0..40, &pass, mode, false);
                         let b = run_chunk(&x, 0..40, &pass, mode, true);
@@ -161,6 +161,15 @@ fn table_bits(t: &BinStats) -> Vec<u64> {
     v
 }
 
+/// Every strategy, with a dense lane per first edge and with one shared lane, and as the pass
+/// chooses.
+fn forces() -> Vec<Force> {
+    let modes = [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)];
+    let mut out: Vec<Force> = modes.iter().flat_map(|&mode| [false, true].map(|s| Force { mode, shared: Some(s) })).collect();
+    out.push(Force::NONE);
+    out
+}
+
 /// Whatever the strategy, and whatever other bin counts share the pass, each table is bitwise
 /// the table of `gce`'s single-bin-count pass, for inputs of one and of many chunks.
 #[test]
@@ -172,9 +181,9 @@ fn strategies_and_shared_passes_give_the_single_pass_tables() {
         for thr in [0.0, 0.01] {
             for cc in [true, false] {
                 let g = grouping(cc, thr);
-                let check = |single: &dyn Fn(usize) -> BinStats, many: &dyn Fn(Option<Mode>) -> Vec<BinStats>, what: &str| {
+                let check = |single: &dyn Fn(usize) -> BinStats, many: &dyn Fn(Force) -> Vec<BinStats>, what: &str| {
                     let one: Vec<Vec<u64>> = bins.iter().map(|&b| table_bits(&single(b))).collect();
-                    for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
+                    for force in forces() {
                         let all: Vec<Vec<u64>> = many(force).iter().map(table_bits).collect();
                         assert!(all == one, "{what} N={n} K={k} thr={thr} cc={cc} {force:?}");
                     }
@@ -209,10 +218,10 @@ fn raised_twins_are_the_single_threshold_tables() {
             assert!(ae::can_raise(thr, raise, &bins));
             for cc in [true, false] {
                 let g = grouping(cc, thr);
-                let check = |run: &dyn Fn(Option<Mode>, Cut) -> Vec<BinStats>, what: &str| {
-                    let low: Vec<Vec<u64>> = run(None, Cut::at(thr)).iter().map(table_bits).collect();
-                    let high: Vec<Vec<u64>> = run(None, Cut::at(raise)).iter().map(table_bits).collect();
-                    for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
+                let check = |run: &dyn Fn(Force, Cut) -> Vec<BinStats>, what: &str| {
+                    let low: Vec<Vec<u64>> = run(Force::NONE, Cut::at(thr)).iter().map(table_bits).collect();
+                    let high: Vec<Vec<u64>> = run(Force::NONE, Cut::at(raise)).iter().map(table_bits).collect();
+                    for force in forces() {
                         let both: Vec<Vec<u64>> = run(force, Cut { thr, raise }).iter().map(table_bits).collect();
                         let at = format!("{what} N={n} K={k} thr={thr} raise={raise} cc={cc} {force:?}");
                         assert!(both[..bins.len()] == low[..], "{at}: the tables");
@@ -313,7 +322,7 @@ fn rows_longer_than_a_run() {
     let (p, y) = data(n, k, 12);
     let x = Inputs::new(&p, &y, k).unwrap();
     for cc in [true, false] {
-        let pass = Pass::new(cc, k, &[15, 200], Cut { thr: 0.0, raise: 0.003 });
+        let pass = Pass::new(cc, k, &[15, 200], Cut { thr: 0.0, raise: 0.003 }, true);
         for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
             assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{cc} {mode:?}");
         }
@@ -322,10 +331,10 @@ fn rows_longer_than_a_run() {
     let (p, y) = data(n, k, 11);
     let x = Inputs::new(&p, &y, k).unwrap();
     for thr in [0.0, 1e-7] {
-        let pass = Pass::new(false, k, &[15], Cut { thr, raise: 0.01 });
+        let pass = Pass::new(false, k, &[15], Cut { thr, raise: 0.01 }, false);
         for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
             assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{thr} {mode:?}");
-            let t = ae::stats_with(&x, &grouping(false, thr), &[15], &Checks::ALL, Some(mode), Cut::at(thr)).unwrap();
+            let t = ae::stats_with(&x, &grouping(false, thr), &[15], &Checks::ALL, Force { mode: Some(mode), shared: None }, Cut::at(thr)).unwrap();
             assert_is_direct(&t[0], &p, &y, k, thr, false, 15, &format!("thr={thr} {mode:?}"));
         }
     }
@@ -341,7 +350,7 @@ fn labels_out_of_range_unchecked_are_an_error() {
     let check = Checks { labels: false, ..Checks::ALL };
     for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
         for cc in [true, false] {
-            let e = ae::stats_with(&x, &grouping(cc, 0.0), &[15], &check, force, Cut::at(0.0)).unwrap_err();
+            let e = ae::stats_with(&x, &grouping(cc, 0.0), &[15], &check, Force { mode: force, shared: None }, Cut::at(0.0)).unwrap_err();
             assert_eq!(e, KernelError::InputChanged);
         }
     }
@@ -360,7 +369,7 @@ fn the_row_pass_takes_avx2_on_an_avx2_cpu() {
     let x = Inputs::new(&p, &y, 30).unwrap();
     for force in [None, Some(Mode::Dense), Some(Mode::Counted), Some(Mode::Sparse)] {
         for cc in [true, false] {
-            ae::stats_with(&x, &grouping(cc, 0.0), &[15], &Checks::ALL, force, Cut::at(0.0)).unwrap();
+            ae::stats_with(&x, &grouping(cc, 0.0), &[15], &Checks::ALL, Force { mode: force, shared: None }, Cut::at(0.0)).unwrap();
         }
     }
     let after = simd::taken(Kernel::SceRows);

@@ -31,10 +31,10 @@ pub(super) fn rows<T: Score>(
 ) -> Option<usize> {
     let k = x.k;
     assert!(pass.k == k && pass.lay.iter().all(|l| l.k == k));
-    assert!(part.tabs.len() == pass.lay.len());
+    assert!(part.tabs.len() == pass.lay.len() && !pass.bounds.is_empty());
     if part.mode != Mode::Sparse {
         let w = pass.width();
-        assert!(part.lanes.len() == 1 && part.dropped.len() == w);
+        assert!(part.lanes.len() == pass.bounds.len() && part.dropped.len() == w);
         assert!(part.lanes.iter().all(|lp| lp.run.len() >= w.next_multiple_of(8) && lp.count.len() == lp.run.len()));
     }
     let raised = pass.cut.raised();
@@ -115,13 +115,15 @@ fn dense_row<T: Score, const COUNT: bool, const RAISE: bool>(
         }
         let mut masks = [0u8; BLOCK];
         let mut any = false;
-        let (lp, u) = (&mut part.lanes[0], pass.narrow());
-        let (z, a, c) = (&mut lp.run[..], &mut lp.count[..], cols.clone());
-        any |= if pass.cc {
-            lane_block::<T, RAISE, COUNT, false>(row, c, thr, u, raise, z, a, &mut first, &mut masks)
-        } else {
-            lane_block::<T, RAISE, COUNT, true>(row, c, thr, u, raise, z, a, &mut first, &mut masks)
-        };
+        for (li, (lp, &u)) in part.lanes.iter_mut().zip(&pass.bounds).enumerate() {
+            let (z, a, c) = (&mut lp.run[..], &mut lp.count[..], cols.clone());
+            any |= match (li == 0, pass.cc) {
+                (true, true) => lane_block::<T, true, RAISE, COUNT, false>(row, c, thr, u, raise, z, a, &mut first, &mut masks),
+                (true, false) => lane_block::<T, true, RAISE, COUNT, true>(row, c, thr, u, raise, z, a, &mut first, &mut masks),
+                (false, true) => lane_block::<T, false, false, COUNT, false>(row, c, thr, u, raise, z, a, &mut first, &mut masks),
+                (false, false) => lane_block::<T, false, false, COUNT, true>(row, c, thr, u, raise, z, a, &mut first, &mut masks),
+            };
+        }
         if any {
             first.bad |= exceptions(row, &masks[..cols.len() / 8], j0, pass, &mut part.dropped, sc);
         }
@@ -165,8 +167,8 @@ fn row_tail<T: Score, const COUNT: bool>(
 }
 
 /// The tail of a dense (`COUNT`: counted) row (`n` columns from `n8`, 0 < `n` < 8, as
-/// vectors `t0`, `t1` padded with zeros) into the lane, as a group of eight whose entries past
-/// the tail are not in it: class-conditional, cells n8..n8 + 8, the tail's and padding cells
+/// vectors `t0`, `t1` padded with zeros) into every lane, as a group of eight whose entries past the
+/// tail are in no lane: class-conditional, cells n8..n8 + 8, the tail's and padding cells
 /// (see [`LanePart`](super::LanePart)); pooled, the eight lane cells, those past the tail
 /// taking the biased units of 0.0 as in the portable pass.
 #[inline(always)]
@@ -181,8 +183,8 @@ fn tail_lanes<const COUNT: bool>(t0: __m256d, t1: __m256d, n: usize, n8: usize, 
         let valid0 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(0, 1, 2, 3));
         let valid1 = _mm256_cmpgt_epi64(count, _mm256_setr_epi64x(4, 5, 6, 7));
         let (thr, shift, one) = (_mm256_set1_pd(pass.cut.thr), _mm256_set1_pd(units::SHIFT), _mm256_set1_pd(1.0));
-        for lp in part.lanes.iter_mut() {
-            let up = _mm256_set1_pd(pass.narrow());
+        for (lp, &u) in part.lanes.iter_mut().zip(&pass.bounds) {
+            let up = _mm256_set1_pd(u);
             let f0 = _mm256_and_pd(_mm256_cmp_pd(t0, thr, _CMP_GT_OQ), _mm256_cmp_pd(t0, up, _CMP_LT_OQ));
             let f1 = _mm256_and_pd(_mm256_cmp_pd(t1, thr, _CMP_GT_OQ), _mm256_cmp_pd(t1, up, _CMP_LT_OQ));
             let (f0, f1) = (_mm256_and_pd(f0, _mm256_castsi256_pd(valid0)), _mm256_and_pd(f1, _mm256_castsi256_pd(valid1)));
@@ -215,17 +217,18 @@ impl Default for RowCheck {
     }
 }
 
-/// Columns `cols` (groups of eight, at most [`BLOCK`]) of a row into the lane (scores in
+/// Columns `cols` (groups of eight, at most [`BLOCK`]) of a row into one lane (scores in
 /// (`thr`, `u`)) of a dense (`COUNT`: counted) chunk, class-conditional or `POOLED`: each
 /// entry adds its lane-biased units ([`units::biased`]) to its lane cell's run `run` if in the
-/// lane, else those of 0.0, as the portable pass does; also the row's checks in `first` and
-/// each group's mask of the entries to scatter in `masks` (dense: all outside the lane;
-/// counted: the kept ones outside it, the dropped ones being checked against the lower bound
-/// here; with `RAISE`, also those above `raise`): those are all the entries that can fail.
-/// Whether any entry is to scatter.
+/// lane, else those of 0.0, as the portable pass does. With
+/// `FIRST` (the narrowest lane), also the row's checks in `first` and each group's mask of
+/// the entries to scatter in `masks` (dense: all outside the lane; counted: the kept ones
+/// outside it, the dropped ones being checked against the lower bound here; with `RAISE`,
+/// also those above `raise`): those are all the entries that can fail. Whether any entry
+/// is to scatter (`FIRST` only).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn lane_block<T: Score, const RAISE: bool, const COUNT: bool, const POOLED: bool>(
+fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool, const POOLED: bool>(
     row: &[T],
     cols: Range<usize>,
     thr: f64,
@@ -270,12 +273,14 @@ fn lane_block<T: Score, const RAISE: bool, const COUNT: bool, const POOLED: bool
             let j = j0 + 8 * g;
             let v0 = T::load4(p.add(j));
             let v1 = T::load4(p.add(j + 4));
-            s0 = _mm256_add_pd(s0, v0);
-            s1 = _mm256_add_pd(s1, v1);
-            // The entries in the lane (`f`), as values (`x`, 0.0 elsewhere), and the scatter
-            // mask before the raised threshold's (`m`): dense, every entry outside the lane,
-            // the complement of `f` (NaN included); counted, the kept ones.
-            let (x0, x1, f0, f1, m0, m1) = if !COUNT {
+            if FIRST {
+                s0 = _mm256_add_pd(s0, v0);
+                s1 = _mm256_add_pd(s1, v1);
+            }
+            // The entries in the lane (`f`), as values (`x`, 0.0 elsewhere), and the first
+            // lane's scatter mask before the raised threshold's (`m`): dense, every entry
+            // outside the lane, the complement of `f` (NaN included); counted, the kept ones.
+            let (x0, x1, f0, f1, m0, m1) = if FIRST && !COUNT {
                 let m0 = _mm256_or_pd(_mm256_cmp_pd(v0, t, _CMP_NGT_UQ), _mm256_cmp_pd(v0, up, _CMP_NLT_UQ));
                 let m1 = _mm256_or_pd(_mm256_cmp_pd(v1, t, _CMP_NGT_UQ), _mm256_cmp_pd(v1, up, _CMP_NLT_UQ));
                 (_mm256_andnot_pd(m0, v0), _mm256_andnot_pd(m1, v1), every, every, m0, m1)
@@ -303,19 +308,21 @@ fn lane_block<T: Score, const RAISE: bool, const COUNT: bool, const POOLED: bool
                     _mm256_storeu_pd(a.add(4), _mm256_add_pd(_mm256_loadu_pd(a.add(4)), _mm256_and_pd(f1, one)));
                 }
             }
-            if COUNT {
-                let out = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, lo, _CMP_NGE_UQ));
-                low = _mm256_or_pd(low, out);
+            if FIRST {
+                if COUNT {
+                    let out = _mm256_or_pd(_mm256_cmp_pd(v0, lo, _CMP_NGE_UQ), _mm256_cmp_pd(v1, lo, _CMP_NGE_UQ));
+                    low = _mm256_or_pd(low, out);
+                }
+                // With `RAISE`, also those above the raised threshold.
+                let (m0, m1) = if RAISE {
+                    (_mm256_or_pd(m0, _mm256_cmp_pd(v0, rise, _CMP_GT_OQ)), _mm256_or_pd(m1, _mm256_cmp_pd(v1, rise, _CMP_GT_OQ)))
+                } else {
+                    (m0, m1)
+                };
+                let m = _mm256_movemask_pd(m0) | (_mm256_movemask_pd(m1) << 4);
+                *mask = m as u8;
+                any |= m;
             }
-            // With `RAISE`, also those above the raised threshold.
-            let (m0, m1) = if RAISE {
-                (_mm256_or_pd(m0, _mm256_cmp_pd(v0, rise, _CMP_GT_OQ)), _mm256_or_pd(m1, _mm256_cmp_pd(v1, rise, _CMP_GT_OQ)))
-            } else {
-                (m0, m1)
-            };
-            let m = _mm256_movemask_pd(m0) | (_mm256_movemask_pd(m1) << 4);
-            *mask = m as u8;
-            any |= m;
         }
         if POOLED {
             let z = zp as *mut __m256i;
@@ -326,7 +333,9 @@ fn lane_block<T: Score, const RAISE: bool, const COUNT: bool, const POOLED: bool
                 _mm256_storeu_pd(ap.add(4), a1);
             }
         }
-        (first.s0, first.s1, first.low) = (s0, s1, low);
+        if FIRST {
+            (first.s0, first.s1, first.low) = (s0, s1, low);
+        }
         any != 0
     }
 }
