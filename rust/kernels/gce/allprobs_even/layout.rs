@@ -147,22 +147,30 @@ pub(crate) struct Pass {
 }
 
 impl Pass {
-    /// The pass of `bins` (at least one) for `k` classes: a dense lane per distinct first edge,
-    /// or, `shared`, one lane below the narrowest for every table. A table whose lane ends
-    /// below its first edge ([`Pass::lane_end`]) takes the kept scores from there up to its
-    /// first edge through the scattered path, into its own bin 0 slots beside the lane (see
-    /// `Scratch::flush`): a masked add per entry and lane saved, a scattered add per table
-    /// and such score paid ([`shared_lane`](super::shared_lane) chooses).
-    pub(crate) fn new(cc: bool, k: usize, bins: &[usize], cut: Cut, shared: bool) -> Self {
+    /// The pass of `bins` (at least one) for `k` classes: a dense lane per distinct first edge.
+    pub(crate) fn new(cc: bool, k: usize, bins: &[usize], cut: Cut) -> Self {
         let lay: Vec<Layout> = bins.iter().map(|&b| Layout::new(cc, k, b)).collect();
         let mut bounds: Vec<f64> = lay.iter().map(|l| l.lane).collect();
         bounds.sort_by(f64::total_cmp);
         bounds.dedup();
-        if shared {
-            bounds.truncate(1);
-        }
-        let lane_of = lay.iter().map(|l| bounds.partition_point(|&u| u < l.lane).min(bounds.len() - 1)).collect();
+        let lane_of = lay.iter().map(|l| bounds.partition_point(|&u| u < l.lane)).collect();
         Pass { lay, bounds, lane_of, cut, cc, k }
+    }
+
+    /// The same pass with one lane, the narrowest, for every table. A table whose lane then
+    /// ends below its first edge ([`Pass::lane_end`]) takes the kept scores from there up to
+    /// its first edge through the scattered path, into its own bin 0 slots beside the lane (see
+    /// `Scratch::flush`): a masked add per entry and lane saved, a scattered add per table and
+    /// such score paid ([`shared_lane`](super::shared_lane) chooses).
+    pub(crate) fn shared(mut self) -> Self {
+        self.bounds.truncate(1);
+        self.lane_of.fill(0);
+        self
+    }
+
+    /// The widest of the tables' first edges (the last lane end before [`Pass::shared`]).
+    pub(crate) fn widest(&self) -> f64 {
+        self.lay.iter().map(|l| l.lane).fold(self.narrow(), f64::max)
     }
 
     /// The end of table `t`'s lane: its first edge, or below it when the lane is shared.

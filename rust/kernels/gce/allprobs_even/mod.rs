@@ -35,7 +35,7 @@
 //!   the lane adds those of 0.0; see `LanePart`); only the few other entries (a bit mask of
 //!   the vector comparison) take the scattered path. When few entries lie between the
 //!   narrowest and the widest first edge, the tables share the narrowest lane instead
-//!   (`shared_lane`, [`Pass::new`]): one masked add per entry whatever the bin counts, each
+//!   (`shared_lane`, [`Pass::shared`]): one masked add per entry whatever the bin counts, each
 //!   wider table taking the rest of its bin 0 through the scattered path, beside the lane. A
 //!   table's bin 0 count is the chunk's entries minus those dropped and minus the counts it
 //!   scattered into bins above 0.
@@ -150,7 +150,7 @@ pub fn can_raise(thr: f64, raise: f64, bins: &[usize]) -> bool {
 /// What a pass may be forced to do (tests: every strategy and lane layout gives the same
 /// tables): the strategy of every chunk, and whether the dense lane is shared
 /// ([`Pass::new`]); `None` lets the pass choose.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Force {
     pub(crate) mode: Option<Mode>,
     pub(crate) shared: Option<bool>,
@@ -160,8 +160,8 @@ impl Force {
     pub(crate) const NONE: Force = Force { mode: None, shared: None };
 }
 
-/// Whether a pass over `x` with `bins` and `cut` should share one dense lane among its
-/// tables ([`Pass::new`]): when few kept scores lie between the narrowest and the widest first
+/// Whether `pass` over `x` should share one dense lane among its tables ([`Pass::shared`]):
+/// when few kept scores lie between the narrowest and the widest first
 /// edge, each of which a shared lane sends through the scattered path (twice for each table
 /// whose first edge is above it). Rows spread over the input are sampled (at most
 /// [`SHARE_SAMPLE`] of them); shared when at most 1/[`SHARE_BELOW`] of their entries lie
@@ -169,13 +169,9 @@ impl Force {
 /// float32, where 0.5% of the entries lie between 0.02 and 0.1, the shared lane made the even
 /// all-probabilities tables a quarter faster (122 against 166 ms); at (1M, 10), where a fifth
 /// do, 25% slower. Only the speed depends on it.
-fn shared_lane<T: Score>(x: &Inputs<T>, cut: Cut, bins: &[usize]) -> bool {
-    if bins.len() < 2 || x.n == 0 {
-        return false;
-    }
-    let lanes: Vec<f64> = bins.iter().map(|&b| EvenEdges::new(b).first_edge()).collect();
-    let narrow = lanes.iter().copied().fold(f64::INFINITY, f64::min);
-    let widest = lanes.iter().copied().fold(0.0, f64::max);
+fn shared_lane<T: Score>(x: &Inputs<T>, pass: &Pass) -> bool {
+    let (narrow, widest, thr) = (pass.narrow(), pass.widest(), pass.cut.thr);
+    // (Inputs hold at least one row.)
     if narrow >= widest {
         return false;
     }
@@ -184,7 +180,7 @@ fn shared_lane<T: Score>(x: &Inputs<T>, cut: Cut, bins: &[usize]) -> bool {
     for j in 0..rows {
         for v in x.row(j * x.n / rows) {
             let s = v.to_f64();
-            between += usize::from(s > cut.thr && s >= narrow && s < widest);
+            between += usize::from(s > thr && s >= narrow && s < widest);
         }
         seen += x.k;
     }
@@ -285,8 +281,8 @@ fn pass_tables<T: Score>(
     if bins.is_empty() {
         return Ok(Vec::new());
     }
-    let shared = force.shared.unwrap_or_else(|| shared_lane(x, cut, bins));
-    let pass = Pass::new(cc, x.k, bins, cut, shared);
+    let pass = Pass::new(cc, x.k, bins, cut);
+    let pass = if force.shared.unwrap_or_else(|| shared_lane(x, &pass)) { pass.shared() } else { pass };
     let mut total: Vec<Total> = pass.lay.iter().map(Total::new).collect();
     let mut raised: Vec<Total> = if cut.raised() { pass.lay.iter().map(Total::new).collect() } else { Vec::new() };
     let scratch = PerThread::<Option<Scratch>>::new();

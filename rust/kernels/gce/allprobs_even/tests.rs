@@ -87,7 +87,8 @@ fn vector_equals_portable<T: Score>(x: &Inputs<T>, what: &str) {
                     cuts.push(Cut { thr, raise: (thr + u1) / 2.0 });
                 }
                 for (cut, shared) in cuts.into_iter().flat_map(|c| [(c, false), (c, true)]) {
-                    let pass = Pass::new(cc, x.k, bins, cut, shared);
+                    let pass = Pass::new(cc, x.k, bins, cut);
+                    let pass = if shared { pass.shared() } else { pass };
                     for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
                         let a = run_chunk(x, 0..x.n, &pass, mode, false);
                         let b = run_chunk(x, 0..x.n, &pass, mode, true);
@@ -133,7 +134,7 @@ fn vector_and_portable_passes_stop_at_the_same_row() {
                 let q32: Vec<f32> = q.iter().map(|&v| v as f32).collect();
                 let x32 = Inputs::new(&q32, &y, k).unwrap();
                 for thr in [0.0, 0.01] {
-                    let pass = Pass::new(true, k, &[15, 4, 400], Cut::at(thr), false);
+                    let pass = Pass::new(true, k, &[15, 4, 400], Cut::at(thr));
                     for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
                         let a = run_chunk(&x, 0..40, &pass, mode, false);
                         let b = run_chunk(&x, 0..40, &pass, mode, true);
@@ -321,17 +322,18 @@ fn rows_longer_than_a_run() {
     let (n, k) = (3 * units::RUN + 17, 5);
     let (p, y) = data(n, k, 12);
     let x = Inputs::new(&p, &y, k).unwrap();
-    for cc in [true, false] {
-        let pass = Pass::new(cc, k, &[15, 200], Cut { thr: 0.0, raise: 0.003 }, true);
+    for (cc, shared) in [(true, false), (true, true), (false, false), (false, true)] {
+        let pass = Pass::new(cc, k, &[15, 200], Cut { thr: 0.0, raise: 0.003 });
+        let pass = if shared { pass.shared() } else { pass };
         for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
-            assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{cc} {mode:?}");
+            assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{cc} {shared} {mode:?}");
         }
     }
     let (n, k) = (3usize, 8 * units::RUN + 1003);
     let (p, y) = data(n, k, 11);
     let x = Inputs::new(&p, &y, k).unwrap();
     for thr in [0.0, 1e-7] {
-        let pass = Pass::new(false, k, &[15], Cut { thr, raise: 0.01 }, false);
+        let pass = Pass::new(false, k, &[15], Cut { thr, raise: 0.01 });
         for mode in [Mode::Dense, Mode::Counted, Mode::Sparse] {
             assert!(run_chunk(&x, 0..n, &pass, mode, false) == run_chunk(&x, 0..n, &pass, mode, true), "{thr} {mode:?}");
             let t = ae::stats_with(&x, &grouping(false, thr), &[15], &Checks::ALL, Force { mode: Some(mode), shared: None }, Cut::at(thr)).unwrap();
@@ -408,4 +410,33 @@ fn pooled_tables_sum_the_class_tables_or_take_their_own_pass() {
     }
     // A raised threshold that cannot be one is refused.
     assert!(ae::stats_pair(&x, 0.0, Some(0.2), &[10], true, true, &Checks::ALL).is_err());
+}
+
+/// The lane is shared where few kept scores lie between the first edges of the pass (a
+/// many-class softmax), not where many do, nor for one first edge; one row of one class is
+/// sampled without going out of bounds.
+#[test]
+fn shared_lane_follows_the_scores_between_the_first_edges() {
+    let bins = [10usize, 20, 30, 40, 50];
+    let pass = |k: usize| Pass::new(true, k, &bins, Cut::at(0.0));
+    // 1000 classes, each row 0.9 on its label and the rest spread below 0.02.
+    let (n, k) = (200usize, 1000usize);
+    let y: Vec<i64> = (0..n as i64).map(|i| i % k as i64).collect();
+    let mut p = vec![0.1 / (k - 1) as f64; n * k];
+    for (i, &c) in y.iter().enumerate() {
+        p[i * k + c as usize] = 0.9;
+    }
+    assert!(ae::shared_lane(&Inputs::new(&p, &y, k).unwrap(), &pass(k)));
+    // Uniform rows of 10 classes: every score 0.1, at the widest first edge, so none between
+    // (shared: it costs nothing); rows of 16 with every score in between (1/16 = 0.0625).
+    let p10 = vec![0.1; n * 10];
+    let y10: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
+    assert!(ae::shared_lane(&Inputs::new(&p10, &y10, 10).unwrap(), &pass(10)), "nothing between");
+    let p16 = vec![1.0 / 16.0; n * 16];
+    assert!(!ae::shared_lane(&Inputs::new(&p16, &y10, 16).unwrap(), &pass(16)));
+    // One first edge: nothing to share.
+    assert!(!ae::shared_lane(&Inputs::new(&p, &y, k).unwrap(), &Pass::new(true, k, &[15], Cut::at(0.0))));
+    // Tiny inputs: one row of one class, its score above every first edge, or between.
+    assert!(ae::shared_lane(&Inputs::new(&[1.0], &[0], 1).unwrap(), &pass(1)));
+    assert!(!ae::shared_lane(&Inputs::new(&[0.05], &[0], 1).unwrap(), &pass(1)));
 }

@@ -55,6 +55,15 @@ impl Lanes {
     pub(super) fn less(self, o: Lanes) -> Lanes {
         Lanes([self.0[0].wrapping_sub(o.0[0]), self.0[1].wrapping_sub(o.0[1])])
     }
+
+    /// The exact sum of the units of the `n` scores added: the sum of their biased units less
+    /// one bias each. (A count that is not the number of scores added, possible only for an
+    /// input changed by another thread, gives some number.)
+    #[inline]
+    pub(super) fn units(self, n: u64) -> i128 {
+        let [lo, hi] = self.0;
+        lo as i128 + ((hi as i128) << 32) - n as i128 * units::SHIFT_BITS as i128
+    }
 }
 
 /// The count and the units of the scores of `vals` at or above `e`, summed in registers:
@@ -73,17 +82,6 @@ pub(super) fn at_or_above(vals: &[f64], e: f64) -> (u64, Lanes) {
         hi = hi.wrapping_add(m * b as u64);
     }
     (n, Lanes([lo, hi]))
-}
-
-impl Lanes {
-    /// The exact sum of the units of the `n` scores added: the sum of their biased units less
-    /// one bias each. (A count that is not the number of scores added, possible only for an
-    /// input changed by another thread, gives some number.)
-    #[inline]
-    pub(super) fn units(self, n: u64) -> i128 {
-        let [lo, hi] = self.0;
-        lo as i128 + ((hi as i128) << 32) - n as i128 * units::SHIFT_BITS as i128
-    }
 }
 
 impl Hist {

@@ -13,8 +13,8 @@
 //!    bucket by bucket (each bucket's in row order; nothing is sorted); the exact adaptive
 //!    edges are read by selection within their buckets;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
-//!    sums; the members of each wanted bucket are summed once, by segment between the edges of
-//!    every requested table that fall in it; outcomes (1 only at the true label) are binned
+//!    sums; the members of each wanted bucket are summed by segment between the edges of
+//!    every requested table that fall in it (once for all tables); outcomes (1 only at the true label) are binned
 //!    from the list of true-label scores.
 //!
 //! Score sums follow the rule of [`crate::kernels::core::units`]: each kept score adds exactly

@@ -207,8 +207,9 @@ struct Segments {
 
 impl Segments {
     /// Collects the edges of every table of `req` (even upper edges, and the adaptive ones
-    /// selected in `cand`) by bucket, then sums each such bucket's members by segment in one
-    /// pass.
+    /// selected in `cand`) by bucket, then sums each such bucket's members by segment: a
+    /// masked pass per edge when it holds at most [`MASKED_EDGES`], else one pass searching
+    /// each member's segment.
     fn build(&mut self, h: &Hist, sel: &Selection, cand: &Candidates, req: &Request) {
         self.pairs.clear();
         for (_, upper, ek) in &req.even {
