@@ -522,7 +522,7 @@ mod tests {
             st.finish();
             st
         };
-        for keys in [Keys::CLASS, Keys::POOLED] {
+        for keys in [Keys::CLASS, Keys::CLASS_FINE, Keys::POOLED] {
             for thr in [0.0, 0.01] {
                 let req = Request::new(keys.above(thr), &even, &adaptive);
                 let widened: Vec<f64> = vals32.iter().map(|&v| v as f64).collect();
@@ -598,7 +598,7 @@ mod tests {
             })
             .collect();
         let vals32: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
-        for keys in [Keys::CLASS, Keys::POOLED] {
+        for keys in [Keys::CLASS, Keys::CLASS_FINE, Keys::POOLED] {
             for thr in [0.0, 1e-30, 0.003, 0.01, 0.3, 0.999] {
                 let full = Request::new(keys, &[3, 15, 200], &[1, 2, 15, 100]);
                 let above = Request::new(keys.above(thr), &[3, 15, 200], &[1, 2, 15, 100]);

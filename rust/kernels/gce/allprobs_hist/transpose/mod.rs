@@ -387,7 +387,7 @@ mod tests {
     /// columns are not multiples of the register blocks, with values dropped by the threshold
     /// and (in some runs) values out of range.
     fn check<T: Score + PartialEq + std::fmt::Debug>(from: impl Fn(f64) -> T + Copy) {
-        for keys in [Keys::CLASS, Keys::CLASS.above(0.3)] {
+        for keys in [Keys::CLASS, Keys::CLASS.above(0.3), Keys::CLASS_FINE] {
             check_keys(from, keys);
         }
     }
