@@ -9,7 +9,7 @@ use crate::kernels::Score;
 /// One group's histogram over the bucket keys (the last slot counts dropped entries).
 ///
 /// A bucket's score sum is the exact integer sum of its scores' grid units ([`units::units`],
-/// read by [`Hist::units`]): it does not depend on the order of the values, nor on how they
+/// read by [`Lanes::units`]): it does not depend on the order of the values, nor on how they
 /// are cut into segments or chunks, and a bucket that lies wholly in a bin adds exactly its
 /// members' units to it, as any other path that bins those scores one by one does.
 ///
@@ -99,11 +99,6 @@ impl Hist {
 
     pub(super) fn count(&self, q: usize) -> u64 {
         self.cnt[q] as u64
-    }
-
-    /// The exact sum of bucket q's scores' units.
-    pub(super) fn units(&self, q: usize) -> i128 {
-        self.sum[q].units(self.count(q))
     }
 
     /// Adds another histogram. Counts are u32: groups of 2^32 entries or more are refused.

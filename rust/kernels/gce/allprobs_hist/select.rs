@@ -88,6 +88,7 @@ pub(super) struct Candidates {
     work: Vec<f64>,
     /// Every table's edges in the wanted buckets, and the sums between them.
     segs: Segments,
+    running: Running,
     hist: Option<Hist>,
 }
 
@@ -99,38 +100,64 @@ impl Candidates {
         h
     }
 
-    /// Places `picked`, then `lists` in order, into `placed`, bucket by bucket (a bucket's
-    /// members keep their gathered order), and empties `lists`. When the values were read
-    /// twice from the caller's array (counts, then members), another thread may have changed
-    /// them in between: every placement is checked to stay inside its bucket's range and the
-    /// totals to agree, else [`KernelError::InputChanged`] (then every bucket is exactly
-    /// full).
+    /// Places `picked` and `lists` into `placed`, bucket by bucket. Nothing reads the order of
+    /// a bucket's members (ranks are order statistics, segment sums exact), so each list's
+    /// first half fills its buckets from the start and its second half from the end, at once:
+    /// two cursor chains through memory instead of one (a member landing in the bucket of the
+    /// one before waits for that one's cursor). When the values were read twice from the
+    /// caller's array (counts, then members), another thread may have changed them in between:
+    /// every placement is checked to find room in its bucket (the two cursors not met) and the
+    /// totals to agree, else [`KernelError::InputChanged`] (then every bucket is exactly full).
     fn place(&mut self, h: &Hist, sel: &Selection, keys: Keys) -> Result<(), KernelError> {
         if self.picked.len() + self.lists.iter().map(Vec::len).sum::<usize>() != sel.total {
             self.lists.clear();
             return Err(KernelError::InputChanged);
         }
+        // Each wanted bucket's next free slot from the start, and its end (the slot after the
+        // next free one from the end); both 0 for the buckets not wanted (no room).
         self.next.clear();
-        self.next.extend(sel.cand_offset.iter().map(|&o| o as usize));
-        self.placed.clear();
-        self.placed.resize(sel.total, 0.0);
-        // Each bucket's end, or 0 for the buckets not wanted (no member may go there).
+        self.next.extend((0..sel.wanted.len()).map(|q| if sel.wanted[q] { sel.cand_offset[q] as usize } else { 0 }));
         self.end.clear();
         self.end.extend((0..sel.wanted.len()).map(|q| {
             if sel.wanted[q] { sel.cand_offset[q] as usize + h.count(q) as usize } else { 0 }
         }));
-        let (next, end, placed) = (&mut self.next[..], &self.end[..], &mut self.placed[..]);
+        self.placed.clear();
+        self.placed.resize(sel.total, 0.0);
+        let (next, end, placed) = (&mut self.next[..], &mut self.end[..], &mut self.placed[..]);
+        // Whether value s found room, from the start or from the end of its bucket. A widened
+        // f32 value has the same key as the f32 itself.
+        #[inline(always)]
+        fn put(next: &mut [usize], end: &mut [usize], placed: &mut [f64], q: usize, s: f64, last: bool) -> bool {
+            let (lo, hi) = (next[q], end[q]);
+            if lo >= hi {
+                return false;
+            }
+            if last {
+                placed[hi - 1] = s;
+                end[q] = hi - 1;
+            } else {
+                placed[lo] = s;
+                next[q] = lo + 1;
+            }
+            true
+        }
         let mut fits = true;
-        for &s in self.picked.iter().chain(self.lists.iter().flatten()) {
-            // A widened f32 value has the same key as the f32 itself.
-            let q = keys.of(s);
-            let slot = next[q];
-            if slot >= end[q] {
-                fits = false;
+        for list in std::iter::once(&self.picked).chain(&self.lists) {
+            let (first, second) = list.split_at(list.len() / 2);
+            for (&a, &b) in first.iter().zip(second) {
+                if !(put(next, end, placed, keys.of(a), a, false) & put(next, end, placed, keys.of(b), b, true)) {
+                    fits = false;
+                    break;
+                }
+            }
+            // The second half is the longer by at most one.
+            if fits && second.len() > first.len() {
+                let b = second[second.len() - 1];
+                fits = put(next, end, placed, keys.of(b), b, true);
+            }
+            if !fits {
                 break;
             }
-            placed[slot] = s;
-            next[q] = slot + 1;
         }
         // A worker's scratch serves its next group with `picked` only.
         self.lists.clear();
@@ -271,18 +298,46 @@ impl Segments {
     }
 }
 
+/// Running totals of a group's buckets: entry q holds the count and units of buckets `0..q`,
+/// so the buckets between two edges add in one difference (exact, as [`Lanes::less`] is),
+/// not one by one per table.
+#[derive(Default)]
+pub(super) struct Running(Vec<RunSum>);
+
+impl Running {
+    fn build(&mut self, h: &Hist, nk: usize) {
+        self.0.clear();
+        self.0.reserve(nk + 1);
+        let mut acc: RunSum = (0, Lanes::default());
+        self.0.push(acc);
+        for q in 0..nk {
+            acc.0 += h.cnt[q] as u64;
+            acc.1.merge(h.sum[q]);
+            self.0.push(acc);
+        }
+    }
+
+    /// Count and units of buckets `a..b`.
+    fn between(&self, a: usize, b: usize) -> (u64, i128) {
+        let (hi, lo) = (self.0[b], self.0[a]);
+        let n = hi.0 - lo.0;
+        (n, hi.1.less(lo.1).units(n))
+    }
+}
+
 /// Bin totals of one group for bins given by their upper edges `edges` (values, non-decreasing;
 /// a score's bin is how many edges are <= it) whose buckets are `edge_buckets`. Buckets in
-/// ascending order: one holding no edge lies wholly in one bin and adds its histogram totals
-/// (whether or not it is wanted for another binning); one holding edges (it is wanted) is split
-/// into runs by those edges, each run's sum made of the segments between every table's edges
-/// in the bucket. All sums are exact in grid units, so each bin holds exactly the sum of its
-/// scores' units: the table depends only on the values and these edges, not on which other
-/// binnings share the selection, nor on the buckets, and is bitwise the table of any other
-/// path that bins the same scores at the same edges.
+/// ascending order: those between two buckets holding edges lie wholly in one bin and add
+/// their totals at once (from the running totals, whether or not they are wanted for another
+/// binning); one holding edges (it is wanted) is split into runs by those edges, each run's
+/// sum made of the segments between every table's edges in the bucket. All sums are exact in
+/// grid units, so each bin holds exactly the sum of its scores' units: the table depends only
+/// on the values and these edges, not on which other binnings share the selection, nor on the
+/// buckets, and is bitwise the table of any other path that bins the same scores at the same
+/// edges.
 fn fill_bins(
     h: &Hist,
-    sel: &Selection,
+    run: &Running,
     segs: &Segments,
     positives: &[f64],
     edges: &[f64],
@@ -290,41 +345,39 @@ fn fill_bins(
     nb: usize,
 ) -> BinStats {
     let mut st = BinStats::zeros(1, nb);
-    let mut bin = 0usize;
-    for q in 0..sel.wanted.len() {
-        if h.cnt[q] == 0 {
-            continue;
+    let nk = run.0.len() - 1;
+    let mut add = |bin: usize, (c, u): (u64, i128)| {
+        if c > 0 {
+            st.count[bin] += c as f64;
+            st.units[bin] += u;
         }
-        // Values of bucket q exceed exactly the edges whose bucket is < q.
-        while bin < edge_buckets.len() && edge_buckets[bin] < q {
-            bin += 1;
-        }
-        if bin == edge_buckets.len() || edge_buckets[bin] != q {
-            st.count[bin] += h.cnt[q] as f64;
-            st.units[bin] += h.units(q);
-            continue;
-        }
-        // Bucket q holds edges bin, bin + 1, ..., bin + t - 1: a member s is in bin
-        // bin + (how many of them are <= s). Members below edge e are the segments before
-        // the bucket's (every table's) edges above e.
+    };
+    // Buckets from `from` on hold values above every edge before `bin`.
+    let (mut bin, mut from) = (0usize, 0usize);
+    while bin < edge_buckets.len() {
+        let q = edge_buckets[bin];
+        // Bucket q holds edges bin, bin + 1, ..., bin + t - 1; the buckets before it (after
+        // the previous edges' bucket) lie wholly in bin `bin`.
         let t = edge_buckets[bin..].iter().take_while(|&&e| e == q).count();
-        let (all, seg) = segs.of(q);
-        let cut = |e: f64| all.partition_point(|&a| a.to_bits() <= e.to_bits());
-        let mut from = 0;
-        for j in 0..=t {
-            let to = if j < t {
-                cut(edges[bin + j])
-            } else {
-                seg.len()
-            };
-            for &(c, u) in &seg[from..to.max(from)] {
-                st.count[bin + j] += c as f64;
-                st.units[bin + j] += u.units(c);
+        add(bin, run.between(from, q));
+        if h.cnt[q] > 0 {
+            // A member s is in bin bin + (how many of the bucket's edges are <= s). Members
+            // below edge e are the segments before the bucket's (every table's) edges above e.
+            let (all, seg) = segs.of(q);
+            let cut = |e: f64| all.partition_point(|&a| a.to_bits() <= e.to_bits());
+            let mut lo = 0;
+            for j in 0..=t {
+                let hi = if j < t { cut(edges[bin + j]) } else { seg.len() };
+                for &(c, u) in &seg[lo..hi.max(lo)] {
+                    add(bin + j, (c, u.units(c)));
+                }
+                lo = hi.max(lo);
             }
-            from = to.max(from);
         }
         bin += t;
+        from = q + 1;
     }
+    add(bin, run.between(from, nk));
     st.finish();
     for &s in positives {
         st.sum_outcome[bin_by_edges(edges, s)] += 1.0;
@@ -342,11 +395,11 @@ fn finalize(
     req: &Request,
     thr: f64,
 ) -> GroupResult {
-    let segs = &cand.segs;
+    let (segs, run) = (&cand.segs, &cand.running);
     let even = req
         .even
         .iter()
-        .map(|(e, upper, ek)| fill_bins(h, sel, segs, pos, upper, ek, e.num_bins()))
+        .map(|(e, upper, ek)| fill_bins(h, run, segs, pos, upper, ek, e.num_bins()))
         .collect();
     let adaptive = req
         .adaptive
@@ -359,7 +412,7 @@ fn finalize(
                 .into_iter()
                 .map(|r| cand.edge(sel, r as u64))
                 .unzip();
-            let st = fill_bins(h, sel, segs, pos, &edges, &eb, b);
+            let st = fill_bins(h, run, segs, pos, &edges, &eb, b);
             (adaptive_boundaries(&edges, b, thr), st)
         })
         .collect();
@@ -438,6 +491,7 @@ pub(super) fn finish(
         let mut segs = std::mem::take(&mut scratch.segs);
         segs.build(&h, sel, scratch, req);
         scratch.segs = segs;
+        scratch.running.build(&h, sel.wanted.len());
         finalize(&h, sel, scratch, pos, req, thr)
     });
     scratch.hist = Some(h);
