@@ -115,12 +115,25 @@ impl Hist {
 crate::kernels::core::simd::multiversion! {
     /// Adds `vals` to the histogram: each value's count and units to its bucket's.
     pub(super) fn hist_values<T: Score>(h: &mut Hist, keys: Keys, vals: &[T], thr: f64) -> () {
+        // As in `sum_and_gather`: a block's slots and units first (loops the compiler
+        // vectorises), then the read-modify-writes.
+        const BLOCK: usize = 256;
         let n = keys.nkeys() + 1;
+        assert!(n <= u16::MAX as usize + 1);
         let (cnt, sum) = (&mut h.cnt[..n], &mut h.sum[..n]);
-        for &v in vals {
-            let key = keys.slot(v, thr);
-            cnt[key] += 1;
-            sum[key].add(halves(v.to_f64()));
+        let mut slots = [0u16; BLOCK];
+        let mut us = [[0u32; 2]; BLOCK];
+        for block in vals.chunks(BLOCK) {
+            for (q, &v) in slots.iter_mut().zip(block) {
+                *q = keys.slot(v, thr) as u16;
+            }
+            for (u, &v) in us.iter_mut().zip(block) {
+                *u = halves(v.to_f64());
+            }
+            for (&q, &u) in slots.iter().zip(&us).take(block.len()) {
+                cnt[q as usize] += 1;
+                sum[q as usize].add(u);
+            }
         }
     }
 }
