@@ -6,13 +6,17 @@ Wall-clock A/B runs on a shared 2-CPU machine vary by 10-25% from run to run (do
 deterministic: each case runs in two child processes under cachegrind, calling the native
 function once and twice, and the difference is one call's counts (data generation, imports and
 first-call set-up cancel). Printed per build: instructions (Ir), simulated first-level data
-misses (D1, a 32 KiB 8-way cache) and last-level misses (LL, a 1 MiB 16-way cache: this
-machine's private L2 per core), an estimate ``Ir + 10 * D1 + 60 * LL`` and new / old of each.
+misses (D1, a 32 KiB 8-way cache), last-level misses (LL, a 1 MiB 16-way cache: this machine's
+private L2 per core) and simulated branch mispredictions (Bm, conditional and indirect), an
+estimate ``Ir + 10 * D1 + 60 * LL + 15 * Bm`` and new / old of each.
 
 The model knows nothing of store-to-load forwarding, memory-level parallelism, prefetching or
-the vector units' throughput, and valgrind counts each iteration of ``rep stosb`` (a large
-``memset``) as an instruction: read it beside ``ab_builds.py`` and fresh-process timings, not
-instead of them. Both builds must take the native call signatures of ``ab_builds.py``'s cases.
+the vector units' throughput, its branch predictor is not the CPU's, and valgrind counts each
+byte of a ``rep stosb`` (a large ``memset``) as an instruction, so a change that drops some
+zeroing looks cheaper than it is: read it beside ``ab_builds.py`` and fresh-process timings,
+not instead of them. (A gathering loop that appended each wanted value through a branch, in
+place of a branch-free write of every value, estimated 0.90x and timed 1.15x slower,
+2026-11-28.) Both builds must take the native call signatures of ``ab_builds.py``'s cases.
 
 Keep a copy of the old build first (``cp python/calibkit/_native.abi3.so /tmp/old.so``), build
 the new one (``cargo build --release --features python --lib``), then::
@@ -37,7 +41,7 @@ from pathlib import Path
 from _machine import cpu_model
 
 HERE = Path(__file__).resolve().parent
-EVENTS = ("Ir", "D1", "LL")
+EVENTS = ("Ir", "D1", "LL", "Bm")
 CACHES = ("--D1=32768,8,64", "--LL=1048576,16,64")
 
 
@@ -76,13 +80,14 @@ def summary(path: str) -> dict[str, int]:
             elif line.startswith("summary:"):
                 totals = [int(v) for v in line.split()[1:]]
     e = dict(zip(events, totals, strict=True))
-    return {"Ir": e["Ir"], "D1": e["D1mr"] + e["D1mw"], "LL": e["DLmr"] + e["DLmw"]}
+    return {"Ir": e["Ir"], "D1": e["D1mr"] + e["D1mw"], "LL": e["DLmr"] + e["DLmw"],
+            "Bm": e["Bcm"] + e["Bim"]}
 
 
 def run(so: str, case: str, n: int, k: int, dt: str, calls: int, tmp: str) -> dict[str, int]:
     """The counts of a child process calling ``case`` ``calls`` times."""
     out = os.path.join(tmp, f"cg.{abs(hash((so, case, n, k, dt, calls)))}.out")
-    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *CACHES,
+    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", *CACHES,
            f"--cachegrind-out-file={out}", sys.executable, __file__, "--child", so, case,
            str(n), str(k), dt, str(calls)]
     env = dict(os.environ, RAYON_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -99,7 +104,7 @@ def per_call(so: str, case: str, n: int, k: int, dt: str, tmp: str, pool) -> dic
 
 
 def estimate(c: dict[str, int]) -> float:
-    return c["Ir"] + 10 * c["D1"] + 60 * c["LL"]
+    return c["Ir"] + 10 * c["D1"] + 60 * c["LL"] + 15 * c["Bm"]
 
 
 def main() -> None:
@@ -127,7 +132,7 @@ def main() -> None:
         if not os.path.isfile(so):
             ap.error(f"{key} build {so!r} does not exist")
     print(f"CPU: {cpu_model()}; cachegrind {' '.join(CACHES)}, one thread; "
-          f"est = Ir + 10 D1 + 60 LL (counts per call, in millions)")
+          f"est = Ir + 10 D1 + 60 LL + 15 Bm (counts per call, in millions)")
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
         for shape in a.shapes.split(","):
             n, k = map(int, shape.split("x"))
