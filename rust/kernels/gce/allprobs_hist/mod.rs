@@ -10,10 +10,10 @@
 //! 2. prefix sums locate the bucket holding each wanted rank (adaptive edges, for every
 //!    requested bin count at once); even edges `j/B` sit in the buckets of their own keys;
 //! 3. a second pass gathers only the members of those "wanted" buckets, which are placed
-//!    bucket by bucket (each bucket's in row order; nothing is sorted); the exact adaptive
-//!    edges are read by selection within their buckets;
+//!    bucket by bucket (in no particular order within a bucket; nothing is sorted); the exact
+//!    adaptive edges are read by selection within their buckets;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
-//!    sums; the members of each wanted bucket are summed by segment between the edges of
+//!    sums (the buckets between two edges at once, from running totals); the members of each wanted bucket are summed by segment between the edges of
 //!    every requested table that fall in it (once for all tables); outcomes (1 only at the true label) are binned
 //!    from the list of true-label scores.
 //!
@@ -69,7 +69,8 @@ struct Keys {
 }
 
 impl Keys {
-    /// Per class: 2049 buckets (4 mantissa bits), so count + sum histograms fit in L1.
+    /// Per class: 2049 buckets (4 mantissa bits), so count + sum histograms fit in L1 (and
+    /// [`Keys::CLASS_FINE`] when many edges are wanted: [`Keys::class`]).
     const CLASS: Keys = Keys { shift: 19, min: 0, max: 0x4000_0000 >> 19 };
     /// Per class, when many adaptive edges are wanted: 4097 buckets (5 mantissa bits).
     const CLASS_FINE: Keys = Keys { shift: 18, min: 0, max: 0x4000_0000 >> 18 };

@@ -63,14 +63,14 @@ impl Selection {
     }
 }
 
-/// The members of the wanted buckets, each bucket's in the order they were gathered (row
-/// order), and the exact values of the requested ranks, read by selection within their
-/// buckets (no bucket is sorted: run sums are exact sums of grid units, in any order). Reused
+/// The members of the wanted buckets, bucket by bucket (in no order within a bucket), and the
+/// exact values of the requested ranks, read by selection within their buckets (no bucket is
+/// sorted: ranks are order statistics, and run sums exact sums of grid units, in any order). Reused
 /// from group to group within a worker, with the histogram and the other per-group buffers
 /// (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
-    /// Members of the wanted buckets, bucket after bucket, each in gathered order.
+    /// Members of the wanted buckets, bucket after bucket (in no order within a bucket).
     placed: Vec<f64>,
     /// The candidates in the order they were gathered, or (when gathered in parallel) their
     /// lists in order.
@@ -471,7 +471,7 @@ pub(super) fn group_with_counts<T: Score>(
 }
 
 /// The tables of a group whose histogram is complete and whose wanted values are in
-/// `scratch.picked`, each bucket's in row order: placed bucket by bucket (the histogram gives
+/// `scratch.picked` (or `scratch.lists`): placed bucket by bucket (the histogram gives
 /// every bucket's offset; see [`Candidates::place`] for the checks), the wanted ranks
 /// selected, then the tables filled. Gathering first and placing only the few gathered values
 /// keeps the passes over all values free of the store-to-load dependencies of a direct
