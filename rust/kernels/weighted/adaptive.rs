@@ -244,7 +244,7 @@ impl Sorted {
         st
     }
 
-    /// Group `g`'s cells of [`Sorted::table`]: `w` the resample's per-row weights (for the
+    /// Group `g`'s cells of `Sorted::table` (the tests' oracle): `w` the resample's per-row weights (for the
     /// edges), `mult` its per-row multiplicities.
     #[allow(clippy::too_many_arguments)]
     fn group_table(&self, g: usize, w: &[f64], mult: &[u32], terms: &Terms<'_>, num_bins: usize, whole: bool, st: &mut BinStats, gw: &mut Vec<f64>) {
@@ -496,7 +496,7 @@ fn whole_weights(scheme: Scheme, base: Option<&[f64]>, n: usize) -> bool {
     most * sum < bound && top * n as f64 * most < bound
 }
 
-/// [`edge_ranks`] for whole weights (see [`Sorted::table`]): every cumulative weight is an exact
+/// [`edge_ranks`] for whole weights (see `Sorted::table`, the tests' oracle): every cumulative weight is an exact
 /// integer, so partial sums in any grouping give the values of the sequential walk, and the walk
 /// skips each block of [`SKIP`] rows whose weight does not reach the next target. The walk
 /// adds integers (`u64`, exact as the float sums are): a float add's latency was the walk's

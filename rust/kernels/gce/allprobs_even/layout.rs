@@ -112,7 +112,7 @@ impl Layout {
 }
 
 /// The thresholds of a pass: its tables keep the scores above `thr`; with a finite `raise`
-/// (above `thr`, below every table's first edge: [`can_raise`]), the pass also makes each
+/// (above `thr`, below every table's first edge: [`super::can_raise`]), the pass also makes each
 /// table's raised twin, the table of the same bins at threshold `raise` (see the module doc).
 /// Otherwise `raise` is infinite.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,5 @@
 //! The AVX2 twin of the row pass ([`rows`]): bitwise the portable pass
-//! ([`super::accumulate_portable`]) once a chunk's lane runs are folded (the same exact unit
+//! ([`super::rows::accumulate_portable`]) once a chunk's lane runs are folded (the same exact unit
 //! sums, counts and logged entries), the same row checks, eight values at a time.
 
 use std::arch::x86_64::*;
@@ -11,7 +11,7 @@ use crate::kernels::core::units;
 use crate::kernels::core::validate::{in_range, row_ok, Checks, RANGE_TOL};
 use crate::kernels::{Inputs, Score};
 
-/// [`super::accumulate_portable`] with AVX2: the same adds into every cell, and the same row
+/// [`super::rows::accumulate_portable`] with AVX2: the same adds into every cell, and the same row
 /// checks (see the module doc). Eight values at a time: row-sum lanes as
 /// [`crate::kernels::core::validate::row_sum_and_bad`] adds them, one comparison pair per lane
 /// of the pass (masked adds of lane-biased units into the per-class run, or, pooled, into

@@ -5,6 +5,11 @@
 
 use std::ops::Range;
 
+#[cfg(doc)]
+use super::even_chunk;
+#[cfg(doc)]
+use crate::kernels::core::stats::LaneTables;
+
 use super::{pair_bad, run_chunk, Pairs, RunTables, BLOCK};
 use crate::kernels::core::edges::EvenEdges;
 use crate::kernels::core::units;
@@ -180,6 +185,11 @@ pub(super) mod x86 {
     use crate::kernels::{Grouping, Score};
     use std::arch::x86_64::*;
     use std::ops::Range;
+
+#[cfg(doc)]
+use super::even_chunk;
+#[cfg(doc)]
+use crate::kernels::core::stats::LaneTables;
 
     /// What [`cells_of`] and [`push_block`] do to every four pairs, and the checks they gather
     /// on the way (only gathered: a failing chunk is refused as a whole).

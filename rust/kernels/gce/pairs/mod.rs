@@ -120,7 +120,8 @@ impl<'a, T: Score> Pairs<'a, T> {
 
 /// Whether a pair fails its value checks: a confidence outside [0, 1] up to `RANGE_TOL`
 /// (NaN included: [`in_range`]), or an outcome other than 0 or 1. The one rule of every
-/// portable pass (branch-free; the AVX2 twins use [`out_of_range_avx2`]).
+/// portable pass (branch-free; the AVX2 twins use
+/// [`out_of_range_avx2`](crate::kernels::core::validate::out_of_range_avx2)).
 #[inline(always)]
 fn pair_bad(s: f64, c: u8) -> bool {
     !in_range(s) | (c > 1)

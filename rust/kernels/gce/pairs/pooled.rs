@@ -4,6 +4,9 @@
 
 use std::ops::Range;
 
+#[cfg(doc)]
+use super::even_chunk;
+
 use super::{pair_bad, run_chunk, RunTables};
 use super::Pairs;
 use crate::kernels::core::edges::EvenEdges;
@@ -73,7 +76,7 @@ pub(super) fn pooled_fits(e: &EvenEdges, threshold: f64) -> bool {
     e.b <= POOLED_MAX_BINS && b * RANGE_TOL < 0.45 && (b + 1.0) * (1.0 / b) > 1.0 + RANGE_TOL && threshold >= 0.0
 }
 
-/// [`even_chunk`] of pooled groupings (predicted classes, if any, checked apart): one pass per
+/// [`even_chunk`](super::even_chunk) of pooled groupings (predicted classes, if any, checked apart): one pass per
 /// span that validates,
 /// bins and adds each pair into [`PooledTables`] with `push` ([`push_pooled`]; the tests also
 /// pass its portable twin).
@@ -149,6 +152,9 @@ mod x86 {
     use crate::kernels::Score;
     use std::arch::x86_64::*;
     use std::ops::Range;
+
+#[cfg(doc)]
+use super::even_chunk;
 
     /// Rounds to an integer when added (1.5 * 2^52: sums in [2^52, 2^53) are integers, and the
     /// low 32 bits of the sum's pattern are the integer added, as two's complement).
