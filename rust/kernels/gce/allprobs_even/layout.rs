@@ -112,9 +112,9 @@ impl Layout {
 }
 
 /// The thresholds of a pass: its tables keep the scores above `thr`; with a finite `raise`
-/// (above `thr`, below every table's first edge: [`super::can_raise`]), the pass also makes each
-/// table's raised twin, the table of the same bins at threshold `raise` (see the module doc).
-/// Otherwise `raise` is infinite.
+/// (above `thr`, below every table's first edge: [`super::can_raise`]), the pass also makes
+/// each table's raised twin, the table of the same bins at threshold `raise` (see the module
+/// doc). Otherwise `raise` is infinite.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cut {
     pub(crate) thr: f64,

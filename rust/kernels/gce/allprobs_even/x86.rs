@@ -1,6 +1,6 @@
 //! The AVX2 twin of the row pass ([`rows`]): bitwise the portable pass
-//! ([`super::rows::accumulate_portable`]) once a chunk's lane runs are folded (the same exact unit
-//! sums, counts and logged entries), the same row checks, eight values at a time.
+//! ([`super::rows::accumulate_portable`]) once a chunk's lane runs are folded (the same exact
+//! unit sums, counts and logged entries), the same row checks, eight values at a time.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -11,8 +11,8 @@ use crate::kernels::core::units;
 use crate::kernels::core::validate::{in_range, row_ok, Checks, RANGE_TOL};
 use crate::kernels::{Inputs, Score};
 
-/// [`super::rows::accumulate_portable`] with AVX2: the same adds into every cell, and the same row
-/// checks (see the module doc). Eight values at a time: row-sum lanes as
+/// [`super::rows::accumulate_portable`] with AVX2: the same adds into every cell, and the same
+/// row checks (see the module doc). Eight values at a time: row-sum lanes as
 /// [`crate::kernels::core::validate::row_sum_and_bad`] adds them, one comparison pair per lane
 /// of the pass (masked adds of lane-biased units into the per-class run, or, pooled, into
 /// registers holding the eight lane cells), and a bit mask sending the entries outside the

@@ -13,9 +13,10 @@
 //!    bucket by bucket (in no particular order within a bucket; nothing is sorted); the exact
 //!    adaptive edges are read by selection within their buckets;
 //! 4. every other bucket lies wholly inside one bin, so bin totals come from the histogram
-//!    sums (the buckets between two edges at once, from running totals); the members of each wanted bucket are summed by segment between the edges of
-//!    every requested table that fall in it (once for all tables); outcomes (1 only at the true label) are binned
-//!    from the list of true-label scores.
+//!    sums (the buckets between two edges at once, from running totals); the members of each
+//!    wanted bucket are summed by segment between the edges of every requested table that
+//!    fall in it (once for all tables); outcomes (1 only at the true label) are binned from
+//!    the list of true-label scores.
 //!
 //! Score sums follow the rule of [`crate::kernels::core::units`]: each kept score adds exactly
 //! its grid units, bucket totals and segment sums are exact integers, and a bin's sum is their

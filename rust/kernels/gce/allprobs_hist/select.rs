@@ -65,9 +65,9 @@ impl Selection {
 
 /// The members of the wanted buckets, bucket by bucket (in no order within a bucket), and the
 /// exact values of the requested ranks, read by selection within their buckets (no bucket is
-/// sorted: ranks are order statistics, and run sums exact sums of grid units, in any order). Reused
-/// from group to group within a worker, with the histogram and the other per-group buffers
-/// (fresh buffers would cost page faults each time).
+/// sorted: ranks are order statistics, and run sums exact sums of grid units, in any order).
+/// Reused from group to group within a worker, with the histogram and the other per-group
+/// buffers (fresh buffers would cost page faults each time).
 #[derive(Default)]
 pub(super) struct Candidates {
     /// Members of the wanted buckets, bucket after bucket (in no order within a bucket).
@@ -717,6 +717,9 @@ mod tests {
         let whole = run(cand.clone(), Vec::new()).unwrap();
         let cut = cand.len() / 3;
         assert_eq!(run(Vec::new(), vec![cand[..cut].to_vec(), cand[cut..].to_vec()]).unwrap(), whole);
+        // Placed from both ends of each list: lists of one, none and an odd or even number.
+        let uneven = vec![cand[..1].to_vec(), Vec::new(), cand[1..cut | 1].to_vec(), cand[cut | 1..].to_vec()];
+        assert_eq!(run(cand[..0].to_vec(), uneven).unwrap(), whole);
         let mut short = cand.clone();
         short.pop();
         assert_eq!(run(short, Vec::new()).err(), Some(KernelError::InputChanged));
