@@ -99,32 +99,51 @@ def load(path: str, name: str):
     return mod
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of an A/B run: two builds, cases, shapes and dtypes (also
+    ``cg_builds.py``'s)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("cases", help=",".join(CALLS))
     ap.add_argument("shapes", help="NxK[,NxK...]")
     ap.add_argument("dtypes", nargs="?", default="float64")
-    ap.add_argument("--repeat", type=int, default=15)
-    a = ap.parse_args()
-    unknown = sorted(set(a.cases.split(",")) - set(CALLS))
+    return ap
+
+
+def check_cases(ap: argparse.ArgumentParser, cases: str) -> list[str]:
+    """The comma-separated ``cases``, each a key of ``CALLS``."""
+    unknown = sorted(set(cases.split(",")) - set(CALLS))
     if unknown:
         ap.error(f"unknown cases {unknown}; the cases are {','.join(CALLS)}")
+    return cases.split(",")
+
+
+def inputs(n: int, k: int, dt: str):
+    """The arrays of one shape and dtype: labels, an (n, k) softmax of scaled normal logits, and
+    its top-label pairs (confidence, correct, predicted, k)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, k)) * 3
+    p = np.exp(x - x.max(1, keepdims=True))
+    p = (p / p.sum(1, keepdims=True)).astype(dt)
+    y = rng.integers(0, k, n)
+    pred = p.argmax(1)
+    pr = (np.ascontiguousarray(p.max(1)), (pred == y).astype(np.uint8), pred.astype(np.int64), k)
+    return y, p, pr
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--repeat", type=int, default=15)
+    a = ap.parse_args()
+    cases = check_cases(ap, a.cases)
     old, new = load(a.old, "a"), load(a.new, "b")
     print(f"CPU: {cpu_model()}; RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'all')}")
-    rng = np.random.default_rng(0)
     for shape in a.shapes.split(","):
         n, k = map(int, shape.split("x"))
         for dt in a.dtypes.split(","):
-            x = rng.normal(size=(n, k)) * 3
-            p = np.exp(x - x.max(1, keepdims=True))
-            p = (p / p.sum(1, keepdims=True)).astype(dt)
-            y = rng.integers(0, k, n)
-            pred = p.argmax(1)
-            pr = (np.ascontiguousarray(p.max(1)), (pred == y).astype(np.uint8),
-                  pred.astype(np.int64), k)
-            for case in a.cases.split(","):
+            y, p, pr = inputs(n, k, dt)
+            for case in cases:
                 f = CALLS[case]
                 reps = max(1, int(3e6 // (n * k)))
                 best = {"old": np.inf, "new": np.inf}

@@ -24,12 +24,12 @@ the new one (``cargo build --release --features python --lib``), then::
     python benches/cg_builds.py /tmp/old.so target/release/libcalibkit.so ACE5,POOLA5 50000x100 float32
 
 Needs ``valgrind`` on the PATH. A (50k, 100) call takes 20-60 s under cachegrind; two child
-processes run at a time.
+processes run at a time. Use inputs of a million entries or more: on small ones the difference
+of the two runs is within the noise of the interpreter's own work.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -45,23 +45,9 @@ EVENTS = ("Ir", "D1", "LL", "Bm")
 CACHES = ("--D1=32768,8,64", "--LL=1048576,16,64")
 
 
-def inputs(n: int, k: int, dt: str):
-    """The arrays of ``ab_builds.py`` for one shape and dtype."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(n, k)) * 3
-    p = np.exp(x - x.max(1, keepdims=True))
-    p = (p / p.sum(1, keepdims=True)).astype(dt)
-    y = rng.integers(0, k, n)
-    pred = p.argmax(1)
-    pr = (np.ascontiguousarray(p.max(1)), (pred == y).astype(np.uint8), pred.astype(np.int64), k)
-    return y, p, pr
-
-
 def child(so: str, case: str, n: int, k: int, dt: str, calls: int) -> None:
     """Runs ``case`` ``calls`` times with the build at ``so`` (under cachegrind)."""
-    from ab_builds import CALLS, load
+    from ab_builds import CALLS, inputs, load
 
     m = load(so, "cg")
     y, p, pr = inputs(n, k, dt)
@@ -90,7 +76,8 @@ def run(so: str, case: str, n: int, k: int, dt: str, calls: int, tmp: str) -> di
     cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", *CACHES,
            f"--cachegrind-out-file={out}", sys.executable, __file__, "--child", so, case,
            str(n), str(k), dt, str(calls)]
-    env = dict(os.environ, RAYON_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    # One hash seed: Python's own work (imports, dicts) is then the same in every child.
+    env = dict(os.environ, RAYON_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=HERE)
     if r.returncode != 0:
         raise SystemExit(f"cachegrind run failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}")
@@ -112,21 +99,14 @@ def main() -> None:
         so, case, n, k, dt, calls = sys.argv[2:8]
         child(so, case, int(n), int(k), dt, int(calls))
         return
-    from ab_builds import CALLS
+    from ab_builds import check_cases, parser
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("old")
-    ap.add_argument("new")
-    ap.add_argument("cases", help=",".join(CALLS))
-    ap.add_argument("shapes", help="NxK[,NxK...]")
-    ap.add_argument("dtypes", nargs="?", default="float64")
+    ap = parser(__doc__)
     a = ap.parse_args()
     if shutil.which("valgrind") is None:
         ap.error("valgrind is not on the PATH; install it (e.g. apt-get install valgrind) or time "
                  "the builds with benches/ab_builds.py")
-    unknown = sorted(set(a.cases.split(",")) - set(CALLS))
-    if unknown:
-        ap.error(f"unknown cases {unknown}; the cases are {','.join(CALLS)}")
+    cases = check_cases(ap, a.cases)
     builds = {"old": os.path.abspath(a.old), "new": os.path.abspath(a.new)}
     for key, so in builds.items():
         if not os.path.isfile(so):
@@ -137,7 +117,7 @@ def main() -> None:
         for shape in a.shapes.split(","):
             n, k = map(int, shape.split("x"))
             for dt in a.dtypes.split(","):
-                for case in a.cases.split(","):
+                for case in cases:
                     c = {key: per_call(so, case, n, k, dt, tmp, pool) for key, so in builds.items()}
                     cols = [f"{e} {c['old'][e] / 1e6:9.2f} -> {c['new'][e] / 1e6:9.2f} "
                             f"({c['new'][e] / max(c['old'][e], 1):.3f})" for e in EVENTS]
