@@ -53,7 +53,7 @@ pub fn score_rows<T: Score>(x: &Inputs<T>, g: &Grouping, check: &Checks) -> Resu
             for i in rows {
                 let s = t.conf[i];
                 if s > thr {
-                    f(if g.class_conditional { t.pred[i] as usize } else { 0 }, s, t.correct[i], i);
+                    f(t.group(g.class_conditional, i), s, t.correct[i], i);
                 }
             }
         }

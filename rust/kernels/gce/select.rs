@@ -596,8 +596,7 @@ pub fn scan_matrix<T: Keyed>(x: &Inputs<T>, max_prob: bool, class_conditional: b
         let none = Checks { values: false, row_sums: false, labels: false };
         let top = toplabel::summarise(x, &none)?;
         for i in 0..x.n {
-            let g = if class_conditional { top.pred[i] as usize } else { 0 };
-            scan.visit(g, x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
+            scan.visit(top.group(class_conditional, i), x.row(i)[(top.pred[i] as usize).min(x.k - 1)], top.correct[i]);
         }
     } else if class_conditional && scan.filter.as_ref().is_some_and(|(f, _)| f.iter().map(Vec::len).sum::<usize>() * 8 <= ROW_ORDER_FILTERS) {
         // a later pass whose filters, every group's, stay in cache: row by row, one read of

@@ -24,6 +24,14 @@ pub struct TopLabel {
     pub correct: Vec<bool>,
 }
 
+impl TopLabel {
+    /// Row i's group: its predicted class when `class_conditional`, else the one group 0.
+    #[inline(always)]
+    pub fn group(&self, class_conditional: bool, i: usize) -> usize {
+        if class_conditional { self.pred[i] as usize } else { 0 }
+    }
+}
+
 /// The validated top-label summary of every row.
 pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, KernelError> {
     if check.labels {
@@ -64,7 +72,7 @@ pub fn summarise<T: Score>(x: &Inputs<T>, check: &Checks) -> Result<TopLabel, Ke
 /// Statistics of the top-label grouping for `b` bins.
 pub fn stats(top: &TopLabel, k: usize, g: &Grouping, b: usize) -> BinStats {
     let groups = g.groups(k);
-    let group_of = |i: usize| if g.class_conditional { top.pred[i] as usize } else { 0 };
+    let group_of = |i: usize| top.group(g.class_conditional, i);
     match g.binning {
         Binning::Even if toplabel_even::fused_even_fits(g, k, &[b]) => {
             // The order of `toplabel_even::even_stats` (what `gce` runs): the same row chunks,
@@ -126,8 +134,7 @@ pub fn adaptive_stats(top: &TopLabel, k: usize, g: &Grouping, bins: &[usize]) ->
     for i in 0..top.conf.len() {
         let s = top.conf[i];
         if s > g.threshold {
-            let group = if g.class_conditional { top.pred[i] as usize } else { 0 };
-            members[group].push((s, top.correct[i]));
+            members[top.group(g.class_conditional, i)].push((s, top.correct[i]));
         }
     }
     adaptive_tables(members, bins, g.threshold)
