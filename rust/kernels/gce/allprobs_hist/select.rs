@@ -51,6 +51,11 @@ impl Selection {
         Selection { n, wanted, cum_before, cand_offset, total: off as usize }
     }
 
+    /// The number of the group's values in buckets before `q` (`q` up to the number of keys).
+    fn before(&self, q: usize) -> u64 {
+        self.cum_before.get(q).copied().unwrap_or(self.n)
+    }
+
     /// The bucket holding rank `r` (0-based) of the group.
     fn bucket_of(cum_before: &[u64], r: u64) -> usize {
         cum_before.partition_point(|&c| c <= r) - 1
@@ -271,8 +276,9 @@ impl Segments {
             let members = sel.members(h, &cand.placed, q);
             if m <= MASKED_EDGES {
                 // Segment i holds the members at or above edge i - 1 less those at or above
-                // edge i: one masked pass per edge (and one for all), each exact.
-                let mut above = at_or_above(members, f64::NEG_INFINITY);
+                // edge i: one masked pass per edge, each exact; all of them are the bucket's
+                // histogram totals (its members, as `place` checked).
+                let mut above = (h.count(q), h.sum[q]);
                 for (i, &e) in es.iter().enumerate() {
                     let next = at_or_above(members, e);
                     sums[i] = (above.0 - next.0, above.1.less(next.1));
@@ -298,30 +304,28 @@ impl Segments {
     }
 }
 
-/// Running totals of a group's buckets: entry q holds the count and units of buckets `0..q`,
-/// so the buckets between two edges add in one difference (exact, as [`Lanes::less`] is),
-/// not one by one per table.
+/// Running sums of a group's buckets: entry q holds the units of buckets `0..q` (their counts
+/// are the selection's, [`Selection::before`]), so the buckets between two edges add in one
+/// difference (exact, as [`Lanes::less`] is), not one by one per table.
 #[derive(Default)]
-pub(super) struct Running(Vec<RunSum>);
+pub(super) struct Running(Vec<Lanes>);
 
 impl Running {
     fn build(&mut self, h: &Hist, nk: usize) {
         self.0.clear();
         self.0.reserve(nk + 1);
-        let mut acc: RunSum = (0, Lanes::default());
+        let mut acc = Lanes::default();
         self.0.push(acc);
         for q in 0..nk {
-            acc.0 += h.cnt[q] as u64;
-            acc.1.merge(h.sum[q]);
+            acc.merge(h.sum[q]);
             self.0.push(acc);
         }
     }
 
     /// Count and units of buckets `a..b`.
-    fn between(&self, a: usize, b: usize) -> (u64, i128) {
-        let (hi, lo) = (self.0[b], self.0[a]);
-        let n = hi.0 - lo.0;
-        (n, hi.1.less(lo.1).units(n))
+    fn between(&self, sel: &Selection, a: usize, b: usize) -> (u64, i128) {
+        let n = sel.before(b) - sel.before(a);
+        (n, self.0[b].less(self.0[a]).units(n))
     }
 }
 
@@ -334,18 +338,19 @@ impl Running {
 /// grid units, so each bin holds exactly the sum of its scores' units: the table depends only
 /// on the values and these edges, not on which other binnings share the selection, nor on the
 /// buckets, and is bitwise the table of any other path that bins the same scores at the same
-/// edges.
+/// edges. (`cand`: its running sums and segments built.)
 fn fill_bins(
     h: &Hist,
-    run: &Running,
-    segs: &Segments,
+    sel: &Selection,
+    cand: &Candidates,
     positives: &[f64],
     edges: &[f64],
     edge_buckets: &[usize],
     nb: usize,
 ) -> BinStats {
+    let (run, segs) = (&cand.running, &cand.segs);
     let mut st = BinStats::zeros(1, nb);
-    let nk = run.0.len() - 1;
+    let nk = sel.wanted.len();
     let mut add = |bin: usize, (c, u): (u64, i128)| {
         if c > 0 {
             st.count[bin] += c as f64;
@@ -359,7 +364,7 @@ fn fill_bins(
         // Bucket q holds edges bin, bin + 1, ..., bin + t - 1; the buckets before it (after
         // the previous edges' bucket) lie wholly in bin `bin`.
         let t = edge_buckets[bin..].iter().take_while(|&&e| e == q).count();
-        add(bin, run.between(from, q));
+        add(bin, run.between(sel, from, q));
         if h.cnt[q] > 0 {
             // A member s is in bin bin + (how many of the bucket's edges are <= s). Members
             // below edge e are the segments before the bucket's (every table's) edges above e.
@@ -377,7 +382,7 @@ fn fill_bins(
         bin += t;
         from = q + 1;
     }
-    add(bin, run.between(from, nk));
+    add(bin, run.between(sel, from, nk));
     st.finish();
     for &s in positives {
         st.sum_outcome[bin_by_edges(edges, s)] += 1.0;
@@ -395,11 +400,10 @@ fn finalize(
     req: &Request,
     thr: f64,
 ) -> GroupResult {
-    let (segs, run) = (&cand.segs, &cand.running);
     let even = req
         .even
         .iter()
-        .map(|(e, upper, ek)| fill_bins(h, run, segs, pos, upper, ek, e.num_bins()))
+        .map(|(e, upper, ek)| fill_bins(h, sel, cand, pos, upper, ek, e.num_bins()))
         .collect();
     let adaptive = req
         .adaptive
@@ -412,7 +416,7 @@ fn finalize(
                 .into_iter()
                 .map(|r| cand.edge(sel, r as u64))
                 .unzip();
-            let st = fill_bins(h, run, segs, pos, &edges, &eb, b);
+            let st = fill_bins(h, sel, cand, pos, &edges, &eb, b);
             (adaptive_boundaries(&edges, b, thr), st)
         })
         .collect();
