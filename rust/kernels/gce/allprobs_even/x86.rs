@@ -167,10 +167,10 @@ fn row_tail<T: Score, const COUNT: bool>(
 }
 
 /// The tail of a dense (`COUNT`: counted) row (`n` columns from `n8`, 0 < `n` < 8, as
-/// vectors `t0`, `t1` padded with zeros) into every lane, as a group of eight whose entries past the
-/// tail are in no lane: class-conditional, cells n8..n8 + 8, the tail's and padding cells
-/// (see [`LanePart`](super::LanePart)); pooled, the eight lane cells, those past the tail
-/// taking the biased units of 0.0 as in the portable pass.
+/// vectors `t0`, `t1` padded with zeros) into every lane, as a group of eight whose entries
+/// past the tail are in no lane: class-conditional, cells n8..n8 + 8, the tail's and padding
+/// cells (see [`LanePart`](super::LanePart)); pooled, the eight lane cells, those past the
+/// tail taking the biased units of 0.0 as in the portable pass.
 #[inline(always)]
 fn tail_lanes<const COUNT: bool>(t0: __m256d, t1: __m256d, n: usize, n8: usize, pass: &Pass, part: &mut Part) {
     assert!(0 < n && n < 8);
@@ -220,12 +220,11 @@ impl Default for RowCheck {
 /// Columns `cols` (groups of eight, at most [`BLOCK`]) of a row into one lane (scores in
 /// (`thr`, `u`)) of a dense (`COUNT`: counted) chunk, class-conditional or `POOLED`: each
 /// entry adds its lane-biased units ([`units::biased`]) to its lane cell's run `run` if in the
-/// lane, else those of 0.0, as the portable pass does. With
-/// `FIRST` (the narrowest lane), also the row's checks in `first` and each group's mask of
-/// the entries to scatter in `masks` (dense: all outside the lane; counted: the kept ones
-/// outside it, the dropped ones being checked against the lower bound here; with `RAISE`,
-/// also those above `raise`): those are all the entries that can fail. Whether any entry
-/// is to scatter (`FIRST` only).
+/// lane, else those of 0.0, as the portable pass does. With `FIRST` (the narrowest lane),
+/// also the row's checks in `first` and each group's mask of the entries to scatter in
+/// `masks` (dense: all outside the lane; counted: the kept ones outside it, the dropped ones
+/// being checked against the lower bound here; with `RAISE`, also those above `raise`): those
+/// are all the entries that can fail. Whether any entry is to scatter (`FIRST` only).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn lane_block<T: Score, const FIRST: bool, const RAISE: bool, const COUNT: bool, const POOLED: bool>(
