@@ -1,6 +1,7 @@
 //! Glue of the weighted binning primitive ([`crate::kernels::weighted::grouped`]).
 
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use crate::kernels::core::validate::Checks;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -67,6 +68,11 @@ fn dispatch<'py>(
         // the Python layer converts both before this call).
         return Err(InputTypeError::new_err("scores must be a 1-D float32 or float64 NumPy array"));
     };
+    table_tuple(py, st, with_units)
+}
+
+/// A table as the tuple `grouped_bin_stats` returns (module doc of its binding).
+fn table_tuple<'py>(py: Python<'py>, st: BinStats, with_units: bool) -> PyResult<Bound<'py, PyTuple>> {
     let shape = [st.groups, st.nb];
     let u = if with_units { Some(super::units::units_to_py(py, &st)?.map(|a| a.into_any())) } else { None };
     let count = st.count.into_pyarray(py).reshape(shape)?;
@@ -100,6 +106,35 @@ pub fn grouped_bin_stats<'py>(
     guard(py, || {
         let binning = Binning::parse(binning).map_err(to_py)?;
         dispatch(py, groups, scores, outcomes, weights, num_groups, Bins::Rule(binning, num_bins), units)
+    })
+}
+
+/// weighted_even_stats(labels, probs, weights, class_conditional, threshold, num_bins)
+/// -> as grouped_bin_stats(..., units=True) on the kept (group, score, outcome) triples of the
+/// all-probabilities grouping (`class_conditional`, `threshold`) of the validated matrix, each
+/// weighted by its row's weight, bit for bit, in one pass over the matrix
+/// ([`crate::kernels::weighted::matrix`]).
+#[pyfunction]
+pub fn weighted_even_stats<'py>(
+    py: Python<'py>,
+    labels: PyReadonlyArray1<'py, i64>,
+    probs: &Bound<'py, PyAny>,
+    weights: PyReadonlyArray1<'py, f64>,
+    class_conditional: bool,
+    threshold: f64,
+    num_bins: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    guard(py, || {
+        let w = contiguous(&weights, "weights")?;
+        let st = dispatch!(py, labels, probs, |x| crate::kernels::weighted::matrix::even_stats(
+            x,
+            w,
+            class_conditional,
+            threshold,
+            num_bins,
+            &Checks::ALL
+        ))?;
+        table_tuple(py, st, true)
     })
 }
 

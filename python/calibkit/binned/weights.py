@@ -26,13 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native, _toplabel
-from .._params import check_weight_total, check_weights
+from .._params import check_gce_params, check_weight_total, check_weights
 from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
-from .table import CalibrationBins, reduce_table, rows_table
+from .table import CalibrationBins, _wrap_units, reduce_table, rows_table
 
-__all__ = ["as_sample_weight", "Triples", "form_triples", "pair_triples", "weighted_bins",
-           "weighted_evaluate"]
+__all__ = ["as_sample_weight", "Triples", "form_triples", "matrix_table", "pair_triples",
+           "weighted_bins", "weighted_evaluate"]
 
 
 def as_sample_weight(sample_weight, n: int, *, allow_all_zero: bool = False,
@@ -122,6 +122,28 @@ def pair_triples(pairs, *, binning: str, class_conditional: bool, threshold: flo
                    bool(class_conditional), float(threshold))
 
 
+def _fits_matrix_pass(binning: str, max_prob: bool, w: np.ndarray, k: int) -> bool:
+    """Whether a metric's weighted table comes from one pass over the matrix
+    (``_native.weighted_even_stats``) rather than its triples: even bins over all
+    probabilities, and weights whose total over the kept entries (at most ``k`` per row)
+    cannot overflow, which the triples path checks (and names) otherwise."""
+    if binning != "even" or max_prob:
+        return False
+    with np.errstate(over="ignore"):
+        return float(np.sum(w)) * k < 1e300
+
+
+def matrix_table(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, class_conditional: bool,
+                 threshold: float, num_bins: int) -> tuple:
+    """The weighted even table (counts, score sums, outcome sums, edges, units) of an
+    all-probabilities metric from validated ``(y, p)`` and checked row weights ``w``: bit for
+    bit the weighted primitive's table of the metric's triples (:func:`form_triples` with
+    :meth:`Triples.weight_of`), in one Rust pass over the matrix
+    (``rust/kernels/weighted/matrix.rs``)."""
+    return _wrap_units(_native.weighted_even_stats(y, p, w, bool(class_conditional),
+                                                   float(threshold), int(num_bins)))
+
+
 def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
                   class_conditional: bool, threshold: float, num_bins: int,
                   pairs=None) -> CalibrationBins:
@@ -137,9 +159,16 @@ def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
             "sample_weight is not supported for multilabel (N, K) label matrices yet; pass "
             "1-D class labels, or compute each column with calibkit.gce(..., sample_weight=)"
         )
-    tr = form_triples(labels, probs, binning=binning, max_prob=max_prob,
-                      class_conditional=class_conditional, threshold=threshold, num_bins=num_bins)
+    y, p = validate_inputs(labels, probs)
     w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
+    if _fits_matrix_pass(binning, max_prob, w, p.shape[1]):
+        num_bins = check_gce_params(binning, "l1", threshold, num_bins)[3]
+        c, s, o, e, u = matrix_table(y, p, w, class_conditional=class_conditional,
+                                     threshold=threshold, num_bins=num_bins)
+        return CalibrationBins(c, s, o, e, p.shape[1], binning, bool(class_conditional), False,
+                               float(threshold), u)
+    tr = form_triples(y, p, binning=binning, max_prob=max_prob,
+                      class_conditional=class_conditional, threshold=threshold, num_bins=num_bins)
     return tr.bins(tr.weight_of(w))
 
 
@@ -153,12 +182,24 @@ def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
 
     n = int(np.shape(labels)[0])
     w = as_sample_weight(sample_weight, n)
+    y, p = validate_inputs(labels, probs)
     cache: dict = {}
+    tables: dict = {}
     out = np.empty((len(space), len(bins)))
     for i, spec in enumerate(space):
+        if _fits_matrix_pass(spec.binning, spec.max_prob, w, p.shape[1]):
+            # one pass over the matrix per (grouping, bin count), shared by both norms
+            for j, b in enumerate(bins):
+                key = (spec.class_conditional, spec.threshold, int(b))
+                if key not in tables:
+                    tables[key] = matrix_table(y, p, w, class_conditional=spec.class_conditional,
+                                               threshold=spec.threshold, num_bins=int(b))
+                c, s, o = tables[key][:3]
+                out[i, j] = reduce_table(c, s, o, spec.norm, spec.class_conditional)
+            continue
         key = (spec.max_prob, spec.class_conditional, spec.threshold)
         if key not in cache:
-            tr = form_triples(labels, probs, binning=spec.binning, max_prob=spec.max_prob,
+            tr = form_triples(y, p, binning=spec.binning, max_prob=spec.max_prob,
                               class_conditional=spec.class_conditional,
                               threshold=spec.threshold, num_bins=1)
             cache[key] = (tr, tr.weight_of(w))

@@ -80,6 +80,11 @@ impl<T: Default> PerThread<T> {
         PerThread((0..rayon::current_num_threads() + 1).map(|_| std::sync::Mutex::new(T::default())).collect())
     }
 
+    /// The values, one per thread (in no particular order), once the call's jobs are done.
+    pub(crate) fn into_values(self) -> impl Iterator<Item = T> {
+        self.0.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Runs `f` with this thread's value.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let at = rayon::current_thread_index().map_or(0, |i| i + 1) % self.0.len();

@@ -2,7 +2,8 @@
 //! `(group, score, outcome, weight)` rows -> per-(group, bin) table), each entry's cell of a
 //! table ([`cells`]), and resampling on the same table ([`resample`]: bootstrap resamples as
 //! weights; [`consistency`]: labels redrawn; both with the counter-based draws of [`draws`];
-//! [`adaptive`]: bootstrap resamples of adaptive bins from one sorted order). Every table's
+//! [`adaptive`]: bootstrap resamples of adaptive bins from one sorted order), and the
+//! weighted even tables of a probability matrix in one pass ([`matrix`]). Every table's
 //! sums are exact sums of grid units ([`sums`]), so they do not depend on the order of the
 //! rows.
 
@@ -12,5 +13,6 @@ pub mod consistency;
 pub mod draws;
 pub mod grouped;
 pub mod hits;
+pub mod matrix;
 pub mod resample;
 pub mod sums;

@@ -1,0 +1,407 @@
+//! Weighted even tables of a probability matrix, in one pass over it: the all-probabilities
+//! groupings (`max_prob = false`: SCE and its relatives) with per-row weights.
+//!
+//! The table is, bit for bit, the weighted primitive's ([`grouped_bin_stats`], even bins) on
+//! the metric's kept `(group, score, outcome)` triples ([`score_rows`]) with each triple
+//! weighted by its row's weight, without forming the triples (at (50k, 100) float64 their
+//! forming and weighting took 90 of the 225 ms of a weighted SCE, and binning 5M of them
+//! another 120):
+//! - the same cells: an entry kept (`score > threshold`) goes to its group (its column when
+//!   class-conditional, else 0) and to the even bin [`EvenEdges::bin`] of its score;
+//! - the same units per entry ([`sums`]: count `round(w s 2^50)`, score `w s units(x)`, and
+//!   the count's units as outcome at the true label), summed exactly in `i128`, so the order
+//!   of the entries does not matter;
+//! - the same scales ([`Scales`]): they depend on the largest weight of a row with a kept
+//!   entry, on the number of kept entries and on the largest kept score, which the pass finds
+//!   as it sums. It sums with the scales those would give if every entry were kept (the same
+//!   whenever the largest weight is at least 1/2 and far below 2^74 over the entries); when
+//!   the found ones differ, it sums again with them.
+//!
+//! Adaptive bins need each group's weighted order and stay on the triples path.
+
+use rayon::prelude::*;
+
+use crate::kernels::core::chunks::{row_chunks, PerThread};
+use crate::kernels::core::edges::EvenEdges;
+use crate::kernels::core::spec::{Binning, Grouping};
+use crate::kernels::core::units;
+use crate::kernels::core::validate::{self, Checks};
+use crate::kernels::weighted::sums::{count_units, weighted_units, Scales};
+use crate::kernels::{BinStats, Inputs, KernelError, Score};
+
+// (for the links of the module doc)
+#[allow(unused_imports)]
+use crate::kernels::{gce::rows::score_rows, weighted::grouped::grouped_bin_stats, weighted::sums};
+
+/// One chunk's (or the whole pass's) sums: per cell (count, score, outcome) units, and what
+/// the scales depend on.
+struct Part {
+    cells: Vec<[i128; 3]>,
+    /// Kept entries.
+    kept: usize,
+    /// Largest weight of a row with a kept entry, and largest kept |score|.
+    max_weight: f64,
+    max_score: f64,
+}
+
+impl Part {
+    fn zeros(ncells: usize) -> Self {
+        Part { cells: vec![[0; 3]; ncells], kept: 0, max_weight: 0.0, max_score: 0.0 }
+    }
+
+    fn add(&mut self, o: &Part) {
+        for (a, b) in self.cells.iter_mut().zip(&o.cells) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = x.wrapping_add(*y);
+            }
+        }
+        self.kept += o.kept;
+        self.max_weight = if o.max_weight > self.max_weight { o.max_weight } else { self.max_weight };
+        self.max_score = if o.max_score > self.max_score { o.max_score } else { self.max_score };
+    }
+
+    /// The scales of the weighted primitive for these kept entries (its `scales`: outcomes
+    /// are 0 and 1, whose scale is 1).
+    fn scales(&self) -> Scales {
+        Scales {
+            weight: Scales::of_weights(self.max_weight, self.kept),
+            score: Scales::of_values(self.max_score),
+            outcome: 1.0,
+        }
+    }
+}
+
+/// Entries of a row handled at a time: their cells and score units first, then the table.
+const BLOCK: usize = 256;
+
+/// Below this magnitude, adding [`units::MAGIC`] rounds a float to a whole number (the fast
+/// case of [`weighted_units`]).
+const TWO51: f64 = 2_251_799_813_685_248.0;
+
+/// What one block of a row keeps: kept entries, largest kept |score|, and whether an entry
+/// needs [`weighted_units`]'s slow case.
+type BlockFacts = (usize, f64, bool);
+
+/// The per-entry rule of one pass: an entry of column `c` kept (`score > thr`) goes to cell
+/// `c * nb_if_cc + bin(score)` (`nb_if_cc` 0 when pooled), one not kept to cell `drop`.
+struct EntryRule {
+    e: EvenEdges,
+    nb_if_cc: usize,
+    thr: f64,
+    score_scale: f64,
+    drop: usize,
+}
+
+crate::kernels::core::simd::multiversion! {
+    /// The cells and weighted score units of a block `xs` of one row (columns from `col`,
+    /// scaled weight `ws`): a loop of register operations only (it vectorises), as
+    /// [`weighted_units`] computes them for a product below 2^51 in magnitude; a product at
+    /// or above it is flagged, and the caller computes that block one entry at a time.
+    /// `units(x)` is `((x + 6) - 6) 2^50`, exactly, for |x| < 2 (the sum rounds x to the
+    /// grid, as [`units::units`] does).
+    fn block_units<T: Score>(xs: &[T], col: usize, ws: f64, r: &EntryRule, cell: &mut [u32; BLOCK], su: &mut [i64; BLOCK]) -> BlockFacts {
+        let (mut kept, mut max_s, mut slow) = (0usize, 0.0f64, false);
+        // Two loops: the units (float and bit operations: they vectorise), then the cells.
+        for (u, v) in su.iter_mut().zip(xs) {
+            let x = v.to_f64() * r.score_scale;
+            let uf = ((x + units::SHIFT) - units::SHIFT) * units::SCALE;
+            let p = ws * uf;
+            *u = ((p + units::MAGIC).to_bits() as i64).wrapping_sub(units::MAGIC_BITS);
+            // (a NaN product, possible only for an input changed meanwhile, is slow too)
+            let fast = p.abs() < TWO51;
+            slow |= !fast;
+        }
+        for (j, (c, v)) in cell.iter_mut().zip(xs).enumerate() {
+            let s = v.to_f64();
+            let keep = s > r.thr;
+            *c = if keep { ((col + j) * r.nb_if_cc + r.e.bin(s)) as u32 } else { r.drop as u32 };
+            kept += keep as usize;
+            let m = if keep { s.abs() } else { 0.0 };
+            max_s = if m > max_s { m } else { max_s };
+        }
+        (kept, max_s, slow)
+    }
+}
+
+/// Adds the (count, score, outcome) units of rows `rows` at scales `sc` to `part` (a table
+/// with the drop cell).
+#[allow(clippy::too_many_arguments)]
+fn sum_rows<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    class_conditional: bool,
+    thr: f64,
+    e: &EvenEdges,
+    sc: &Scales,
+    rows: std::ops::Range<usize>,
+    part: &mut Part,
+) -> Result<(), KernelError> {
+    let nb = e.num_bins();
+    let ncells = part.cells.len() - 1;
+    // Entries not kept add to the last cell, which is dropped: no branch on the threshold.
+    let rule = EntryRule { e: e.clone(), nb_if_cc: if class_conditional { nb } else { 0 }, thr, score_scale: sc.score, drop: ncells };
+    let (cells, mut kept, mut max_w, mut max_s) = (&mut part.cells, part.kept, part.max_weight, part.max_score);
+    let (mut cell, mut su) = ([0u32; BLOCK], [0i64; BLOCK]);
+    for i in rows {
+        let ws = w[i] * sc.weight;
+        let cu = count_units(ws);
+        let row = x.row(i);
+        let before = kept;
+        for (b, xs) in row.chunks(BLOCK).enumerate() {
+            let (kb, mb, slow) = block_units(xs, b * BLOCK, ws, &rule, &mut cell, &mut su);
+            (kept, max_s) = (kept + kb, if mb > max_s { mb } else { max_s });
+            if slow {
+                // Products of 2^51 or more (large weights): the whole block by the rule itself.
+                for (&c, v) in cell.iter().zip(xs) {
+                    let a = &mut cells[c as usize];
+                    a[0] = a[0].wrapping_add(cu);
+                    a[1] = a[1].wrapping_add(weighted_units(ws, sc.score_units(v.to_f64())));
+                }
+                continue;
+            }
+            for (&c, &u) in cell.iter().zip(&su).take(xs.len()) {
+                let a = &mut cells[c as usize];
+                a[0] = a[0].wrapping_add(cu);
+                a[1] = a[1].wrapping_add(u as i128);
+            }
+        }
+        if kept > before {
+            max_w = if w[i] > max_w { w[i] } else { max_w };
+        }
+        // The outcome: the count's units at the true label's cell, if that entry is kept.
+        let label = x.labels[i] as u64 as usize;
+        let s = row.get(label).ok_or(KernelError::InputChanged)?.to_f64();
+        if s > thr {
+            let group = if class_conditional { label } else { 0 };
+            let a = &mut cells[group * nb + e.bin(s)];
+            a[2] = a[2].wrapping_add(cu);
+        }
+    }
+    (part.kept, part.max_weight, part.max_score) = (kept, max_w, max_s);
+    Ok(())
+}
+
+/// The whole pass at scales `sc`.
+fn sum_all<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    class_conditional: bool,
+    thr: f64,
+    e: &EvenEdges,
+    sc: &Scales,
+) -> Result<Part, KernelError> {
+    let ncells = if class_conditional { x.k * e.num_bins() } else { e.num_bins() };
+    // One table per thread, added to over its chunks and then to the others': the sums are
+    // integers, so the table does not depend on which thread summed which chunk (a table per
+    // chunk cost a table's zeroing, page faults and adding per chunk, most of the call at K =
+    // 1000).
+    let chunks = row_chunks(x.n, x.k);
+    let mut total = Part::zeros(ncells + 1);
+    if chunks.len() == 1 {
+        // On the calling thread (a short input: its GIL may be held, see `rust/py`).
+        sum_rows(x, w, class_conditional, thr, e, sc, 0..x.n, &mut total)?;
+        total.cells.truncate(ncells);
+        return Ok(total);
+    }
+    let tables = PerThread::<Option<Part>>::new();
+    chunks.par_iter().try_for_each(|r| {
+        tables.with(|t| {
+            let part = t.get_or_insert_with(|| Part::zeros(ncells + 1));
+            sum_rows(x, w, class_conditional, thr, e, sc, r.clone(), part)
+        })
+    })?;
+    for part in tables.into_values().flatten() {
+        total.add(&part);
+    }
+    total.cells.truncate(ncells);
+    Ok(total)
+}
+
+/// The even table (`num_bins` bins, groups as the grouping) of the all-probabilities grouping
+/// (`class_conditional`, `thr`) of `x` with row weights `w`: the weighted primitive's table of
+/// the grouping's kept triples (module doc). Validates the input as `check` asks, and `w`
+/// (one finite weight `>= 0` per row).
+pub fn even_stats<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    class_conditional: bool,
+    thr: f64,
+    num_bins: usize,
+    check: &Checks,
+) -> Result<BinStats, KernelError> {
+    let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional, threshold: thr };
+    g.check(num_bins)?;
+    let groups = if class_conditional { x.k } else { 1 };
+    g.check_table(x.k, num_bins)?;
+    if w.len() != x.n {
+        return Err(KernelError::Shape(format!(
+            "sample_weight has {} entries but probs has {} rows; pass one weight per row",
+            w.len(),
+            x.n
+        )));
+    }
+    validate::weights(w, "sample_weight")?;
+    validate::scan(x, check)?;
+    let e = EvenEdges::new(num_bins);
+    // The scales if every entry were kept, with scores within (-2, 2) (validated ones are).
+    let max_w = w.iter().fold(0.0f64, |m, &v| if v > m { v } else { m });
+    let guess = Scales { weight: Scales::of_weights(max_w, x.n * x.k), score: 1.0, outcome: 1.0 };
+    let mut part = sum_all(x, w, class_conditional, thr, &e, &guess)?;
+    let sc = part.scales();
+    if sc != guess {
+        part = sum_all(x, w, class_conditional, thr, &e, &sc)?;
+        // The kept entries are the same (unless another thread changed the input).
+        if part.scales() != sc {
+            return Err(KernelError::InputChanged);
+        }
+    }
+    let nb = e.num_bins();
+    let mut st = sc.table(groups, nb);
+    for (i, a) in part.cells.iter().enumerate() {
+        sc.write(&mut st, i, a[0], a[1], a[2]);
+    }
+    let one = e.boundaries();
+    st.edges = (0..groups).flat_map(|_| one.iter().copied()).collect();
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::gce::rows::score_rows;
+    use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
+
+    /// The weighted primitive on the grouping's triples, each weighted by its row's weight.
+    fn by_triples<T: Score>(x: &Inputs<T>, w: &[f64], cc: bool, thr: f64, b: usize) -> BinStats {
+        let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional: cc, threshold: thr };
+        let r = score_rows(x, &g, &Checks::ALL).unwrap();
+        let tw: Vec<f64> = r.row.iter().map(|&i| w[i as usize]).collect();
+        let rows = GroupedRows {
+            groups: Some(&r.group),
+            scores: &r.score,
+            outcomes: &r.outcome,
+            weights: Some(&tw),
+            num_groups: if cc { x.k } else { 1 },
+        };
+        grouped_bin_stats(&rows, Binning::Even, b).unwrap()
+    }
+
+    fn same(a: &BinStats, b: &BinStats, what: &str) {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a.count), bits(&b.count), "counts, {what}");
+        assert_eq!(bits(&a.sum_score), bits(&b.sum_score), "score sums, {what}");
+        assert_eq!(bits(&a.sum_outcome), bits(&b.sum_outcome), "outcome sums, {what}");
+        assert_eq!(a.units, b.units, "units, {what}");
+        assert_eq!(bits(&a.edges), bits(&b.edges), "edges, {what}");
+        assert_eq!((a.groups, a.nb), (b.groups, b.nb), "shape, {what}");
+    }
+
+    /// Softmax-like rows (some exact zeros and ones), labels, and weights of every kind the
+    /// scales treat apart.
+    fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
+        let mut draw = crate::kernels::tests::xorshift(seed);
+        let mut p = vec![0.0f64; n * k];
+        let mut y = vec![0i64; n];
+        for i in 0..n {
+            let raw: Vec<f64> = (0..k).map(|_| if draw() < 0.1 { 0.0 } else { draw().powi(6) }).collect();
+            let t: f64 = raw.iter().sum();
+            for (j, (v, r)) in p[i * k..(i + 1) * k].iter_mut().zip(&raw).enumerate() {
+                *v = if t > 0.0 { r / t } else if j == 0 { 1.0 } else { 0.0 };
+            }
+            y[i] = ((draw() * k as f64) as usize).min(k - 1) as i64;
+        }
+        (p, y)
+    }
+
+    fn weight_kinds(n: usize, seed: u64) -> Vec<(&'static str, Vec<f64>)> {
+        let mut draw = crate::kernels::tests::xorshift(seed);
+        let mut v = vec![
+            ("ones", vec![1.0; n]),
+            ("whole", (0..n).map(|_| (draw() * 5.0).floor()).collect()),
+            ("fractional", (0..n).map(|_| 0.5 + 1.5 * draw()).collect()),
+            ("small (lifted)", (0..n).map(|_| 1e-3 * draw()).collect()),
+            ("huge (lowered)", (0..n).map(|_| 1e21 * (0.5 + draw())).collect()),
+        ];
+        // The largest weight on a row that keeps nothing above a high threshold.
+        let mut w = vec![0.25; n];
+        w[0] = 0.75;
+        v.push(("largest weight on a dropped row", w));
+        v
+    }
+
+    #[test]
+    fn tables_are_the_primitive_tables_of_the_triples() {
+        for (n, k, seed) in [(300usize, 7usize, 1u64), (2500, 40, 2), (40, 1, 3)] {
+            let (mut p, y) = data(n, k, seed);
+            if k > 1 {
+                // row 0 keeps nothing above 0.5 (its largest weight is then not the kept one)
+                p[..k].fill(1.0 / k as f64);
+            }
+            let x = Inputs::new(&p, &y, k).unwrap();
+            for (name, w) in weight_kinds(n, seed + 10) {
+                for cc in [false, true] {
+                    for thr in [0.0, 0.01, 0.5] {
+                        for b in [1usize, 10, 15] {
+                            let what = format!("n {n} k {k} {name} cc {cc} thr {thr} b {b}");
+                            let got = even_stats(&x, &w, cc, thr, b, &Checks::ALL).unwrap();
+                            same(&got, &by_triples(&x, &w, cc, thr, b), &what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn float32_and_any_thread_count_give_the_same_tables() {
+        let (n, k) = (3000usize, 30usize);
+        let (p, y) = data(n, k, 7);
+        let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
+        let x = Inputs::new(&p32, &y, k).unwrap();
+        let w: Vec<f64> = (0..n).map(|i| 0.3 + (i % 7) as f64 * 0.37).collect();
+        for cc in [false, true] {
+            let want = by_triples(&x, &w, cc, 0.0, 15);
+            same(&even_stats(&x, &w, cc, 0.0, 15, &Checks::ALL).unwrap(), &want, "f32");
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let one = pool.install(|| even_stats(&x, &w, cc, 0.0, 15, &Checks::ALL).unwrap());
+            same(&one, &want, "one thread");
+        }
+    }
+
+    /// The vectorised block loop (AVX2 where the CPU has it) and the portable one give the
+    /// same tables, the primitive's, with rows longer than a block (K > 256).
+    #[test]
+    fn every_instruction_set_gives_the_same_tables() {
+        use crate::kernels::core::simd::{with_level, Level};
+        let (n, k) = (40usize, 300usize);
+        let (p, y) = data(n, k, 11);
+        let x = Inputs::new(&p, &y, k).unwrap();
+        for (name, w) in weight_kinds(n, 12) {
+            for cc in [false, true] {
+                let want = by_triples(&x, &w, cc, 0.001, 10);
+                for l in [Level::Portable, Level::Avx2] {
+                    let got = with_level(l, || even_stats(&x, &w, cc, 0.001, 10, &Checks::ALL).unwrap());
+                    same(&got, &want, &format!("{name} cc {cc} level {l:?}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_it() {
+        let p = [0.6f64, 0.4, 0.3, 0.7];
+        let y = [0i64, 1];
+        let x = Inputs::new(&p, &y, 2).unwrap();
+        let msg = |r: Result<BinStats, KernelError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg(even_stats(&x, &[1.0], true, 0.0, 10, &Checks::ALL)).contains("one weight per row"));
+        assert!(msg(even_stats(&x, &[1.0, -1.0], true, 0.0, 10, &Checks::ALL)).contains("sample_weight"));
+        assert!(msg(even_stats(&x, &[1.0, f64::NAN], true, 0.0, 10, &Checks::ALL)).contains("sample_weight"));
+        assert!(even_stats(&x, &[1.0, 1.0], true, 0.0, 0, &Checks::ALL).is_err());
+        let bad = [0.6f64, 0.5, 0.3, 0.7];
+        let xb = Inputs::new(&bad, &y, 2).unwrap();
+        assert!(even_stats(&xb, &[1.0, 1.0], true, 0.0, 10, &Checks::ALL).is_err());
+        let yb = [0i64, 2];
+        let xl = Inputs::new(&p, &yb, 2).unwrap();
+        assert!(even_stats(&xl, &[1.0, 1.0], true, 0.0, 10, &Checks::ALL).is_err());
+    }
+}
