@@ -356,3 +356,23 @@ fn pooled_adaptive_over_several_chunks_matches_sorting() {
         }
     }
 }
+
+/// The same rows in another order give the same pooled tables, bit for bit, when the rows are
+/// sorted so that the members of the wanted buckets crowd into a few chunks (their gathered
+/// lists then outgrow each chunk's share of the wanted values and grow).
+#[test]
+fn pooled_adaptive_tables_do_not_depend_on_the_row_order() {
+    let (n, k) = (400_000usize, 4usize);
+    let (p, y) = random_probs(n, k, 29);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| p[a * k].total_cmp(&p[b * k]));
+    let ps: Vec<f64> = order.iter().flat_map(|&i| p[i * k..(i + 1) * k].iter().copied()).collect();
+    let ys: Vec<i64> = order.iter().map(|&i| y[i]).collect();
+    let (x, xs) = (Inputs::new(&p, &y, k).unwrap(), Inputs::new(&ps, &ys, k).unwrap());
+    for thr in [0.0, 0.01] {
+        let g = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: false, threshold: thr };
+        for b in [15usize, 200] {
+            assert_eq!(bin_stats(&x, &g, b, &Checks::ALL).unwrap(), bin_stats(&xs, &g, b, &Checks::ALL).unwrap(), "thr={thr} B={b}");
+        }
+    }
+}

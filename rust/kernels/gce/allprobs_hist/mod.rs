@@ -51,7 +51,7 @@ mod transpose;
 
 use rayon::prelude::*;
 
-use crate::kernels::core::chunks::{map_fold, row_chunks_min, row_chunks_split, PerThread};
+use crate::kernels::core::chunks::{row_chunks_min, row_chunks_split, PerThread};
 use crate::kernels::core::edges::EvenEdges;
 use crate::kernels::core::validate::Checks;
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
@@ -130,13 +130,12 @@ impl Keys {
 /// 100, 279 against 330; 10..50, 353 against 383.
 const CLASS_FINE_BINS: usize = 32;
 
-/// Entries per chunk of the pooled histogram and gathering passes, at least. Each chunk has its
-/// own partial histogram (~650 KB, zeroed, then added to the total on the calling thread), so
-/// chunks must be large next to it; but they are the passes' only parallelism: chunks of 2^23
-/// entries made 6 of a (50k, 1000) matrix, and the pooled adaptive tables ran at 3.4x their
-/// one-thread speed on 16 cores (2026-11-28). 2^20 entries (8 MB of float64) make 48, and the
-/// partials' zeroing and merging about 3% of a chunk's read. Counts and unit sums are
-/// integers: no table depends on the chunks.
+/// Entries per chunk of the pooled histogram and gathering passes, at least: the passes' only
+/// parallelism (chunks of 2^23 entries made 6 of a (50k, 1000) matrix, and the pooled adaptive
+/// tables ran at 3.4x their one-thread speed on 16 cores, 2026-11-28; 2^20 make 48). Each
+/// thread keeps one partial histogram (~650 KB) over its chunks: a partial per chunk was
+/// zeroed (fresh pages), kept and added to the total on the calling thread 48 times. Counts
+/// and unit sums are integers: no table depends on the chunks.
 const POOLED_CHUNK_ENTRIES: usize = 1 << 20;
 
 /// What to compute for one group: even bin counts (with their upper edges u_1..u_B and the
@@ -280,36 +279,32 @@ pub fn stats<T: Score>(
         out
     } else {
         let req = Request::new(Keys::POOLED.above(thr), even, adaptive);
-        // Chunks of POOLED_CHUNK_ENTRIES, each with its partial histogram (~650 KB): each is
-        // added to the total in chunk order, and its counts of the wanted buckets size that
-        // chunk's gathering (no list grows, nothing is concatenated).
+        // Chunks of POOLED_CHUNK_ENTRIES; one partial histogram (~650 KB) per thread, added
+        // to over its chunks, then the partials added together (counts and unit sums are
+        // integers: no table depends on which thread counted which chunk).
         let chunks = row_chunks_min(x.n, x.k, POOLED_CHUNK_ENTRIES);
         let seg = |r: &std::ops::Range<usize>| &x.probs[r.start * x.k..r.end * x.k];
         let mut h = Hist::zeros(req.keys);
-        let mut part_counts: Vec<Vec<u32>> = Vec::with_capacity(chunks.len());
-        map_fold(
-            &chunks,
-            |r| -> Result<Hist, KernelError> {
-                let mut part = Hist::zeros(req.keys);
-                hist_values(&mut part, req.keys, seg(&r), thr);
-                Ok(part)
-            },
-            |part| {
+        if chunks.len() == 1 {
+            hist_values(&mut h, req.keys, seg(&chunks[0]), thr);
+        } else {
+            let parts = PerThread::<Option<Hist>>::new();
+            chunks.par_iter().for_each(|r| {
+                parts.with(|p| hist_values(p.get_or_insert_with(|| Hist::zeros(req.keys)), req.keys, seg(r), thr))
+            });
+            for part in parts.into_values().flatten() {
                 h.merge(&part);
-                part_counts.push(part.cnt);
-            },
-        )?;
+            }
+        }
         let sel = Selection::new(&h, &req);
-        let wanted_in = |cnt: &[u32]| -> usize {
-            sel.wanted.iter().zip(cnt).filter(|(&w, _)| w).map(|(_, &c)| c as usize).sum()
-        };
+        // Each chunk's list starts at its share of the wanted values (grown if it holds more).
+        let share = sel.total as f64 / x.probs.len().max(1) as f64;
         let mut scratch = Candidates::default();
         scratch.lists = chunks
             .par_iter()
-            .zip(&part_counts)
-            .map(|(r, cnt)| {
-                // Room for the block that `gather_values` writes past the wanted ones.
-                let mut c = Vec::with_capacity(wanted_in(cnt) + GATHER_BLOCK);
+            .map(|r| {
+                let room = (share * 1.25 * (r.len() * x.k) as f64) as usize + GATHER_BLOCK;
+                let mut c = Vec::with_capacity(room);
                 gather_values(&sel.wanted, req.keys, seg(r), thr, &mut c);
                 c
             })

@@ -16,7 +16,7 @@ pub(super) struct Selection {
     cum_before: Vec<u64>,
     cand_offset: Vec<u64>,
     /// Members of all wanted buckets together (the number of candidates).
-    total: usize,
+    pub(super) total: usize,
 }
 
 impl Selection {
