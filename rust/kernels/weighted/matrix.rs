@@ -1,16 +1,18 @@
 //! Weighted even tables of a probability matrix, in one pass over it: the all-probabilities
 //! groupings (`max_prob = false`: SCE and its relatives) with per-row weights.
 //!
-//! The table is, bit for bit, the weighted primitive's ([`grouped_bin_stats`], even bins) on
-//! the metric's kept `(group, score, outcome)` triples ([`score_rows`]) with each triple
+//! The table is, bit for bit, the weighted primitive's
+//! ([`grouped_bin_stats`](crate::kernels::weighted::grouped::grouped_bin_stats), even bins) on
+//! the metric's kept `(group, score, outcome)` triples
+//! ([`score_rows`](crate::kernels::gce::rows::score_rows)) with each triple
 //! weighted by its row's weight, without forming the triples (at (50k, 100) float64 their
 //! forming and weighting took 90 of the 225 ms of a weighted SCE, and binning 5M of them
 //! another 120):
 //! - the same cells: an entry kept (`score > threshold`) goes to its group (its column when
 //!   class-conditional, else 0) and to the even bin [`EvenEdges::bin`] of its score;
-//! - the same units per entry ([`sums`]: count `round(w s 2^50)`, score `w s units(x)`, and
-//!   the count's units as outcome at the true label), summed exactly in `i128`, so the order
-//!   of the entries does not matter;
+//! - the same units per entry ([`sums`](crate::kernels::weighted::sums): count
+//!   `round(w s 2^50)`, score `w s units(x)`, and the count's units as outcome at the true
+//!   label), summed exactly in `i128`, so the order of the entries does not matter;
 //! - the same scales ([`Scales`]): they depend on the largest weight of a row with a kept
 //!   entry, on the number of kept entries and on the largest kept score, which the pass finds
 //!   as it sums. It sums with the scales those would give if every entry were kept (the same
@@ -29,9 +31,6 @@ use crate::kernels::core::validate::{self, Checks};
 use crate::kernels::weighted::sums::{count_units, weighted_units, Scales};
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
-// (for the links of the module doc)
-#[allow(unused_imports)]
-use crate::kernels::{gce::rows::score_rows, weighted::grouped::grouped_bin_stats, weighted::sums};
 
 /// One chunk's (or the whole pass's) sums: per cell (count, score, outcome) units, and what
 /// the scales depend on.
