@@ -44,6 +44,15 @@ pub fn units(x: f64) -> i64 {
     biased(x).wrapping_sub(SHIFT_BITS)
 }
 
+/// [`units`] of a score x with |x| < 2 as a float, exactly, by float operations alone (a
+/// loop of them vectorises where the float-to-integer conversion does not): adding [`SHIFT`]
+/// rounds x to the grid as [`biased`] does, taking it off again is exact, and the grid value
+/// times 2^50 is the whole number of units (below 2^51: exact in a float).
+#[inline(always)]
+pub fn units_f64(x: f64) -> f64 {
+    ((x + SHIFT) - SHIFT) * SCALE
+}
+
 /// The biased units of a score x with |x| < 2: `units(x) + SHIFT_BITS`, the bit pattern of
 /// `x + SHIFT`; a sum of n of them, less n * `SHIFT_BITS` (wrapping), is the sum of the units
 /// whenever that fits in an `i64`.
@@ -127,6 +136,20 @@ pub fn sum_at(values: &[i128], cells: &[i64], num_cells: usize) -> Result<Vec<i1
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The float form of the units is the units, exactly, over (-2, 2): grid ties, values
+    /// near both ends, tiny and subnormal ones, and random scores.
+    #[test]
+    fn float_units_are_the_units() {
+        let mut xs = vec![0.0, -0.0, 1.0, -1.0, 0.5 * GRID, 1.5 * GRID, 2.5 * GRID, -2.5 * GRID, 1e-300, -1e-300, 5e-324];
+        xs.extend([2.0f64.next_down(), (-2.0f64).next_up(), 1.0 + GRID * 0.5, 1.0f64.next_down(), 1.0f64.next_up()]);
+        let mut draw = crate::kernels::tests::xorshift(0x0F1A_7001);
+        xs.extend((0..100_000).map(|_| (draw() - 0.5) * 4.0 * (1.0 - 1e-12)));
+        xs.extend((0..10_000).map(|_| draw().powi(40)));
+        for x in xs {
+            assert_eq!(units_f64(x), units(x) as f64, "x = {x:e}");
+        }
+    }
 
     #[test]
     fn units_round_to_nearest_even_on_the_grid() {

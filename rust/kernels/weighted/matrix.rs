@@ -28,7 +28,7 @@ use crate::kernels::core::edges::EvenEdges;
 use crate::kernels::core::spec::{Binning, Grouping};
 use crate::kernels::core::units;
 use crate::kernels::core::validate::{self, Checks};
-use crate::kernels::weighted::sums::{count_units, weighted_units, Scales};
+use crate::kernels::weighted::sums::{count_units, weighted_units, weighted_units_small, Scales};
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
 
@@ -73,10 +73,6 @@ impl Part {
 /// Entries of a row handled at a time: their cells and score units first, then the table.
 const BLOCK: usize = 256;
 
-/// Below this magnitude, adding [`units::MAGIC`] rounds a float to a whole number (the fast
-/// case of [`weighted_units`]).
-const TWO51: f64 = 2_251_799_813_685_248.0;
-
 /// What one block of a row keeps: kept entries, largest kept |score|, and whether an entry
 /// needs [`weighted_units`]'s slow case.
 type BlockFacts = (usize, f64, bool);
@@ -94,21 +90,15 @@ struct EntryRule {
 crate::kernels::core::simd::multiversion! {
     /// The cells and weighted score units of a block `xs` of one row (columns from `col`,
     /// scaled weight `ws`): a loop of register operations only (it vectorises), as
-    /// [`weighted_units`] computes them for a product below 2^51 in magnitude; a product at
-    /// or above it is flagged, and the caller computes that block one entry at a time.
-    /// `units(x)` is `((x + 6) - 6) 2^50`, exactly, for |x| < 2 (the sum rounds x to the
-    /// grid, as [`units::units`] does).
+    /// [`weighted_units_small`] of [`units::units_f64`]; a product of 2^51 or more is
+    /// flagged, and the caller computes that block one entry at a time.
     fn block_units<T: Score>(xs: &[T], col: usize, ws: f64, r: &EntryRule, cell: &mut [u32; BLOCK], su: &mut [i64; BLOCK]) -> BlockFacts {
         let (mut kept, mut max_s, mut slow) = (0usize, 0.0f64, false);
         // Two loops: the units (float and bit operations: they vectorise), then the cells.
         for (u, v) in su.iter_mut().zip(xs) {
-            let x = v.to_f64() * r.score_scale;
-            let uf = ((x + units::SHIFT) - units::SHIFT) * units::SCALE;
-            let p = ws * uf;
-            *u = ((p + units::MAGIC).to_bits() as i64).wrapping_sub(units::MAGIC_BITS);
-            // (a NaN product, possible only for an input changed meanwhile, is slow too)
-            let fast = p.abs() < TWO51;
-            slow |= !fast;
+            let (units, small) = weighted_units_small(ws, units::units_f64(v.to_f64() * r.score_scale));
+            *u = units;
+            slow |= !small;
         }
         for (j, (c, v)) in cell.iter_mut().zip(xs).enumerate() {
             let s = v.to_f64();
@@ -122,98 +112,94 @@ crate::kernels::core::simd::multiversion! {
     }
 }
 
-/// Adds the (count, score, outcome) units of rows `rows` at scales `sc` to `part` (a table
-/// with the drop cell).
-#[allow(clippy::too_many_arguments)]
-fn sum_rows<T: Score>(
-    x: &Inputs<T>,
-    w: &[f64],
+/// One weighted pass's input and grouping: row weights `w`, the grouping's threshold and
+/// whether it is class-conditional, and the even bins.
+struct Pass<'a, T: Score> {
+    x: &'a Inputs<'a, T>,
+    w: &'a [f64],
     class_conditional: bool,
     thr: f64,
-    e: &EvenEdges,
-    sc: &Scales,
-    rows: std::ops::Range<usize>,
-    part: &mut Part,
-) -> Result<(), KernelError> {
-    let nb = e.num_bins();
-    let ncells = part.cells.len() - 1;
-    // Entries not kept add to the last cell, which is dropped: no branch on the threshold.
-    let rule = EntryRule { e: e.clone(), nb_if_cc: if class_conditional { nb } else { 0 }, thr, score_scale: sc.score, drop: ncells };
-    let (cells, mut kept, mut max_w, mut max_s) = (&mut part.cells, part.kept, part.max_weight, part.max_score);
-    let (mut cell, mut su) = ([0u32; BLOCK], [0i64; BLOCK]);
-    for i in rows {
-        let ws = w[i] * sc.weight;
-        let cu = count_units(ws);
-        let row = x.row(i);
-        let before = kept;
-        for (b, xs) in row.chunks(BLOCK).enumerate() {
-            let (kb, mb, slow) = block_units(xs, b * BLOCK, ws, &rule, &mut cell, &mut su);
-            (kept, max_s) = (kept + kb, if mb > max_s { mb } else { max_s });
-            if slow {
-                // Products of 2^51 or more (large weights): the whole block by the rule itself.
-                for (&c, v) in cell.iter().zip(xs) {
-                    let a = &mut cells[c as usize];
-                    a[0] = a[0].wrapping_add(cu);
-                    a[1] = a[1].wrapping_add(weighted_units(ws, sc.score_units(v.to_f64())));
-                }
-                continue;
-            }
-            for (&c, &u) in cell.iter().zip(&su).take(xs.len()) {
-                let a = &mut cells[c as usize];
-                a[0] = a[0].wrapping_add(cu);
-                a[1] = a[1].wrapping_add(u as i128);
-            }
-        }
-        if kept > before {
-            max_w = if w[i] > max_w { w[i] } else { max_w };
-        }
-        // The outcome: the count's units at the true label's cell, if that entry is kept.
-        let label = x.labels[i] as u64 as usize;
-        let s = row.get(label).ok_or(KernelError::InputChanged)?.to_f64();
-        if s > thr {
-            let group = if class_conditional { label } else { 0 };
-            let a = &mut cells[group * nb + e.bin(s)];
-            a[2] = a[2].wrapping_add(cu);
-        }
-    }
-    (part.kept, part.max_weight, part.max_score) = (kept, max_w, max_s);
-    Ok(())
+    e: EvenEdges,
 }
 
-/// The whole pass at scales `sc`.
-fn sum_all<T: Score>(
-    x: &Inputs<T>,
-    w: &[f64],
-    class_conditional: bool,
-    thr: f64,
-    e: &EvenEdges,
-    sc: &Scales,
-) -> Result<Part, KernelError> {
-    let ncells = if class_conditional { x.k * e.num_bins() } else { e.num_bins() };
-    // One table per thread, added to over its chunks and then to the others': the sums are
-    // integers, so the table does not depend on which thread summed which chunk (a table per
-    // chunk cost a table's zeroing, page faults and adding per chunk, most of the call at K =
-    // 1000).
-    let chunks = row_chunks(x.n, x.k);
-    let mut total = Part::zeros(ncells + 1);
-    if chunks.len() == 1 {
-        // On the calling thread (a short input: its GIL may be held, see `rust/py`).
-        sum_rows(x, w, class_conditional, thr, e, sc, 0..x.n, &mut total)?;
+impl<T: Score> Pass<'_, T> {
+    fn ncells(&self) -> usize {
+        if self.class_conditional { self.x.k * self.e.num_bins() } else { self.e.num_bins() }
+    }
+
+    /// Adds the (count, score, outcome) units of rows `rows` at scales `sc` to `part` (a
+    /// table with the drop cell).
+    fn sum_rows(&self, sc: &Scales, rows: std::ops::Range<usize>, part: &mut Part) -> Result<(), KernelError> {
+        let (x, w, thr, nb) = (self.x, self.w, self.thr, self.e.num_bins());
+        let ncells = part.cells.len() - 1;
+        // Entries not kept add to the last cell, which is dropped: no branch on the threshold.
+        let nb_if_cc = if self.class_conditional { nb } else { 0 };
+        let rule = EntryRule { e: self.e.clone(), nb_if_cc, thr, score_scale: sc.score, drop: ncells };
+        let (cells, mut kept, mut max_w, mut max_s) = (&mut part.cells, part.kept, part.max_weight, part.max_score);
+        let (mut cell, mut su) = ([0u32; BLOCK], [0i64; BLOCK]);
+        for i in rows {
+            let ws = w[i] * sc.weight;
+            let cu = count_units(ws);
+            let row = x.row(i);
+            let before = kept;
+            for (b, xs) in row.chunks(BLOCK).enumerate() {
+                let (kb, mb, slow) = block_units(xs, b * BLOCK, ws, &rule, &mut cell, &mut su);
+                (kept, max_s) = (kept + kb, if mb > max_s { mb } else { max_s });
+                if slow {
+                    // Products of 2^51 or more (large weights): the whole block by the rule.
+                    for (&c, v) in cell.iter().zip(xs) {
+                        let a = &mut cells[c as usize];
+                        a[0] = a[0].wrapping_add(cu);
+                        a[1] = a[1].wrapping_add(weighted_units(ws, sc.score_units(v.to_f64())));
+                    }
+                    continue;
+                }
+                for (&c, &u) in cell.iter().zip(&su).take(xs.len()) {
+                    let a = &mut cells[c as usize];
+                    a[0] = a[0].wrapping_add(cu);
+                    a[1] = a[1].wrapping_add(u as i128);
+                }
+            }
+            if kept > before {
+                max_w = if w[i] > max_w { w[i] } else { max_w };
+            }
+            // The outcome: the count's units at the true label's cell, if that entry is kept.
+            let label = x.labels[i] as u64 as usize;
+            let s = row.get(label).ok_or(KernelError::InputChanged)?.to_f64();
+            if s > thr {
+                let a = &mut cells[label * nb_if_cc + self.e.bin(s)];
+                a[2] = a[2].wrapping_add(cu);
+            }
+        }
+        (part.kept, part.max_weight, part.max_score) = (kept, max_w, max_s);
+        Ok(())
+    }
+
+    /// The whole pass at scales `sc`.
+    fn sum_all(&self, sc: &Scales) -> Result<Part, KernelError> {
+        let ncells = self.ncells();
+        // One table per thread, added to over its chunks and then to the others': the sums
+        // are integers, so the table does not depend on which thread summed which chunk (a
+        // table per chunk cost a table's zeroing, page faults and adding per chunk, most of
+        // the call at K = 1000).
+        let chunks = row_chunks(self.x.n, self.x.k);
+        let mut total = Part::zeros(ncells + 1);
+        if chunks.len() == 1 {
+            // On the calling thread (a short input: its GIL may be held, see `rust/py`).
+            self.sum_rows(sc, 0..self.x.n, &mut total)?;
+            total.cells.truncate(ncells);
+            return Ok(total);
+        }
+        let tables = PerThread::<Option<Part>>::new();
+        chunks.par_iter().try_for_each(|r| {
+            tables.with(|t| self.sum_rows(sc, r.clone(), t.get_or_insert_with(|| Part::zeros(ncells + 1))))
+        })?;
+        for part in tables.into_values().flatten() {
+            total.add(&part);
+        }
         total.cells.truncate(ncells);
-        return Ok(total);
+        Ok(total)
     }
-    let tables = PerThread::<Option<Part>>::new();
-    chunks.par_iter().try_for_each(|r| {
-        tables.with(|t| {
-            let part = t.get_or_insert_with(|| Part::zeros(ncells + 1));
-            sum_rows(x, w, class_conditional, thr, e, sc, r.clone(), part)
-        })
-    })?;
-    for part in tables.into_values().flatten() {
-        total.add(&part);
-    }
-    total.cells.truncate(ncells);
-    Ok(total)
 }
 
 /// The even table (`num_bins` bins, groups as the grouping) of the all-probabilities grouping
@@ -241,25 +227,24 @@ pub fn even_stats<T: Score>(
     }
     validate::weights(w, "sample_weight")?;
     validate::scan(x, check)?;
-    let e = EvenEdges::new(num_bins);
+    let pass = Pass { x, w, class_conditional, thr, e: EvenEdges::new(num_bins) };
     // The scales if every entry were kept, with scores within (-2, 2) (validated ones are).
     let max_w = w.iter().fold(0.0f64, |m, &v| if v > m { v } else { m });
     let guess = Scales { weight: Scales::of_weights(max_w, x.n * x.k), score: 1.0, outcome: 1.0 };
-    let mut part = sum_all(x, w, class_conditional, thr, &e, &guess)?;
+    let mut part = pass.sum_all(&guess)?;
     let sc = part.scales();
     if sc != guess {
-        part = sum_all(x, w, class_conditional, thr, &e, &sc)?;
+        part = pass.sum_all(&sc)?;
         // The kept entries are the same (unless another thread changed the input).
         if part.scales() != sc {
             return Err(KernelError::InputChanged);
         }
     }
-    let nb = e.num_bins();
-    let mut st = sc.table(groups, nb);
+    let mut st = sc.table(groups, pass.e.num_bins());
     for (i, a) in part.cells.iter().enumerate() {
         sc.write(&mut st, i, a[0], a[1], a[2]);
     }
-    let one = e.boundaries();
+    let one = pass.e.boundaries();
     st.edges = (0..groups).flat_map(|_| one.iter().copied()).collect();
     Ok(st)
 }

@@ -72,13 +72,24 @@ pub fn count_units(w: f64) -> i128 {
 /// another thread during a call) gives some number, never a panic.
 #[inline(always)]
 pub fn weighted_units(w: f64, u: i64) -> i128 {
-    let v = w * u as f64;
-    if v.abs() < TWO51 {
-        // For a whole `w` the product is a whole number below 2^51, so the float product is
-        // exact; either way `v + MAGIC` rounds it to a whole number (ties to even).
-        return ((v + units::MAGIC).to_bits() as i64).wrapping_sub(units::MAGIC_BITS) as i128;
+    let (r, small) = weighted_units_small(w, u as f64);
+    if small {
+        return r as i128;
     }
-    large_weighted_units(w, u, v)
+    large_weighted_units(w, u, w * u as f64)
+}
+
+/// [`weighted_units`] of a scaled weight `w` and a value's units `u` (given as a float,
+/// exactly: [`units::units_f64`]) when their product is below 2^51 in magnitude: the whole
+/// number, and whether that case holds (if not, or for a NaN product, the number is
+/// meaningless and the caller takes [`weighted_units`]). Register operations only, so a loop
+/// of them vectorises.
+#[inline(always)]
+pub fn weighted_units_small(w: f64, u: f64) -> (i64, bool) {
+    let v = w * u;
+    // For a whole `w` the product is a whole number below 2^51, so the float product is
+    // exact; either way `v + MAGIC` rounds it to a whole number (ties to even).
+    (((v + units::MAGIC).to_bits() as i64).wrapping_sub(units::MAGIC_BITS), v.abs() < TWO51)
 }
 
 /// [`weighted_units`] for products of 2^51 or more (or NaN), `v` the float product.
