@@ -1,17 +1,18 @@
 """Benchmark metrics with ``sample_weight`` against the same metrics without.
 
 Weighted tables come from two paths:
-- even bins over all probabilities (SCE and its relatives): one pass over the matrix
-  (``rust/kernels/weighted/matrix.rs``), bitwise the table of the path below;
-- every other metric: the weighted primitive (``rust/kernels/weighted/grouped.rs``) on the
-  metric's kept scores formed as (group, score, outcome, row) rows
-  (``rust/kernels/gce/rows.rs``); adaptive bins sort each group by (score, row) to place the
-  weighted equal-mass edges.
-An unweighted call never forms those rows: it bins the matrix in place (adaptive bins by
-histogram selection, no sort). So a weighted call costs a multiple of the unweighted one; this
-prints that multiple, the weighted SCE by the rows path (the baseline its matrix pass replaced),
-and the parts of a weighted adaptive call (the rows, the primitive), in one process on the same
-data, with the CPU model.
+- all probabilities, even bins (SCE and its relatives) or adaptive bins by class (ACE, TACE):
+  passes over the matrix (``rust/kernels/weighted/matrix.rs``, ``matrix_adaptive.rs``),
+  bitwise the table of the path below;
+- every other metric (top-label, pooled adaptive): the weighted primitive
+  (``rust/kernels/weighted/grouped.rs``) on the metric's kept scores formed as (group, score,
+  outcome, row) rows (``rust/kernels/gce/rows.rs``); adaptive bins sort each group by
+  (score, row) to place the weighted equal-mass edges.
+An unweighted call never forms rows or sorts: it bins the matrix in place (adaptive bins by
+histogram selection). So a weighted call costs a multiple of the unweighted one; this prints
+that multiple, the weighted SCE and ACE by the rows path (the baselines the matrix passes
+replaced, the same values), and the parts of the rows path of a weighted ACE (the rows, the
+primitive), in one process on the same data, with the CPU model.
 
 There is no target: the ratios are recorded in docs/performance.md ("Weighted single calls").
 
@@ -56,18 +57,20 @@ def main(argv=None) -> int:
             weighted = _time(lambda: calibkit.gce(y, p, sample_weight=sw, **spec.kwargs()), rep)
             print(f"  {name:5s} unweighted {plain * 1e3:9.1f} ms   weighted "
                   f"{weighted * 1e3:9.1f} ms   {weighted / plain:6.1f}x")
-        # the weighted SCE by the rows path (the matrix pass's baseline, the same table)
-        def sce_by_rows():
-            tr = form_triples(y, p, binning="even", max_prob=False, class_conditional=True,
-                              threshold=0.0, num_bins=15)
-            return tr.error(tr.weight_of(sw), "l1")
+        # the weighted SCE and ACE by the rows path (the matrix passes' baselines, same values)
+        for name, binning in (("SCE", "even"), ("ACE", "adaptive")):
+            def by_rows(binning=binning):
+                tr = form_triples(y, p, binning=binning, max_prob=False, class_conditional=True,
+                                  threshold=0.0, num_bins=15)
+                return tr.error(tr.weight_of(sw), "l1")
 
-        assert sce_by_rows() == calibkit.sce(y, p, sample_weight=sw)
-        t_sce = _time(lambda: calibkit.sce(y, p, sample_weight=sw), rep)
-        t_rows_path = _time(sce_by_rows, rep)
-        print(f"  SCE weighted by the rows path {t_rows_path * 1e3:.1f} ms: the matrix pass is "
-              f"{t_rows_path / t_sce:.1f}x faster")
-        # the parts of a weighted ACE call: its rows, then the primitive on them
+            fast = getattr(calibkit, name.lower())
+            assert by_rows() == fast(y, p, sample_weight=sw)
+            t_fast = _time(lambda fast=fast: fast(y, p, sample_weight=sw), rep)
+            t_rows_path = _time(by_rows, rep)
+            print(f"  {name} weighted by the rows path {t_rows_path * 1e3:.1f} ms: the matrix "
+                  f"pass is {t_rows_path / t_fast:.1f}x faster")
+        # the parts of a weighted ACE by the rows path: its rows, then the primitive on them
         t_rows = _time(lambda: _native.score_rows(y, p, False, True, 0.0), rep)
         g, s, o, r = _native.score_rows(y, p, False, True, 0.0)
         w = sw[r]

@@ -1,7 +1,8 @@
-"""Weighted even tables over all probabilities straight from the matrix
-(``_native.weighted_even_stats``, ``rust/kernels/weighted/matrix.rs``): bit for bit the
-weighted primitive's tables of the metric's triples, and the path every weighted SCE-like call
-takes."""
+"""Weighted tables over all probabilities straight from the matrix
+(``_native.weighted_matrix_stats``): even bins (``rust/kernels/weighted/matrix.rs``) and
+adaptive bins by class (``matrix_adaptive.rs``), bit for bit the weighted
+primitive's tables of the metric's triples, and the path every weighted SCE-, ACE- or
+TACE-like call takes."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def _bits(a) -> bytes:
     return np.ascontiguousarray(a, dtype=np.float64).tobytes()
 
 
-def _triples_bins(y, p, w, cc, thr, b):
-    tr = form_triples(y, p, binning="even", max_prob=False, class_conditional=cc,
+def _triples_bins(y, p, w, binning, cc, thr, b):
+    tr = form_triples(y, p, binning=binning, max_prob=False, class_conditional=cc,
                       threshold=thr, num_bins=b)
     return tr.bins(tr.weight_of(w))
 
@@ -73,19 +74,20 @@ def cases(draw):
     dtype = draw(st.sampled_from([np.float64, np.float32]))
     y = rng.integers(0, k, n)
     w = _weights(draw(st.sampled_from(WEIGHT_KINDS)), n, rng)
+    binning = draw(st.sampled_from(["even", "adaptive"]))
     cc = draw(st.booleans())
     thr = draw(st.sampled_from([0.0, 0.01, 0.2]))
     b = draw(st.sampled_from([1, 2, 10, 15, 33]))
-    return y, p.astype(dtype), w, cc, thr, b
+    return y, p.astype(dtype), w, binning, cc, thr, b
 
 
 @given(case=cases())
 def test_matrix_tables_are_the_triples_tables(case):
-    y, p, w, cc, thr, b = case
-    note(f"n={p.shape[0]} k={p.shape[1]} dtype={p.dtype} cc={cc} thr={thr} b={b}")
-    got = calibkit.calibration_bins(y, p, binning="even", max_prob=False, class_conditional=cc,
+    y, p, w, binning, cc, thr, b = case
+    note(f"n={p.shape[0]} k={p.shape[1]} dtype={p.dtype} {binning} cc={cc} thr={thr} b={b}")
+    got = calibkit.calibration_bins(y, p, binning=binning, max_prob=False, class_conditional=cc,
                                     threshold=thr, num_bins=b, sample_weight=w)
-    _same_bins(got, _triples_bins(y, p, w, cc, thr, b), "calibration_bins")
+    _same_bins(got, _triples_bins(y, p, w, binning, cc, thr, b), "calibration_bins")
 
 
 @pytest.mark.parametrize("kind", WEIGHT_KINDS)
@@ -95,20 +97,22 @@ def test_weighted_gce_and_evaluate_equal_the_triples_path(kind):
     p = rng.dirichlet(np.full(k, 0.3), size=n)
     y = rng.integers(0, k, n)
     w = _weights(kind, n, rng)
-    specs = [MetricSpec("even", False, cc, t, norm) for cc in (True, False) for t in (0.0, 0.01)
-             for norm in ("l1", "l2")]
+    specs = [MetricSpec(binning, False, cc, t, norm) for binning in ("even", "adaptive")
+             for cc in (True, False) for t in (0.0, 0.01) for norm in ("l1", "l2")]
     ev = calibkit.evaluate(y, p, space=specs, num_bins=(5, 15), sample_weight=w)
     for i, s in enumerate(specs):
         for j, b in enumerate((5, 15)):
-            tr = form_triples(y, p, binning="even", max_prob=False, class_conditional=s.class_conditional,
-                              threshold=s.threshold, num_bins=b)
+            tr = form_triples(y, p, binning=s.binning, max_prob=False,
+                              class_conditional=s.class_conditional, threshold=s.threshold,
+                              num_bins=b)
             want = tr.error(tr.weight_of(w), s.norm)
             got = calibkit.gce(y, p, **s.kwargs(), num_bins=b, sample_weight=w)
             assert got == want and ev.values[i, j] == want, (s, b)
 
 
-def test_weighted_sce_takes_the_matrix_pass(monkeypatch):
-    """A weighted SCE-like call forms no triples; adaptive and top-label ones still do."""
+def test_weighted_sce_and_ace_take_the_matrix_passes(monkeypatch):
+    """Weighted SCE-, ACE- and TACE-like calls form no triples; pooled adaptive and top-label
+    ones still do."""
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(5), size=200)
     y = rng.integers(0, 5, 200)
@@ -116,11 +120,14 @@ def test_weighted_sce_takes_the_matrix_pass(monkeypatch):
     calls = []
     real = _native.score_rows
     monkeypatch.setattr(_native, "score_rows", lambda *a, **kw: calls.append(a) or real(*a, **kw))
-    calibkit.sce(y, p, sample_weight=w)
-    calibkit.evaluate(y, p, space=["SCE"], num_bins=(10, 15), sample_weight=w)
+    for name in ("sce", "ace", "tace"):
+        getattr(calibkit, name)(y, p, sample_weight=w)
+    calibkit.evaluate(y, p, space=["SCE", "ACE", "TACE"], num_bins=(10, 15), sample_weight=w)
     assert calls == []
-    calibkit.ace(y, p, sample_weight=w)
-    assert len(calls) == 1
+    calibkit.gce(y, p, binning="adaptive", max_prob=False, class_conditional=False,
+                 sample_weight=w)
+    calibkit.ece(y, p, sample_weight=w)
+    assert len(calls) == 2
 
 
 def test_weights_whose_total_may_overflow_take_the_triples_path(monkeypatch):
@@ -137,23 +144,36 @@ def test_weights_whose_total_may_overflow_take_the_triples_path(monkeypatch):
     assert used == []
 
 
+@pytest.mark.parametrize("binning, cc", [("even", True), ("even", False), ("adaptive", True)])
 @pytest.mark.parametrize("bad, says", [
     (np.ones(9), "one weight per row"),
     (np.r_[np.ones(9), -1.0], "sample_weight"),
     (np.r_[np.ones(9), np.nan], "sample_weight"),
+    (np.r_[np.ones(9), np.inf], "sample_weight"),
 ])
-def test_native_entry_point_names_bad_weights(bad, says):
+def test_native_entry_point_names_bad_weights(binning, cc, bad, says):
     rng = np.random.default_rng(2)
     p = rng.dirichlet(np.ones(3), size=10)
     y = rng.integers(0, 3, 10).astype(np.int64)
     with pytest.raises((ValueError, TypeError), match=says):
-        _native.weighted_even_stats(y, p, np.ascontiguousarray(bad, dtype=np.float64), True, 0.0, 10)
+        _native.weighted_matrix_stats(y, p, np.ascontiguousarray(bad, dtype=np.float64), binning,
+                                      cc, 0.0, 10)
 
 
-def test_native_entry_point_validates_probabilities():
+def test_native_entry_point_refuses_pooled_adaptive_and_bad_binning():
+    p = np.array([[0.6, 0.4], [0.3, 0.7]])
+    y = np.array([0, 1])
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="class-conditional only"):
+        _native.weighted_matrix_stats(y, p, np.ones(2), "adaptive", False, 0.0, 10)
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="binning"):
+        _native.weighted_matrix_stats(y, p, np.ones(2), "quantile", True, 0.0, 10)
+
+
+@pytest.mark.parametrize("binning", ["even", "adaptive"])
+def test_native_entry_point_validates_probabilities(binning):
     p = np.array([[0.6, 0.5], [0.3, 0.7]])
     with pytest.raises(calibkit.errors.CalibkitError, match="sum"):
-        _native.weighted_even_stats(np.array([0, 1]), p, np.ones(2), True, 0.0, 10)
+        _native.weighted_matrix_stats(np.array([0, 1]), p, np.ones(2), binning, True, 0.0, 10)
     with pytest.raises(calibkit.errors.CalibkitError, match="label"):
-        _native.weighted_even_stats(np.array([0, 2]), np.array([[0.6, 0.4], [0.3, 0.7]]),
-                                    np.ones(2), True, 0.0, 10)
+        _native.weighted_matrix_stats(np.array([0, 2]), np.array([[0.6, 0.4], [0.3, 0.7]]),
+                                      np.ones(2), binning, True, 0.0, 10)

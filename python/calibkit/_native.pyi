@@ -192,16 +192,17 @@ def grouped_bin_stats(
 ) -> tuple[Any, ...]: ...
     # (counts, sum_score, sum_outcome, edges), and with units=True the exact score units
     # (int64 (G, nb, 2) [high, low] words, or None)
-def weighted_even_stats(
+def weighted_matrix_stats(
     labels: npt.NDArray[np.int64],
     probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64],
+    binning: str,
     class_conditional: bool,
     threshold: float,
     num_bins: int,
 ) -> tuple[Any, ...]: ...
     # grouped_bin_stats(..., units=True) of the all-probabilities grouping's kept triples,
-    # each weighted by its row's weight, in one pass over the matrix
+    # each weighted by its row's weight, from the matrix (adaptive: class-conditional only)
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
 def adaptive_positions_of(sizes: npt.NDArray[np.int64], num_bins: int) -> npt.NDArray[np.int64]: ...
 def resample_bootstrap(

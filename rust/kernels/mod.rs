@@ -74,7 +74,7 @@
 //! | entry point | kernel | what it computes |
 //! |---|---|---|
 //! | `grouped_bin_stats` | [`weighted::grouped::grouped_bin_stats`] | weighted `(group, score, outcome, weight)` rows -> table; even bins, or adaptive (weighted equal mass) |
-//! | `weighted_even_stats` | [`weighted::matrix::even_stats`] | a probability matrix with row weights -> the even table of an all-probabilities grouping, in one pass: bitwise `grouped_bin_stats` on the grouping's triples (`score_rows`) weighted by their rows (`calibration_bins`, `gce` and `evaluate` with `sample_weight` take it) |
+//! | `weighted_matrix_stats` | [`weighted::matrix::stats`] ([`weighted::matrix::even_stats`], [`weighted::matrix_adaptive::adaptive_stats`]) | a probability matrix with row weights -> the table of an all-probabilities grouping, even bins (one pass) or adaptive bins by class (a block of classes read at a time, each class sorted alone): bitwise `grouped_bin_stats` on the grouping's triples (`score_rows`) weighted by their rows (`calibration_bins`, `gce` and `evaluate` with `sample_weight` take it) |
 //! | `grouped_bin_stats_at` | [`weighted::grouped::grouped_bin_stats_at`] | the same against given upper edges (`calibkit.dask`) |
 //! | `adaptive_positions` | [`self::core::edges::adaptive_positions`] | the ranks of the adaptive edges |
 //! | `score_rows` | [`gce::rows::score_rows`] | a metric's kept scores as the primitive's rows (validated as by `gce`) |

@@ -109,26 +109,30 @@ pub fn grouped_bin_stats<'py>(
     })
 }
 
-/// weighted_even_stats(labels, probs, weights, class_conditional, threshold, num_bins)
+/// weighted_matrix_stats(labels, probs, weights, binning, class_conditional, threshold, num_bins)
 /// -> as grouped_bin_stats(..., units=True) on the kept (group, score, outcome) triples of the
 /// all-probabilities grouping (`class_conditional`, `threshold`) of the validated matrix, each
-/// weighted by its row's weight, bit for bit, in one pass over the matrix
-/// ([`crate::kernels::weighted::matrix`]).
+/// weighted by its row's weight, bit for bit, by passes over the matrix
+/// ([`crate::kernels::weighted::matrix`]: even bins, or adaptive bins by class).
 #[pyfunction]
-pub fn weighted_even_stats<'py>(
+#[allow(clippy::too_many_arguments)]
+pub fn weighted_matrix_stats<'py>(
     py: Python<'py>,
     labels: PyReadonlyArray1<'py, i64>,
     probs: &Bound<'py, PyAny>,
     weights: PyReadonlyArray1<'py, f64>,
+    binning: &str,
     class_conditional: bool,
     threshold: f64,
     num_bins: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(py, || {
+        let binning = Binning::parse(binning).map_err(to_py)?;
         let w = contiguous(&weights, "weights")?;
-        let st = dispatch!(py, labels, probs, |x| crate::kernels::weighted::matrix::even_stats(
+        let st = dispatch!(py, labels, probs, |x| crate::kernels::weighted::matrix::stats(
             x,
             w,
+            binning,
             class_conditional,
             threshold,
             num_bins,

@@ -261,7 +261,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::grouped_bin_stats_at, m)?)?;
-    m.add_function(wrap_pyfunction!(grouped::weighted_even_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(grouped::weighted_matrix_stats, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::adaptive_positions, m)?)?;
     m.add_function(wrap_pyfunction!(grouped::adaptive_positions_of, m)?)?;
     trust::register(m)?;

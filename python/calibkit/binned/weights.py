@@ -122,26 +122,32 @@ def pair_triples(pairs, *, binning: str, class_conditional: bool, threshold: flo
                    bool(class_conditional), float(threshold))
 
 
-def _fits_matrix_pass(binning: str, max_prob: bool, w: np.ndarray, k: int) -> bool:
-    """Whether a metric's weighted table comes from one pass over the matrix
-    (``_native.weighted_even_stats``) rather than its triples: even bins over all
-    probabilities, and weights whose total over the kept entries (at most ``k`` per row)
-    cannot overflow, which the triples path checks (and names) otherwise."""
-    if binning != "even" or max_prob:
+def _fits_matrix_pass(binning: str, max_prob: bool, class_conditional: bool, w: np.ndarray,
+                      k: int) -> bool:
+    """Whether a metric's weighted table comes from a pass over the matrix (:func:`matrix_table`)
+    rather than its triples: even bins over all probabilities, or adaptive bins over all
+    probabilities by class (a pooled adaptive table sorts one group of every entry either
+    way); and weights whose total over the kept entries (at most ``k`` per row) cannot
+    overflow, which the triples path checks (and names) otherwise."""
+    if max_prob or (binning == "adaptive" and not class_conditional):
         return False
     with np.errstate(over="ignore"):
         return float(np.sum(w)) * k < 1e300
 
 
-def matrix_table(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, class_conditional: bool,
-                 threshold: float, num_bins: int) -> tuple:
-    """The weighted even table (counts, score sums, outcome sums, edges, units) of an
+def matrix_table(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, binning: str,
+                 class_conditional: bool, threshold: float, num_bins: int) -> tuple:
+    """The weighted table (counts, score sums, outcome sums, edges, units) of an
     all-probabilities metric from validated ``(y, p)`` and checked row weights ``w``: bit for
-    bit the weighted primitive's table of the metric's triples (:func:`form_triples` with
-    :meth:`Triples.weight_of`), in one Rust pass over the matrix
-    (``rust/kernels/weighted/matrix.rs``)."""
-    return _wrap_units(_native.weighted_even_stats(y, p, w, bool(class_conditional),
-                                                   float(threshold), int(num_bins)))
+    bit the table of :meth:`Triples.bins` (the weighted primitive on the metric's triples,
+    :func:`form_triples` with :meth:`Triples.weight_of`), adaptive edges starting at the
+    threshold, from Rust passes over the matrix (``rust/kernels/weighted/matrix.rs``, even
+    bins; ``matrix_adaptive.rs``, adaptive bins by class)."""
+    out = _native.weighted_matrix_stats(y, p, w, binning, bool(class_conditional),
+                                        float(threshold), int(num_bins))
+    if binning == "adaptive":
+        out[3][:, 0] = threshold
+    return _wrap_units(out)
 
 
 def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
@@ -161,9 +167,9 @@ def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
         )
     y, p = validate_inputs(labels, probs)
     w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
-    if _fits_matrix_pass(binning, max_prob, w, p.shape[1]):
+    if _fits_matrix_pass(binning, max_prob, class_conditional, w, p.shape[1]):
         num_bins = check_gce_params(binning, "l1", threshold, num_bins)[3]
-        c, s, o, e, u = matrix_table(y, p, w, class_conditional=class_conditional,
+        c, s, o, e, u = matrix_table(y, p, w, binning=binning, class_conditional=class_conditional,
                                      threshold=threshold, num_bins=num_bins)
         return CalibrationBins(c, s, o, e, p.shape[1], binning, bool(class_conditional), False,
                                float(threshold), u)
@@ -187,14 +193,15 @@ def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
     tables: dict = {}
     out = np.empty((len(space), len(bins)))
     for i, spec in enumerate(space):
-        if _fits_matrix_pass(spec.binning, spec.max_prob, w, p.shape[1]):
-            # one pass over the matrix per (grouping, bin count), shared by both norms
+        if _fits_matrix_pass(spec.binning, spec.max_prob, spec.class_conditional, w, p.shape[1]):
+            # one pass over the matrix per (binning, grouping, bin count), shared by both norms
             for j, b in enumerate(bins):
-                key = (spec.class_conditional, spec.threshold, int(b))
-                if key not in tables:
-                    tables[key] = matrix_table(y, p, w, class_conditional=spec.class_conditional,
-                                               threshold=spec.threshold, num_bins=int(b))
-                c, s, o = tables[key][:3]
+                table_key = (spec.binning, spec.class_conditional, spec.threshold, int(b))
+                if table_key not in tables:
+                    tables[table_key] = matrix_table(
+                        y, p, w, binning=spec.binning, class_conditional=spec.class_conditional,
+                        threshold=spec.threshold, num_bins=int(b))
+                c, s, o = tables[table_key][:3]
                 out[i, j] = reduce_table(c, s, o, spec.norm, spec.class_conditional)
             continue
         key = (spec.max_prob, spec.class_conditional, spec.threshold)

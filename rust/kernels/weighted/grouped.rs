@@ -252,12 +252,18 @@ const RADIX_MIN: usize = 2048;
 /// ([`adaptive_edges_weighted`]) and the resamplers' ([`crate::kernels::weighted::adaptive::Sorted`]).
 /// At (10k, 100) the comparison sort was a third of a weighted ACE call.
 pub(crate) fn sort_keyed(keys: &mut [u128], scratch: &mut Vec<u128>) {
-    let m = keys.len();
-    if m >= PARALLEL_ROWS {
+    if keys.len() >= PARALLEL_ROWS {
         // one group can hold every row (a pooled or top-label metric): rayon's sort spreads
         // it over the threads, where the radix passes would run on one
         keys.par_sort_unstable();
-    } else if m < RADIX_MIN {
+    } else {
+        sort_keyed_here(keys, scratch);
+    }
+}
+
+/// [`sort_keyed`] on the calling thread alone (for callers already parallel over groups).
+pub(crate) fn sort_keyed_here(keys: &mut [u128], scratch: &mut Vec<u128>) {
+    if keys.len() < RADIX_MIN {
         keys.sort_unstable();
     } else {
         debug_assert!(keys.windows(2).all(|w| (w[0] as u64) < (w[1] as u64)), "ids must be increasing");
@@ -313,8 +319,14 @@ pub fn adaptive_edges_weighted<T: Score>(rows: &GroupedRows<T>, num_bins: usize)
 fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usize>, b: usize) -> Vec<f64> {
     let order: Vec<usize> = sorted.collect();
     let w: Vec<f64> = order.iter().map(|&i| rows.weight(i)).collect();
+    sorted_edge_ranks(&w, b).into_iter().map(|p| rows.scores[order[p]].to_f64()).collect()
+}
+
+/// [`edge_ranks`] of one group's weights in ascending score order, their total summed in that
+/// order (the primitive's rule, also for [`crate::kernels::weighted::matrix_adaptive`]).
+pub(crate) fn sorted_edge_ranks(w: &[f64], b: usize) -> Vec<usize> {
     let total = w.iter().fold(0.0, |c, &x| c + x);
-    edge_ranks(&w, total, b).into_iter().map(|p| rows.scores[order[p]].to_f64()).collect()
+    edge_ranks(w, total, b)
 }
 
 /// The weighted equal-mass rule of the module docs, written once: given the weights `w` of one

@@ -34,21 +34,21 @@ use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
 /// One chunk's (or the whole pass's) sums: per cell (count, score, outcome) units, and what
 /// the scales depend on.
-struct Part {
-    cells: Vec<[i128; 3]>,
+pub(super) struct Part {
+    pub(super) cells: Vec<[i128; 3]>,
     /// Kept entries.
-    kept: usize,
+    pub(super) kept: usize,
     /// Largest weight of a row with a kept entry, and largest kept |score|.
-    max_weight: f64,
-    max_score: f64,
+    pub(super) max_weight: f64,
+    pub(super) max_score: f64,
 }
 
 impl Part {
-    fn zeros(ncells: usize) -> Self {
+    pub(super) fn zeros(ncells: usize) -> Self {
         Part { cells: vec![[0; 3]; ncells], kept: 0, max_weight: 0.0, max_score: 0.0 }
     }
 
-    fn add(&mut self, o: &Part) {
+    pub(super) fn add(&mut self, o: &Part) {
         for (a, b) in self.cells.iter_mut().zip(&o.cells) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x = x.wrapping_add(*y);
@@ -202,6 +202,45 @@ impl<T: Score> Pass<'_, T> {
     }
 }
 
+/// The checks of every weighted matrix pass, before it: the grouping's bin count and table
+/// size, one finite weight `>= 0` per row, and the input as `check` asks.
+pub(super) fn checked<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, num_bins: usize, check: &Checks) -> Result<(), KernelError> {
+    g.check(num_bins)?;
+    g.check_table(x.k, num_bins)?;
+    if w.len() != x.n {
+        return Err(KernelError::Shape(format!(
+            "sample_weight has {} entries but probs has {} rows; pass one weight per row",
+            w.len(),
+            x.n
+        )));
+    }
+    validate::weights(w, "sample_weight")?;
+    validate::scan(x, check)
+}
+
+/// The sums of `pass` at the scales of the entries it keeps (the weighted primitive's): first
+/// at those of every entry kept, with scores within (-2, 2) (validated ones are), and again
+/// at the found ones when they differ.
+pub(super) fn at_found_scales<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    mut pass: impl FnMut(&Scales) -> Result<Part, KernelError>,
+) -> Result<(Scales, Part), KernelError> {
+    let max_w = w.iter().fold(0.0f64, |m, &v| if v > m { v } else { m });
+    let guess = Scales { weight: Scales::of_weights(max_w, x.n * x.k), score: 1.0, outcome: 1.0 };
+    let part = pass(&guess)?;
+    let sc = part.scales();
+    if sc == guess {
+        return Ok((sc, part));
+    }
+    let part = pass(&sc)?;
+    // The kept entries are the same (unless another thread changed the input).
+    if part.scales() != sc {
+        return Err(KernelError::InputChanged);
+    }
+    Ok((sc, part))
+}
+
 /// The even table (`num_bins` bins, groups as the grouping) of the all-probabilities grouping
 /// (`class_conditional`, `thr`) of `x` with row weights `w`: the weighted primitive's table of
 /// the grouping's kept triples (module doc). Validates the input as `check` asks, and `w`
@@ -215,31 +254,10 @@ pub fn even_stats<T: Score>(
     check: &Checks,
 ) -> Result<BinStats, KernelError> {
     let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional, threshold: thr };
-    g.check(num_bins)?;
+    checked(x, w, &g, num_bins, check)?;
     let groups = if class_conditional { x.k } else { 1 };
-    g.check_table(x.k, num_bins)?;
-    if w.len() != x.n {
-        return Err(KernelError::Shape(format!(
-            "sample_weight has {} entries but probs has {} rows; pass one weight per row",
-            w.len(),
-            x.n
-        )));
-    }
-    validate::weights(w, "sample_weight")?;
-    validate::scan(x, check)?;
     let pass = Pass { x, w, class_conditional, thr, e: EvenEdges::new(num_bins) };
-    // The scales if every entry were kept, with scores within (-2, 2) (validated ones are).
-    let max_w = w.iter().fold(0.0f64, |m, &v| if v > m { v } else { m });
-    let guess = Scales { weight: Scales::of_weights(max_w, x.n * x.k), score: 1.0, outcome: 1.0 };
-    let mut part = pass.sum_all(&guess)?;
-    let sc = part.scales();
-    if sc != guess {
-        part = pass.sum_all(&sc)?;
-        // The kept entries are the same (unless another thread changed the input).
-        if part.scales() != sc {
-            return Err(KernelError::InputChanged);
-        }
-    }
+    let (sc, part) = at_found_scales(x, w, |sc| pass.sum_all(sc))?;
     let mut st = sc.table(groups, pass.e.num_bins());
     for (i, a) in part.cells.iter().enumerate() {
         sc.write(&mut st, i, a[0], a[1], a[2]);
@@ -249,15 +267,39 @@ pub fn even_stats<T: Score>(
     Ok(st)
 }
 
+/// The weighted table of an all-probabilities grouping from the matrix: even bins
+/// ([`even_stats`]), or adaptive bins of the class-conditional grouping
+/// ([`super::matrix_adaptive::adaptive_stats`]); a pooled adaptive table is refused (it sorts
+/// one group of every entry: the triples path).
+pub fn stats<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    binning: Binning,
+    class_conditional: bool,
+    thr: f64,
+    num_bins: usize,
+    check: &Checks,
+) -> Result<BinStats, KernelError> {
+    match (binning, class_conditional) {
+        (Binning::Even, _) => even_stats(x, w, class_conditional, thr, num_bins, check),
+        (Binning::Adaptive, true) => super::matrix_adaptive::adaptive_stats(x, w, thr, num_bins, check),
+        (Binning::Adaptive, false) => Err(KernelError::Parameter(
+            "weighted adaptive tables from the matrix are class-conditional only; bin a pooled \
+             grouping's triples with grouped_bin_stats"
+                .into(),
+        )),
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::kernels::gce::rows::score_rows;
     use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 
     /// The weighted primitive on the grouping's triples, each weighted by its row's weight.
-    fn by_triples<T: Score>(x: &Inputs<T>, w: &[f64], cc: bool, thr: f64, b: usize) -> BinStats {
-        let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional: cc, threshold: thr };
+    pub(in crate::kernels::weighted) fn by_triples<T: Score>(x: &Inputs<T>, w: &[f64], binning: Binning, cc: bool, thr: f64, b: usize) -> BinStats {
+        let g = Grouping { binning, max_prob: false, class_conditional: cc, threshold: thr };
         let r = score_rows(x, &g, &Checks::ALL).unwrap();
         let tw: Vec<f64> = r.row.iter().map(|&i| w[i as usize]).collect();
         let rows = GroupedRows {
@@ -267,10 +309,10 @@ mod tests {
             weights: Some(&tw),
             num_groups: if cc { x.k } else { 1 },
         };
-        grouped_bin_stats(&rows, Binning::Even, b).unwrap()
+        grouped_bin_stats(&rows, binning, b).unwrap()
     }
 
-    fn same(a: &BinStats, b: &BinStats, what: &str) {
+    pub(in crate::kernels::weighted) fn same(a: &BinStats, b: &BinStats, what: &str) {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a.count), bits(&b.count), "counts, {what}");
         assert_eq!(bits(&a.sum_score), bits(&b.sum_score), "score sums, {what}");
@@ -297,16 +339,19 @@ mod tests {
         (p, y)
     }
 
-    fn weight_kinds(n: usize, seed: u64) -> Vec<(&'static str, Vec<f64>)> {
+    /// Weights of every kind the edges and scales treat apart.
+    pub(in crate::kernels::weighted) fn weight_kinds(n: usize, seed: u64) -> Vec<(&'static str, Vec<f64>)> {
         let mut draw = crate::kernels::tests::xorshift(seed);
         let mut v = vec![
             ("ones", vec![1.0; n]),
-            ("whole", (0..n).map(|_| (draw() * 5.0).floor()).collect()),
-            ("fractional", (0..n).map(|_| 0.5 + 1.5 * draw()).collect()),
+            ("whole, with zeros", (0..n).map(|i| if i == 0 { 2.0 } else { (draw() * 5.0).floor() }).collect()),
+            ("fractional", (0..n).map(|_| 0.01 + 2.0 * draw()).collect()),
             ("small (lifted)", (0..n).map(|_| 1e-3 * draw()).collect()),
             ("huge (lowered)", (0..n).map(|_| 1e21 * (0.5 + draw())).collect()),
+            ("one positive", (0..n).map(|i| if i == n / 2 { 0.7 } else { 0.0 }).collect()),
         ];
-        // The largest weight on a row that keeps nothing above a high threshold.
+        // The largest weight on row 0, which keeps nothing above a high threshold (callers
+        // make it so).
         let mut w = vec![0.25; n];
         w[0] = 0.75;
         v.push(("largest weight on a dropped row", w));
@@ -328,7 +373,7 @@ mod tests {
                         for b in [1usize, 10, 15] {
                             let what = format!("n {n} k {k} {name} cc {cc} thr {thr} b {b}");
                             let got = even_stats(&x, &w, cc, thr, b, &Checks::ALL).unwrap();
-                            same(&got, &by_triples(&x, &w, cc, thr, b), &what);
+                            same(&got, &by_triples(&x, &w, Binning::Even, cc, thr, b), &what);
                         }
                     }
                 }
@@ -336,6 +381,8 @@ mod tests {
         }
     }
 
+    /// Both passes (even bins of either grouping, adaptive bins by class): float32 input and
+    /// one thread give the primitive's tables too.
     #[test]
     fn float32_and_any_thread_count_give_the_same_tables() {
         let (n, k) = (3000usize, 30usize);
@@ -343,11 +390,11 @@ mod tests {
         let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
         let x = Inputs::new(&p32, &y, k).unwrap();
         let w: Vec<f64> = (0..n).map(|i| 0.3 + (i % 7) as f64 * 0.37).collect();
-        for cc in [false, true] {
-            let want = by_triples(&x, &w, cc, 0.0, 15);
-            same(&even_stats(&x, &w, cc, 0.0, 15, &Checks::ALL).unwrap(), &want, "f32");
+        for (binning, cc) in [(Binning::Even, false), (Binning::Even, true), (Binning::Adaptive, true)] {
+            let want = by_triples(&x, &w, binning, cc, 0.0, 15);
+            same(&stats(&x, &w, binning, cc, 0.0, 15, &Checks::ALL).unwrap(), &want, "f32");
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-            let one = pool.install(|| even_stats(&x, &w, cc, 0.0, 15, &Checks::ALL).unwrap());
+            let one = pool.install(|| stats(&x, &w, binning, cc, 0.0, 15, &Checks::ALL).unwrap());
             same(&one, &want, "one thread");
         }
     }
@@ -362,7 +409,7 @@ mod tests {
         let x = Inputs::new(&p, &y, k).unwrap();
         for (name, w) in weight_kinds(n, 12) {
             for cc in [false, true] {
-                let want = by_triples(&x, &w, cc, 0.001, 10);
+                let want = by_triples(&x, &w, Binning::Even, cc, 0.001, 10);
                 for l in [Level::Portable, Level::Avx2] {
                     let got = with_level(l, || even_stats(&x, &w, cc, 0.001, 10, &Checks::ALL).unwrap());
                     same(&got, &want, &format!("{name} cc {cc} level {l:?}"));
@@ -377,15 +424,17 @@ mod tests {
         let y = [0i64, 1];
         let x = Inputs::new(&p, &y, 2).unwrap();
         let msg = |r: Result<BinStats, KernelError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(msg(even_stats(&x, &[1.0], true, 0.0, 10, &Checks::ALL)).contains("one weight per row"));
-        assert!(msg(even_stats(&x, &[1.0, -1.0], true, 0.0, 10, &Checks::ALL)).contains("sample_weight"));
-        assert!(msg(even_stats(&x, &[1.0, f64::NAN], true, 0.0, 10, &Checks::ALL)).contains("sample_weight"));
-        assert!(even_stats(&x, &[1.0, 1.0], true, 0.0, 0, &Checks::ALL).is_err());
-        let bad = [0.6f64, 0.5, 0.3, 0.7];
-        let xb = Inputs::new(&bad, &y, 2).unwrap();
-        assert!(even_stats(&xb, &[1.0, 1.0], true, 0.0, 10, &Checks::ALL).is_err());
-        let yb = [0i64, 2];
-        let xl = Inputs::new(&p, &yb, 2).unwrap();
-        assert!(even_stats(&xl, &[1.0, 1.0], true, 0.0, 10, &Checks::ALL).is_err());
+        for (binning, cc) in [(Binning::Even, false), (Binning::Even, true), (Binning::Adaptive, true)] {
+            let run = |x: &Inputs<f64>, w: &[f64], b: usize| stats(x, w, binning, cc, 0.0, b, &Checks::ALL);
+            assert!(msg(run(&x, &[1.0], 10)).contains("one weight per row"));
+            assert!(msg(run(&x, &[1.0, -1.0], 10)).contains("sample_weight"));
+            assert!(msg(run(&x, &[1.0, f64::NAN], 10)).contains("sample_weight"));
+            assert!(run(&x, &[1.0, 1.0], 0).is_err());
+            let bad = [0.6f64, 0.5, 0.3, 0.7];
+            assert!(run(&Inputs::new(&bad, &y, 2).unwrap(), &[1.0, 1.0], 10).is_err());
+            let yb = [0i64, 2];
+            assert!(run(&Inputs::new(&p, &yb, 2).unwrap(), &[1.0, 1.0], 10).is_err());
+        }
+        assert!(msg(stats(&x, &[1.0, 1.0], Binning::Adaptive, false, 0.0, 10, &Checks::ALL)).contains("class-conditional only"));
     }
 }

@@ -14,5 +14,6 @@ pub mod draws;
 pub mod grouped;
 pub mod hits;
 pub mod matrix;
+pub mod matrix_adaptive;
 pub mod resample;
 pub mod sums;
