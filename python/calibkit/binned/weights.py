@@ -5,7 +5,10 @@ outcome) with the row each came from, by one validating Rust pass (``rust/kernel
 the weighted primitive
 (:func:`calibkit.binned.table.grouped_bin_stats`, ``rust/kernels/weighted/grouped.rs``) bins them with each
 triple weighted by its row's weight, and :func:`calibkit.binned.table.reduce_table` reduces the
-table. Integer weights give exactly the statistics of repeating each row ``weight`` times (the
+table. Metrics over all probabilities with even bins, or adaptive bins by class (SCE, ACE, TACE
+and their relatives), take the same table bit for bit from passes over the matrix instead,
+without forming the triples (:func:`matrix_table`).
+Integer weights give exactly the statistics of repeating each row ``weight`` times (the
 primitive's weighted equal-mass positions make this hold for adaptive bins too); a weight of 0
 drops the row. Bootstrap resamples (:mod:`calibkit.trust.intervals`) reuse the same triples,
 one weight vector per resample.

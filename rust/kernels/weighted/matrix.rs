@@ -31,7 +31,6 @@ use crate::kernels::core::validate::{self, Checks};
 use crate::kernels::weighted::sums::{count_units, weighted_units, weighted_units_small, Scales};
 use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
-
 /// One chunk's (or the whole pass's) sums: per cell (count, score, outcome) units, and what
 /// the scales depend on.
 pub(super) struct Part {
@@ -48,12 +47,19 @@ impl Part {
         Part { cells: vec![[0; 3]; ncells], kept: 0, max_weight: 0.0, max_score: 0.0 }
     }
 
+    /// Adds another part of the same cells: sums and facts.
     pub(super) fn add(&mut self, o: &Part) {
         for (a, b) in self.cells.iter_mut().zip(&o.cells) {
             for (x, y) in a.iter_mut().zip(b) {
                 *x = x.wrapping_add(*y);
             }
         }
+        self.add_facts(o);
+    }
+
+    /// Adds another part's kept entries and largest weight and score (not its cells: a part
+    /// of other cells is appended by the caller).
+    pub(super) fn add_facts(&mut self, o: &Part) {
         self.kept += o.kept;
         self.max_weight = if o.max_weight > self.max_weight { o.max_weight } else { self.max_weight };
         self.max_score = if o.max_score > self.max_score { o.max_score } else { self.max_score };
@@ -429,11 +435,12 @@ pub(super) mod tests {
             assert!(msg(run(&x, &[1.0], 10)).contains("one weight per row"));
             assert!(msg(run(&x, &[1.0, -1.0], 10)).contains("sample_weight"));
             assert!(msg(run(&x, &[1.0, f64::NAN], 10)).contains("sample_weight"));
-            assert!(run(&x, &[1.0, 1.0], 0).is_err());
+            assert!(msg(run(&x, &[1.0, 1.0], 0)).contains("num_bins"));
             let bad = [0.6f64, 0.5, 0.3, 0.7];
-            assert!(run(&Inputs::new(&bad, &y, 2).unwrap(), &[1.0, 1.0], 10).is_err());
+            assert!(msg(run(&Inputs::new(&bad, &y, 2).unwrap(), &[1.0, 1.0], 10)).contains("sum"));
             let yb = [0i64, 2];
-            assert!(run(&Inputs::new(&p, &yb, 2).unwrap(), &[1.0, 1.0], 10).is_err());
+            assert!(msg(run(&Inputs::new(&p, &yb, 2).unwrap(), &[1.0, 1.0], 10)).contains("label"));
+            assert!(msg(stats(&x, &[1.0, 1.0], binning, cc, 1.5, 10, &Checks::ALL)).contains("threshold"));
         }
         assert!(msg(stats(&x, &[1.0, 1.0], Binning::Adaptive, false, 0.0, 10, &Checks::ALL)).contains("class-conditional only"));
     }

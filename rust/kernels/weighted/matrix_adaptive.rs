@@ -167,12 +167,6 @@ fn class_block<T: Score>(
 pub fn adaptive_stats<T: Score>(x: &Inputs<T>, w: &[f64], thr: f64, num_bins: usize, check: &Checks) -> Result<BinStats, KernelError> {
     let g = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: thr };
     checked(x, w, &g, num_bins, check)?;
-    if x.n > u32::MAX as usize {
-        return Err(KernelError::Shape(format!(
-            "probs has {} rows; weighted adaptive tables take at most 2^32 - 1 (use calibkit.dask)",
-            x.n
-        )));
-    }
     let width = block_width(x, thr);
     let blocks: Vec<std::ops::Range<usize>> = (0..x.k).step_by(width).map(|c| c..(c + width).min(x.k)).collect();
     let scratch = PerThread::<Scratch>::new();
@@ -197,10 +191,9 @@ pub fn adaptive_stats<T: Score>(x: &Inputs<T>, w: &[f64], thr: f64, num_bins: us
         let mut total = Part::zeros(0);
         edges.clear();
         for (e, p) in per_block.into_iter().flatten() {
+            // Each class's cells follow the previous class's.
             total.cells.extend_from_slice(&p.cells);
-            total.kept += p.kept;
-            total.max_weight = if p.max_weight > total.max_weight { p.max_weight } else { total.max_weight };
-            total.max_score = if p.max_score > total.max_score { p.max_score } else { total.max_score };
+            total.add_facts(&p);
             edges.push(e);
         }
         Ok(total)
