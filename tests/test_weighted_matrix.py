@@ -178,3 +178,9 @@ def test_native_entry_point_validates_probabilities(binning):
     with pytest.raises(calibkit.errors.CalibkitError, match="label"):
         _native.weighted_matrix_stats(np.array([0, 2]), np.array([[0.6, 0.4], [0.3, 0.7]]),
                                       np.ones(2), binning, True, 0.0, 10)
+
+
+def test_native_entry_point_names_non_contiguous_weights():
+    p = np.array([[0.6, 0.4], [0.3, 0.7]])
+    with pytest.raises(calibkit.errors.ShapeMismatchError, match="weights must be contiguous"):
+        _native.weighted_matrix_stats(np.array([0, 1]), p, np.ones(4)[::2], "even", True, 0.0, 10)

@@ -13,7 +13,7 @@ use crate::kernels::{BinStats, Binning, Score};
 fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice().map_err(|_| {
         ShapeMismatchError::new_err(format!(
-            "{name} must be contiguous (calibkit._binstats copies before this call)"
+            "{name} must be contiguous (calibkit.binned.table copies before this call)"
         ))
     })
 }
