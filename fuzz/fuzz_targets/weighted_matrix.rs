@@ -1,0 +1,121 @@
+//! Weighted tables over all probabilities straight from the matrix (`weighted::matrix::stats`:
+//! even bins in one pass, adaptive bins by class from class blocks) against the weighted
+//! primitive on the metric's kept triples, each weighted by its row's weight: the same table
+//! bit for bit (counts, score and outcome sums, exact units, edges) for valid matrices of
+//! f32 and f64, every threshold and bin count, and weights whole, fractional, tiny, huge or
+//! mostly zero (which move the scales the pass guesses first and exercise its second pass).
+//! A pooled adaptive table is refused with a parameter error; bad weights (NaN, negative,
+//! infinite, an overflowing sum, a wrong length) are errors, never a panic.
+#![no_main]
+
+use calibkit::kernels::core::validate::Checks;
+use calibkit::kernels::gce::rows::score_rows;
+use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
+use calibkit::kernels::weighted::matrix::stats;
+use calibkit::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
+use calibkit_fuzz::*;
+use libfuzzer_sys::fuzz_target;
+
+/// The weighted primitive on the grouping's kept triples, each with its row's weight.
+fn by_triples<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, b: usize) -> Result<BinStats, KernelError> {
+    let r = score_rows(x, g, &Checks::ALL)?;
+    let tw: Vec<f64> = r.row.iter().map(|&i| w[i as usize]).collect();
+    let rows = GroupedRows {
+        groups: Some(&r.group),
+        scores: &r.score,
+        outcomes: &r.outcome,
+        weights: Some(&tw),
+        num_groups: if g.class_conditional { x.k } else { 1 },
+    };
+    grouped_bin_stats(&rows, g.binning, b)
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn same(what: &str, a: &BinStats, b: &BinStats) {
+    assert_eq!((a.groups, a.nb), (b.groups, b.nb), "shape, {what}");
+    assert_eq!(bits(&a.count), bits(&b.count), "counts, {what}");
+    assert_eq!(bits(&a.sum_score), bits(&b.sum_score), "score sums, {what}");
+    assert_eq!(bits(&a.sum_outcome), bits(&b.sum_outcome), "outcome sums, {what}");
+    assert_eq!(a.units, b.units, "units, {what}");
+    assert_eq!(bits(&a.edges), bits(&b.edges), "edges, {what}");
+}
+
+fn check<T: Score>(probs: &[T], labels: &[i64], k: usize, g: &Grouping, b: usize, w: &[f64]) {
+    let x = Inputs::new(probs, labels, k).expect("valid shapes");
+    let got = stats(&x, w, g.binning, g.class_conditional, g.threshold, b, &Checks::ALL);
+    let what = format!("{g:?} B={b} n={} k={k}", labels.len());
+    if g.binning == Binning::Adaptive && !g.class_conditional {
+        assert!(matches!(got, Err(KernelError::Parameter(_))), "pooled adaptive must be refused: {what}");
+        return;
+    }
+    let want = by_triples(&x, w, g, b);
+    match (&got, &want) {
+        (Ok(a), Ok(e)) => same(&what, a, e),
+        (Err(_), Err(_)) => {}
+        _ => panic!("{what}: matrix pass {:?} vs triples {:?}", got.as_ref().err(), want.as_ref().err()),
+    }
+}
+
+/// Row weights of one kind (from a byte), never NaN, negative or infinite.
+fn weights(r: &mut Reader, n: usize) -> Vec<f64> {
+    let kind = r.u8() % 6;
+    let mut w: Vec<f64> = (0..n)
+        .map(|_| {
+            let b = r.u8() as f64;
+            match kind {
+                0 => b % 5.0,                              // whole, some zeros
+                1 => b / 37.0,                             // fractional
+                2 => (1.0 + b) * 1e-9,                     // tiny: scaled up by a power of two
+                3 => (1.0 + b) * 1e20,                     // huge: products past 2^51
+                4 => if b < 230.0 { 0.0 } else { b / 7.0 }, // mostly zero
+                _ => (1.0 + b) * 2f64.powi((b as i32 % 97) - 48), // every magnitude at once
+            }
+        })
+        .collect();
+    if kind == 0 && !w.is_empty() {
+        w[0] = 2.0; // never all zero
+    }
+    w
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut r = Reader::new(data);
+    let head = r.u8();
+    let k = 1 + (r.u8() % 12) as usize;
+    let mut g = grouping(&mut r);
+    g.max_prob = false;
+    let b = 1 + (r.u8() % 30) as usize;
+    let (probs, labels) = prob_rows(&mut r, k, 200, head & 2 == 2);
+    if labels.is_empty() {
+        return;
+    }
+    let mut w = weights(&mut r, labels.len());
+    if head & 8 == 8 {
+        // One bad weight (or a wrong length): an error from both, or from the matrix pass
+        // alone when the bad row keeps no entry (the matrix pass checks every row).
+        let i = r.u8() as usize % w.len();
+        match r.u8() % 5 {
+            0 => w[i] = f64::NAN,
+            1 => w[i] = -1.0,
+            2 => w[i] = f64::INFINITY,
+            3 if w.len() >= 2 => w.iter_mut().for_each(|v| *v = f64::MAX),
+            3 => w[i] = f64::NAN,
+            _ => {
+                w.pop();
+            }
+        }
+        let x = Inputs::new(&probs, &labels, k).expect("valid shapes");
+        let got = stats(&x, &w, g.binning, g.class_conditional, g.threshold, b, &Checks::ALL);
+        assert!(got.is_err(), "{g:?}: a bad weight vector must be refused");
+        return;
+    }
+    if head & 1 == 1 {
+        let p32: Vec<f32> = probs.iter().map(|&v| v as f32).collect();
+        check(&p32, &labels, k, &g, b, &w);
+    } else {
+        check(&probs, &labels, k, &g, b, &w);
+    }
+});
