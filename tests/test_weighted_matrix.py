@@ -1,8 +1,8 @@
 """Weighted tables over all probabilities straight from the matrix
 (``_native.weighted_matrix_stats``): even bins (``rust/kernels/weighted/matrix.rs``) and
-adaptive bins by class (``matrix_adaptive.rs``), bit for bit the weighted
-primitive's tables of the metric's triples, and the path every weighted SCE-, ACE- or
-TACE-like call takes."""
+adaptive bins by class or pooled (``matrix_adaptive.rs``, each group sorted once for every bin
+count), bit for bit the weighted primitive's tables of the metric's triples, and the path every
+weighted call over all probabilities takes."""
 
 from __future__ import annotations
 
@@ -75,8 +75,7 @@ def cases(draw):
     y = rng.integers(0, k, n)
     w = _weights(draw(st.sampled_from(WEIGHT_KINDS)), n, rng)
     binning = draw(st.sampled_from(["even", "adaptive"]))
-    # (pooled adaptive tables come from the triples on both sides: not drawn)
-    cc = True if binning == "adaptive" else draw(st.booleans())
+    cc = draw(st.booleans())
     thr = draw(st.sampled_from([0.0, 0.01, 0.2]))
     b = draw(st.sampled_from([1, 2, 10, 15, 33]))
     return y, p.astype(dtype), w, binning, cc, thr, b
@@ -112,8 +111,8 @@ def test_weighted_gce_and_evaluate_equal_the_triples_path(kind):
 
 
 def test_weighted_sce_and_ace_take_the_matrix_passes(monkeypatch):
-    """Weighted SCE-, ACE- and TACE-like calls form no triples; pooled adaptive and top-label
-    ones still do."""
+    """Weighted calls over all probabilities (SCE, ACE, TACE, pooled adaptive) form no
+    triples; top-label ones still do."""
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(5), size=200)
     y = rng.integers(0, 5, 200)
@@ -127,8 +126,33 @@ def test_weighted_sce_and_ace_take_the_matrix_passes(monkeypatch):
     assert calls == []
     calibkit.gce(y, p, binning="adaptive", max_prob=False, class_conditional=False,
                  sample_weight=w)
+    assert calls == []
     calibkit.ece(y, p, sample_weight=w)
-    assert len(calls) == 2
+    assert len(calls) == 1
+
+
+def test_weighted_evaluate_makes_one_matrix_call_per_grouping(monkeypatch):
+    """``evaluate`` asks for both groupings and every bin count of a (binning, threshold) in one
+    call (adaptive groups sorted once, even pooled tables from the class sums), shared by both
+    norms: 4 calls for the 16 metrics over all probabilities at 3 bin counts, each value the
+    single call's."""
+    rng = np.random.default_rng(4)
+    p = rng.dirichlet(np.full(6, 0.4), size=300)
+    y = rng.integers(0, 6, 300)
+    w = rng.integers(0, 4, 300).astype(float)
+    w[0] = 1.0
+    calls = []
+    real = _native.weighted_matrix_stats
+    monkeypatch.setattr(_native, "weighted_matrix_stats",
+                        lambda *a, **kw: calls.append((a[4], a[6])) or real(*a, **kw))
+    specs = [MetricSpec(binning, False, cc, t, norm) for binning in ("even", "adaptive")
+             for cc in (True, False) for t in (0.0, 0.01) for norm in ("l1", "l2")]
+    ev = calibkit.evaluate(y, p, space=specs, num_bins=(4, 15, 30), sample_weight=w)
+    assert calls == [([True, False], [4, 15, 30])] * 4
+    for i, s in enumerate(specs):
+        for j, b in enumerate((4, 15, 30)):
+            assert ev.values[i, j] == calibkit.gce(y, p, **s.kwargs(), num_bins=b,
+                                                   sample_weight=w), (s, b)
 
 
 def test_weights_whose_total_may_overflow_take_the_triples_path(monkeypatch):
@@ -138,14 +162,15 @@ def test_weights_whose_total_may_overflow_take_the_triples_path(monkeypatch):
     y = rng.integers(0, 4, 10)
     w = np.full(10, 1e307)  # total 1e308: finite per row, not once per kept score
     used = []
-    monkeypatch.setattr(weights_mod, "matrix_table",
+    monkeypatch.setattr(weights_mod, "matrix_tables",
                         lambda *a, **kw: used.append(1) or pytest.fail("matrix path taken"))
     with pytest.raises(calibkit.errors.InvalidParameterError, match="exceeds the largest float64"):
         calibkit.sce(y, p, sample_weight=w)
     assert used == []
 
 
-@pytest.mark.parametrize("binning, cc", [("even", True), ("even", False), ("adaptive", True)])
+@pytest.mark.parametrize("binning, cc", [("even", True), ("even", False), ("adaptive", True),
+                                         ("adaptive", False)])
 @pytest.mark.parametrize("bad, says", [
     (np.ones(9), "one weight per row"),
     (np.r_[np.ones(9), -1.0], "sample_weight"),
@@ -158,29 +183,35 @@ def test_native_entry_point_names_bad_weights(binning, cc, bad, says):
     y = rng.integers(0, 3, 10).astype(np.int64)
     with pytest.raises((ValueError, TypeError), match=says):
         _native.weighted_matrix_stats(y, p, np.ascontiguousarray(bad, dtype=np.float64), binning,
-                                      cc, 0.0, 10)
+                                      [cc], 0.0, [10])
 
 
-def test_native_entry_point_refuses_pooled_adaptive_and_bad_binning():
+def test_native_entry_point_names_bad_binning_and_bin_counts():
     p = np.array([[0.6, 0.4], [0.3, 0.7]])
     y = np.array([0, 1])
-    with pytest.raises(calibkit.errors.InvalidParameterError, match="class-conditional only"):
-        _native.weighted_matrix_stats(y, p, np.ones(2), "adaptive", False, 0.0, 10)
     with pytest.raises(calibkit.errors.InvalidParameterError, match="binning"):
-        _native.weighted_matrix_stats(y, p, np.ones(2), "quantile", True, 0.0, 10)
+        _native.weighted_matrix_stats(y, p, np.ones(2), "quantile", [True], 0.0, [10])
+    for binning in ("even", "adaptive"):
+        with pytest.raises(calibkit.errors.InvalidParameterError, match="num_bins"):
+            _native.weighted_matrix_stats(y, p, np.ones(2), binning, [False], 0.0, [10, 0])
+        with pytest.raises(calibkit.errors.InvalidParameterError, match="num_bins"):
+            _native.weighted_matrix_stats(y, p, np.ones(2), binning, [True, False], 0.0, [0])
+        assert _native.weighted_matrix_stats(y, p, np.ones(2), binning, [False], 0.0, []) == [[]]
+        assert _native.weighted_matrix_stats(y, p, np.ones(2), binning, [], 0.0, [10]) == []
 
 
 @pytest.mark.parametrize("binning", ["even", "adaptive"])
 def test_native_entry_point_validates_probabilities(binning):
     p = np.array([[0.6, 0.5], [0.3, 0.7]])
     with pytest.raises(calibkit.errors.CalibkitError, match="sum"):
-        _native.weighted_matrix_stats(np.array([0, 1]), p, np.ones(2), binning, True, 0.0, 10)
+        _native.weighted_matrix_stats(np.array([0, 1]), p, np.ones(2), binning, [True], 0.0, [10])
     with pytest.raises(calibkit.errors.CalibkitError, match="label"):
         _native.weighted_matrix_stats(np.array([0, 2]), np.array([[0.6, 0.4], [0.3, 0.7]]),
-                                      np.ones(2), binning, True, 0.0, 10)
+                                      np.ones(2), binning, [True], 0.0, [10])
 
 
 def test_native_entry_point_names_non_contiguous_weights():
     p = np.array([[0.6, 0.4], [0.3, 0.7]])
     with pytest.raises(calibkit.errors.ShapeMismatchError, match="weights must be contiguous"):
-        _native.weighted_matrix_stats(np.array([0, 1]), p, np.ones(4)[::2], "even", True, 0.0, 10)
+        _native.weighted_matrix_stats(np.array([0, 1]), p, np.ones(4)[::2], "even", [True], 0.0,
+                                      [10])

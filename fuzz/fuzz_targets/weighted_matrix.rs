@@ -1,10 +1,11 @@
 //! Weighted tables over all probabilities straight from the matrix (`weighted::matrix::stats`:
-//! even bins in one pass, adaptive bins by class from class blocks) against the weighted
-//! primitive on the metric's kept triples, each weighted by its row's weight: the same table
-//! bit for bit (counts, score and outcome sums, exact units, edges) for valid matrices of
-//! f32 and f64, every threshold and bin count, and weights whole, fractional, tiny, huge or
-//! mostly zero (which move the scales the pass guesses first and exercise its second pass).
-//! A pooled adaptive table is refused with a parameter error; bad weights (NaN, negative,
+//! even bins in one pass per bin count, adaptive bins from each group sorted once for several
+//! bin counts) against the weighted primitive on the metric's kept triples, each weighted by
+//! its row's weight: the same table bit for bit (counts, score and outcome sums, exact units,
+//! edges) at each bin count, for valid matrices of f32 and f64, every threshold, both
+//! groupings (alone, or with the other one asked for first: even pooled tables are then the
+//! class-conditional sums added), and weights whole, fractional, tiny, huge or mostly zero (which move the scales
+//! the pass guesses first and exercise its second pass). Bad weights (NaN, negative,
 //! infinite, an overflowing sum, a wrong length) are errors, never a panic.
 #![no_main]
 
@@ -12,7 +13,7 @@ use calibkit::kernels::core::validate::Checks;
 use calibkit::kernels::gce::rows::score_rows;
 use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 use calibkit::kernels::weighted::matrix::stats;
-use calibkit::kernels::{BinStats, Binning, Grouping, Inputs, KernelError, Score};
+use calibkit::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
 
@@ -43,17 +44,20 @@ fn same(what: &str, a: &BinStats, b: &BinStats) {
     assert_eq!(bits(&a.edges), bits(&b.edges), "edges, {what}");
 }
 
-fn check<T: Score>(probs: &[T], labels: &[i64], k: usize, g: &Grouping, b: usize, w: &[f64]) {
+fn check<T: Score>(probs: &[T], labels: &[i64], k: usize, g: &Grouping, both: bool, bins: &[usize], w: &[f64]) {
     let x = Inputs::new(probs, labels, k).expect("valid shapes");
-    let got = stats(&x, w, g.binning, g.class_conditional, g.threshold, b, &Checks::ALL);
-    let what = format!("{g:?} B={b} n={} k={k}", labels.len());
-    if g.binning == Binning::Adaptive && !g.class_conditional {
-        assert!(matches!(got, Err(KernelError::Parameter(_))), "pooled adaptive must be refused: {what}");
-        return;
-    }
-    let want = by_triples(&x, w, g, b);
+    // this grouping alone, or with the other one first (even: pooled from the class sums)
+    let groupings: &[bool] = if both { &[!g.class_conditional, g.class_conditional] } else { &[g.class_conditional] };
+    let got = stats(&x, w, g.binning, groupings, g.threshold, bins, &Checks::ALL).map(|mut t| t.pop().expect("one list per grouping"));
+    let want: Result<Vec<BinStats>, KernelError> = bins.iter().map(|&b| by_triples(&x, w, g, b)).collect();
+    let what = format!("{g:?} groupings={groupings:?} bins={bins:?} n={} k={k}", labels.len());
     match (&got, &want) {
-        (Ok(a), Ok(e)) => same(&what, a, e),
+        (Ok(a), Ok(e)) => {
+            assert_eq!(a.len(), bins.len(), "{what}: one table per bin count");
+            for ((a, e), b) in a.iter().zip(e).zip(bins) {
+                same(&format!("{what} B={b}"), a, e);
+            }
+        }
         (Err(_), Err(_)) => {}
         _ => panic!("{what}: matrix pass {:?} vs triples {:?}", got.as_ref().err(), want.as_ref().err()),
     }
@@ -87,7 +91,7 @@ fuzz_target!(|data: &[u8]| {
     let k = 1 + (r.u8() % 12) as usize;
     let mut g = grouping(&mut r);
     g.max_prob = false;
-    let b = 1 + (r.u8() % 30) as usize;
+    let bins: Vec<usize> = (0..1 + r.u8() % 3).map(|_| 1 + (r.u8() % 30) as usize).collect();
     let (probs, labels) = prob_rows(&mut r, k, 200, head & 2 == 2);
     if labels.is_empty() {
         return;
@@ -108,14 +112,14 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let x = Inputs::new(&probs, &labels, k).expect("valid shapes");
-        let got = stats(&x, &w, g.binning, g.class_conditional, g.threshold, b, &Checks::ALL);
+        let got = stats(&x, &w, g.binning, &[g.class_conditional], g.threshold, &bins, &Checks::ALL);
         assert!(got.is_err(), "{g:?}: a bad weight vector must be refused");
         return;
     }
     if head & 1 == 1 {
         let p32: Vec<f32> = probs.iter().map(|&v| v as f32).collect();
-        check(&p32, &labels, k, &g, b, &w);
+        check(&p32, &labels, k, &g, head & 16 == 16, &bins, &w);
     } else {
-        check(&probs, &labels, k, &g, b, &w);
+        check(&probs, &labels, k, &g, head & 16 == 16, &bins, &w);
     }
 });

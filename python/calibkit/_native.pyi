@@ -3,6 +3,7 @@
 # Inputs must already be validated structurally by calibkit._validate: labels int64 (N,),
 # probs C-contiguous float32/float64 (N, K). Value errors raise calibkit.errors classes.
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -197,12 +198,12 @@ def weighted_matrix_stats(
     probs: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64],
     binning: str,
-    class_conditional: bool,
+    class_conditional: Sequence[bool],
     threshold: float,
-    num_bins: int,
-) -> tuple[Any, ...]: ...
-    # grouped_bin_stats(..., units=True) of the all-probabilities grouping's kept triples,
-    # each weighted by its row's weight, from the matrix (adaptive: class-conditional only)
+    num_bins: Sequence[int],
+) -> list[list[tuple[Any, ...]]]: ...
+    # per grouping, per bin count: grouped_bin_stats(..., units=True) of the all-probabilities
+    # grouping's kept triples, each weighted by its row's weight, from the matrix
 def adaptive_positions(n: int, num_bins: int) -> npt.NDArray[np.int64]: ...
 def adaptive_positions_of(sizes: npt.NDArray[np.int64], num_bins: int) -> npt.NDArray[np.int64]: ...
 def resample_bootstrap(

@@ -110,10 +110,12 @@ pub fn grouped_bin_stats<'py>(
 }
 
 /// weighted_matrix_stats(labels, probs, weights, binning, class_conditional, threshold, num_bins)
-/// -> as grouped_bin_stats(..., units=True) on the kept (group, score, outcome) triples of the
-/// all-probabilities grouping (`class_conditional`, `threshold`) of the validated matrix, each
-/// weighted by its row's weight, bit for bit, by passes over the matrix
-/// ([`crate::kernels::weighted::matrix`]: even bins, or adaptive bins by class).
+/// -> for each bool of the list `class_conditional`, a list with one tuple per bin count of the
+/// list `num_bins`, each as grouped_bin_stats(..., units=True) on the kept (group, score,
+/// outcome) triples of that all-probabilities grouping at `threshold` of the validated matrix,
+/// each weighted by its row's weight, bit for bit, by passes over the matrix
+/// ([`crate::kernels::weighted::matrix`]: even bins, pooled from the class-conditional sums when
+/// both are asked for; or adaptive bins with each group sorted once for every bin count).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn weighted_matrix_stats<'py>(
@@ -122,23 +124,23 @@ pub fn weighted_matrix_stats<'py>(
     probs: &Bound<'py, PyAny>,
     weights: PyReadonlyArray1<'py, f64>,
     binning: &str,
-    class_conditional: bool,
+    class_conditional: Vec<bool>,
     threshold: f64,
-    num_bins: usize,
-) -> PyResult<Bound<'py, PyTuple>> {
+    num_bins: Vec<usize>,
+) -> PyResult<Vec<Vec<Bound<'py, PyTuple>>>> {
     guard(py, || {
         let binning = Binning::parse(binning).map_err(to_py)?;
         let w = contiguous(&weights, "weights")?;
-        let st = dispatch!(py, labels, probs, |x| crate::kernels::weighted::matrix::stats(
+        let tables = dispatch!(py, labels, probs, |x| crate::kernels::weighted::matrix::stats(
             x,
             w,
             binning,
-            class_conditional,
+            &class_conditional,
             threshold,
-            num_bins,
+            &num_bins,
             &Checks::ALL
         ))?;
-        table_tuple(py, st, true)
+        tables.into_iter().map(|g| g.into_iter().map(|st| table_tuple(py, st, true)).collect()).collect()
     })
 }
 

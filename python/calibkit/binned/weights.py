@@ -5,9 +5,10 @@ outcome) with the row each came from, by one validating Rust pass (``rust/kernel
 the weighted primitive
 (:func:`calibkit.binned.table.grouped_bin_stats`, ``rust/kernels/weighted/grouped.rs``) bins them with each
 triple weighted by its row's weight, and :func:`calibkit.binned.table.reduce_table` reduces the
-table. Metrics over all probabilities with even bins, or adaptive bins by class (SCE, ACE, TACE
-and their relatives), take the same table bit for bit from passes over the matrix instead,
-without forming the triples (:func:`matrix_table`).
+table. Metrics over all probabilities (SCE, ACE, TACE and their relatives, even or adaptive,
+by class or pooled) take the same table bit for bit from passes over the matrix instead,
+without forming the triples (:func:`matrix_tables`); adaptive groups are sorted once for every
+bin count asked for together.
 Integer weights give exactly the statistics of repeating each row ``weight`` times (the
 primitive's weighted equal-mass positions make this hold for adaptive bins too); a weight of 0
 drops the row. Bootstrap resamples (:mod:`calibkit.trust.intervals`) reuse the same triples,
@@ -34,7 +35,7 @@ from .._validate import as_array, validate_inputs
 from ..errors import InputTypeError, InvalidParameterError, ShapeMismatchError
 from .table import CalibrationBins, _wrap_units, reduce_table, rows_table
 
-__all__ = ["as_sample_weight", "Triples", "form_triples", "matrix_table", "pair_triples",
+__all__ = ["as_sample_weight", "Triples", "form_triples", "matrix_tables", "pair_triples",
            "weighted_bins", "weighted_evaluate"]
 
 
@@ -125,32 +126,34 @@ def pair_triples(pairs, *, binning: str, class_conditional: bool, threshold: flo
                    bool(class_conditional), float(threshold))
 
 
-def _fits_matrix_pass(binning: str, max_prob: bool, class_conditional: bool, w: np.ndarray,
-                      k: int) -> bool:
-    """Whether a metric's weighted table comes from a pass over the matrix (:func:`matrix_table`)
-    rather than its triples: even bins over all probabilities, or adaptive bins over all
-    probabilities by class (a pooled adaptive table sorts one group of every entry either
-    way); and weights whose total over the kept entries (at most ``k`` per row) cannot
-    overflow, which the triples path checks (and names) otherwise."""
-    if max_prob or (binning == "adaptive" and not class_conditional):
+def _fits_matrix_pass(max_prob: bool, w: np.ndarray, k: int) -> bool:
+    """Whether a metric's weighted table comes from passes over the matrix
+    (:func:`matrix_tables`) rather than its triples: every metric over all probabilities, with
+    weights whose total over the kept entries (at most ``k`` per row) cannot overflow, which
+    the triples path checks (and names) otherwise."""
+    if max_prob:
         return False
     with np.errstate(over="ignore"):
         return float(np.sum(w)) * k < 1e300
 
 
-def matrix_table(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, binning: str,
-                 class_conditional: bool, threshold: float, num_bins: int) -> tuple:
-    """The weighted table (counts, score sums, outcome sums, edges, units) of an
-    all-probabilities metric from validated ``(y, p)`` and checked row weights ``w``: bit for
-    bit the table of :meth:`Triples.bins` (the weighted primitive on the metric's triples,
-    :func:`form_triples` with :meth:`Triples.weight_of`), adaptive edges starting at the
-    threshold, from Rust passes over the matrix (``rust/kernels/weighted/matrix.rs``, even
-    bins; ``matrix_adaptive.rs``, adaptive bins by class)."""
-    out = _native.weighted_matrix_stats(y, p, w, binning, bool(class_conditional),
-                                        float(threshold), int(num_bins))
+def matrix_tables(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, binning: str,
+                  class_conditional, threshold: float, num_bins) -> list:
+    """The weighted tables (counts, score sums, outcome sums, edges, units) of the
+    all-probabilities groupings at ``threshold``, one list per bool of ``class_conditional``
+    (a sequence), each with one table per bin count of ``num_bins``, from validated ``(y, p)``
+    and checked row weights ``w``: each bit for bit the table of :meth:`Triples.bins` (the
+    weighted primitive on the metric's triples, :func:`form_triples` with
+    :meth:`Triples.weight_of`), adaptive edges starting at the threshold, from Rust passes over
+    the matrix (``rust/kernels/weighted/matrix.rs``, even bins, pooled from the
+    class-conditional sums when both are asked for; ``matrix_adaptive.rs``, adaptive bins, each
+    group sorted once for all the bin counts)."""
+    out = _native.weighted_matrix_stats(y, p, w, binning, [bool(c) for c in class_conditional],
+                                        float(threshold), [int(b) for b in num_bins])
     if binning == "adaptive":
-        out[3][:, 0] = threshold
-    return _wrap_units(out)
+        for t in (t for per_grouping in out for t in per_grouping):
+            t[3][:, 0] = threshold
+    return [[_wrap_units(t) for t in per_grouping] for per_grouping in out]
 
 
 def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
@@ -170,10 +173,11 @@ def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
         )
     y, p = validate_inputs(labels, probs)
     w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
-    if _fits_matrix_pass(binning, max_prob, class_conditional, w, p.shape[1]):
+    if _fits_matrix_pass(max_prob, w, p.shape[1]):
         num_bins = check_gce_params(binning, "l1", threshold, num_bins)[3]
-        c, s, o, e, u = matrix_table(y, p, w, binning=binning, class_conditional=class_conditional,
-                                     threshold=threshold, num_bins=num_bins)
+        c, s, o, e, u = matrix_tables(y, p, w, binning=binning,
+                                      class_conditional=[class_conditional],
+                                      threshold=threshold, num_bins=[num_bins])[0][0]
         return CalibrationBins(c, s, o, e, p.shape[1], binning, bool(class_conditional), False,
                                float(threshold), u)
     tr = form_triples(y, p, binning=binning, max_prob=max_prob,
@@ -184,27 +188,38 @@ def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
 def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
     """The (len(space), len(bins)) table of :func:`calibkit.evaluate` under per-row weights.
 
-    The triples of each grouping (max_prob, class_conditional, threshold) are formed once and
-    shared by every binning, norm and bin count.
+    Metrics over all probabilities take one call over the matrix per (binning, threshold) for
+    both groupings and every bin count (adaptive groups sorted once, even pooled tables from
+    the class-conditional sums), its tables shared by both norms; the triples of each
+    top-label grouping (class_conditional, threshold) are formed once and shared by every
+    binning, norm and bin count.
     """
     from dataclasses import replace
 
     n = int(np.shape(labels)[0])
     w = as_sample_weight(sample_weight, n)
     y, p = validate_inputs(labels, probs)
-    cache: dict = {}
+    bins = [int(b) for b in bins]
+    fits = _fits_matrix_pass(False, w, p.shape[1])
+    # The groupings each (binning, threshold) needs from the matrix, in a fixed order.
+    wanted: dict = {}
+    for spec in space:
+        if fits and not spec.max_prob:
+            cc = wanted.setdefault((spec.binning, spec.threshold), [])
+            if spec.class_conditional not in cc:
+                cc.append(spec.class_conditional)
     tables: dict = {}
+    cache: dict = {}
     out = np.empty((len(space), len(bins)))
     for i, spec in enumerate(space):
-        if _fits_matrix_pass(spec.binning, spec.max_prob, spec.class_conditional, w, p.shape[1]):
-            # one pass over the matrix per (binning, grouping, bin count), shared by both norms
-            for j, b in enumerate(bins):
-                table_key = (spec.binning, spec.class_conditional, spec.threshold, int(b))
-                if table_key not in tables:
-                    tables[table_key] = matrix_table(
-                        y, p, w, binning=spec.binning, class_conditional=spec.class_conditional,
-                        threshold=spec.threshold, num_bins=int(b))
-                c, s, o = tables[table_key][:3]
+        if fits and not spec.max_prob:
+            at = (spec.binning, spec.threshold)
+            if at not in tables:
+                groupings = sorted(wanted[at], reverse=True)  # class-conditional first
+                per = matrix_tables(y, p, w, binning=spec.binning, class_conditional=groupings,
+                                    threshold=spec.threshold, num_bins=bins)
+                tables[at] = dict(zip(groupings, per))
+            for j, (c, s, o, _e, _u) in enumerate(tables[at][spec.class_conditional]):
                 out[i, j] = reduce_table(c, s, o, spec.norm, spec.class_conditional)
             continue
         key = (spec.max_prob, spec.class_conditional, spec.threshold)
@@ -215,5 +230,5 @@ def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
             cache[key] = (tr, tr.weight_of(w))
         tr, tw = cache[key]
         for j, b in enumerate(bins):
-            out[i, j] = replace(tr, binning=spec.binning, num_bins=int(b)).error(tw, spec.norm)
+            out[i, j] = replace(tr, binning=spec.binning, num_bins=b).error(tw, spec.norm)
     return out

@@ -323,10 +323,16 @@ fn group_edges<T: Score>(rows: &GroupedRows<T>, sorted: impl Iterator<Item = usi
 }
 
 /// [`edge_ranks`] of one group's weights in ascending score order, their total summed in that
-/// order (the primitive's rule, also for [`crate::kernels::weighted::matrix_adaptive`]).
+/// order (the primitive's rule).
 pub(crate) fn sorted_edge_ranks(w: &[f64], b: usize) -> Vec<usize> {
+    sorted_edge_ranks_many(w, &[b]).pop().unwrap_or_default()
+}
+
+/// [`sorted_edge_ranks`] at each bin count of `bins` (for
+/// [`crate::kernels::weighted::matrix_adaptive`], which sorts a group once for all of them).
+pub(crate) fn sorted_edge_ranks_many(w: &[f64], bins: &[usize]) -> Vec<Vec<usize>> {
     let total = w.iter().fold(0.0, |c, &x| c + x);
-    edge_ranks(w, total, b)
+    edge_ranks_many(w, total, bins)
 }
 
 /// The weighted equal-mass rule of the module docs, written once: given the weights `w` of one
@@ -344,17 +350,30 @@ pub(crate) fn sorted_edge_ranks(w: &[f64], b: usize) -> Vec<usize> {
 /// of two is exact: the lifted cumulative weights are the unlifted ones times it, and weights of
 /// 1/2 or more (every whole weight) are not lifted.
 pub(crate) fn edge_ranks(w: &[f64], total: f64, b: usize) -> Vec<usize> {
+    edge_ranks_many(w, total, &[b]).pop().unwrap_or_default()
+}
+
+/// [`edge_ranks`] at each bin count of `bins`, from one walk over the cumulative weights: the
+/// edge of a target `t` is the first row with `C_i > t` (or the last positive row when there
+/// is none), which depends on `t` alone, so the targets of every bin count are visited in
+/// ascending order at once.
+pub(crate) fn edge_ranks_many(w: &[f64], total: f64, bins: &[usize]) -> Vec<Vec<usize>> {
     let lift = units::weight_scale(w.iter().fold(0.0f64, |m, &x| if x > m { x } else { m }));
-    let step = total * lift / b as f64;
-    let mut edges = Vec::with_capacity(b.saturating_sub(1));
+    let mut edges: Vec<Vec<usize>> = bins.iter().map(|&b| Vec::with_capacity(b.saturating_sub(1))).collect();
     let Some(first) = w.iter().position(|&x| x > 0.0) else {
         return edges;
     };
+    // Every (target, bin count) in ascending target order (a bin count's own targets ascend).
+    let mut targets: Vec<(f64, usize)> = Vec::with_capacity(bins.iter().map(|b| b.saturating_sub(1)).sum());
+    for (bi, &b) in bins.iter().enumerate() {
+        let step = total * lift / b as f64;
+        targets.extend((1..b).map(|j| ((j as f64 * step).round_ties_even(), bi)));
+    }
+    targets.sort_by(|a, b| a.0.total_cmp(&b.0));
     // `last`: the last positive row visited; the edge is the first row with C_i > t_j, or the
-    // last positive row when there is none (rows are visited once over all j).
+    // last positive row when there is none (rows are visited once over all targets).
     let (mut cum, mut last, mut p) = (0.0f64, first, 0usize);
-    for j in 1..b {
-        let t = (j as f64 * step).round_ties_even();
+    for (t, bi) in targets {
         while cum <= t && p < w.len() {
             let x = w[p];
             cum += x * lift; // adding a zero weight leaves the cumulative weight as it is
@@ -363,7 +382,7 @@ pub(crate) fn edge_ranks(w: &[f64], total: f64, b: usize) -> Vec<usize> {
             }
             p += 1;
         }
-        edges.push(last);
+        edges[bi].push(last);
     }
     edges
 }
@@ -542,6 +561,43 @@ mod tests {
                 let mut got = keys.clone();
                 sort_keyed(&mut got, &mut scratch);
                 assert!(got == want, "m {m} levels {levels}");
+            }
+        }
+    }
+
+    /// The ranks of several bin counts from one walk are each bin count's own walk (the rule
+    /// as first written, one target after another), with zero weights, ties and lifts.
+    #[test]
+    fn edge_ranks_of_many_bin_counts_are_each_bin_counts_own() {
+        fn one_walk(w: &[f64], total: f64, b: usize) -> Vec<usize> {
+            let lift = units::weight_scale(w.iter().fold(0.0f64, |m, &x| if x > m { x } else { m }));
+            let step = total * lift / b as f64;
+            let Some(first) = w.iter().position(|&x| x > 0.0) else { return Vec::new() };
+            let (mut cum, mut last, mut p, mut out) = (0.0f64, first, 0usize, Vec::new());
+            for j in 1..b {
+                let t = (j as f64 * step).round_ties_even();
+                while cum <= t && p < w.len() {
+                    cum += w[p] * lift;
+                    if w[p] > 0.0 {
+                        last = p;
+                    }
+                    p += 1;
+                }
+                out.push(last);
+            }
+            out
+        }
+        let mut rng = Rng(23);
+        for trial in 0..300 {
+            let m = rng.below(300) as usize;
+            let scale = [1.0, 0.01, 1e-9, 3.7][trial % 4];
+            let w: Vec<f64> = (0..m).map(|_| if rng.below(3) == 0 { 0.0 } else { rng.below(9) as f64 * scale }).collect();
+            let bins: Vec<usize> = (0..1 + rng.below(6)).map(|_| 1 + rng.below(60) as usize).collect();
+            let total = w.iter().fold(0.0, |c, &x| c + x);
+            let got = edge_ranks_many(&w, total, &bins);
+            assert_eq!(got.len(), bins.len());
+            for (g, &b) in got.iter().zip(&bins) {
+                assert_eq!(*g, one_walk(&w, total, b), "m {m} bins {bins:?} b {b}");
             }
         }
     }

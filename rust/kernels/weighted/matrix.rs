@@ -19,7 +19,7 @@
 //!   whenever the largest weight is at least 1/2 and far below 2^74 over the entries); when
 //!   the found ones differ, it sums again with them.
 //!
-//! Adaptive bins need each group's weighted order and stay on the triples path.
+//! Adaptive bins need each group's weighted order: [`super::matrix_adaptive`].
 
 use rayon::prelude::*;
 
@@ -33,6 +33,7 @@ use crate::kernels::{BinStats, Inputs, KernelError, Score};
 
 /// One chunk's (or the whole pass's) sums: per cell (count, score, outcome) units, and what
 /// the scales depend on.
+#[derive(Clone)]
 pub(super) struct Part {
     pub(super) cells: Vec<[i128; 3]>,
     /// Kept entries.
@@ -208,11 +209,13 @@ impl<T: Score> Pass<'_, T> {
     }
 }
 
-/// The checks of every weighted matrix pass, before it: the grouping's bin count and table
-/// size, one finite weight `>= 0` per row, and the input as `check` asks.
-pub(super) fn checked<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, num_bins: usize, check: &Checks) -> Result<(), KernelError> {
-    g.check(num_bins)?;
-    g.check_table(x.k, num_bins)?;
+/// The checks of every weighted matrix pass, before it: the grouping's bin counts and table
+/// sizes, one finite weight `>= 0` per row, and the input as `check` asks.
+pub(super) fn checked<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, bins: &[usize], check: &Checks) -> Result<(), KernelError> {
+    for &b in bins {
+        g.check(b)?;
+        g.check_table(x.k, b)?;
+    }
     if w.len() != x.n {
         return Err(KernelError::Shape(format!(
             "sample_weight has {} entries but probs has {} rows; pass one weight per row",
@@ -247,53 +250,103 @@ pub(super) fn at_found_scales<T: Score>(
     Ok((sc, part))
 }
 
-/// The even table (`num_bins` bins, groups as the grouping) of the all-probabilities grouping
-/// (`class_conditional`, `thr`) of `x` with row weights `w`: the weighted primitive's table of
-/// the grouping's kept triples (module doc). Validates the input as `check` asks, and `w`
-/// (one finite weight `>= 0` per row).
-pub fn even_stats<T: Score>(
-    x: &Inputs<T>,
-    w: &[f64],
-    class_conditional: bool,
-    thr: f64,
-    num_bins: usize,
-    check: &Checks,
-) -> Result<BinStats, KernelError> {
-    let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional, threshold: thr };
-    checked(x, w, &g, num_bins, check)?;
-    let groups = if class_conditional { x.k } else { 1 };
-    let pass = Pass { x, w, class_conditional, thr, e: EvenEdges::new(num_bins) };
-    let (sc, part) = at_found_scales(x, w, |sc| pass.sum_all(sc))?;
-    let mut st = sc.table(groups, pass.e.num_bins());
+/// The even table of one pass's sums at scales `sc` (`groups` groups of `e`'s bins).
+fn even_table(sc: &Scales, part: &Part, groups: usize, e: &EvenEdges) -> BinStats {
+    let mut st = sc.table(groups, e.num_bins());
     for (i, a) in part.cells.iter().enumerate() {
         sc.write(&mut st, i, a[0], a[1], a[2]);
     }
-    let one = pass.e.boundaries();
+    let one = e.boundaries();
     st.edges = (0..groups).flat_map(|_| one.iter().copied()).collect();
-    Ok(st)
+    st
 }
 
-/// The weighted table of an all-probabilities grouping from the matrix: even bins
-/// ([`even_stats`]), or adaptive bins of the class-conditional grouping
-/// ([`super::matrix_adaptive::adaptive_stats`]); a pooled adaptive table is refused (it sorts
-/// one group of every entry: the triples path).
+/// The even tables of the all-probabilities grouping at threshold `thr` of `x` with row
+/// weights `w`, for each `class_conditional` of `groupings` (outer) and each bin count of
+/// `bins` (inner): the weighted primitive's tables of the grouping's kept triples (module
+/// doc), one pass over the matrix per grouping and bin count, except that when both
+/// groupings are asked for, the pooled table is the class-conditional one's cells added over
+/// the classes (the same entries in the same bins, at the same scales: they depend on the
+/// kept entries alone; the unit sums are exact, so this is the pooled pass's table bit for
+/// bit). Validates the input as `check` asks, and `w` (one finite weight `>= 0` per row),
+/// once.
+pub fn even_stats<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    groupings: &[bool],
+    thr: f64,
+    bins: &[usize],
+    check: &Checks,
+) -> Result<Vec<Vec<BinStats>>, KernelError> {
+    for &class_conditional in groupings {
+        let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional, threshold: thr };
+        checked(x, w, &g, bins, if class_conditional == groupings[0] { check } else { &Checks::NONE })?;
+    }
+    let both = groupings.contains(&true) && groupings.contains(&false);
+    // Per bin count: the class-conditional pass's scales and sums, when it is asked for.
+    let mut by_class: Vec<Option<(Scales, Part)>> = vec![None; bins.len()];
+    let mut out = Vec::with_capacity(groupings.len());
+    for &class_conditional in groupings {
+        let groups = if class_conditional { x.k } else { 1 };
+        let mut tables = Vec::with_capacity(bins.len());
+        for (bi, &b) in bins.iter().enumerate() {
+            let e = EvenEdges::new(b);
+            let nb = e.num_bins();
+            let pass = |cc: bool| at_found_scales(x, w, |sc| Pass { x, w, class_conditional: cc, thr, e: e.clone() }.sum_all(sc));
+            let st = if class_conditional || both {
+                if by_class[bi].is_none() {
+                    by_class[bi] = Some(pass(true)?);
+                }
+                let (sc, part) = by_class[bi].as_ref().expect("computed above");
+                if class_conditional {
+                    even_table(sc, part, groups, &e)
+                } else {
+                    // The pooled cells: the class-conditional ones added over the classes.
+                    let mut pooled = Part::zeros(nb);
+                    for class in part.cells.chunks(nb) {
+                        for (a, c) in pooled.cells.iter_mut().zip(class) {
+                            for (x, y) in a.iter_mut().zip(c) {
+                                *x = x.wrapping_add(*y);
+                            }
+                        }
+                    }
+                    even_table(sc, &pooled, 1, &e)
+                }
+            } else {
+                let (sc, part) = pass(false)?;
+                even_table(&sc, &part, 1, &e)
+            };
+            tables.push(st);
+        }
+        out.push(tables);
+    }
+    Ok(out)
+}
+
+/// The weighted tables of the all-probabilities grouping at threshold `thr` from the matrix,
+/// for each `class_conditional` of `groupings` (outer) and each bin count of `bins` (inner):
+/// even bins ([`even_stats`]: pooled tables from the class-conditional sums when both are
+/// asked for) or adaptive bins ([`super::matrix_adaptive::adaptive_stats`], each group sorted
+/// once for every bin count). The input is validated once.
 pub fn stats<T: Score>(
     x: &Inputs<T>,
     w: &[f64],
     binning: Binning,
-    class_conditional: bool,
+    groupings: &[bool],
     thr: f64,
-    num_bins: usize,
+    bins: &[usize],
     check: &Checks,
-) -> Result<BinStats, KernelError> {
-    match (binning, class_conditional) {
-        (Binning::Even, _) => even_stats(x, w, class_conditional, thr, num_bins, check),
-        (Binning::Adaptive, true) => super::matrix_adaptive::adaptive_stats(x, w, thr, num_bins, check),
-        (Binning::Adaptive, false) => Err(KernelError::Parameter(
-            "weighted adaptive tables from the matrix are class-conditional only; bin a pooled \
-             grouping's triples with grouped_bin_stats"
-                .into(),
-        )),
+) -> Result<Vec<Vec<BinStats>>, KernelError> {
+    match binning {
+        Binning::Even => even_stats(x, w, groupings, thr, bins, check),
+        Binning::Adaptive => groupings
+            .iter()
+            .enumerate()
+            .map(|(i, &cc)| {
+                let check = if i == 0 { check } else { &Checks::NONE };
+                super::matrix_adaptive::adaptive_stats(x, w, cc, thr, bins, check)
+            })
+            .collect(),
     }
 }
 
@@ -374,12 +427,19 @@ pub(super) mod tests {
             }
             let x = Inputs::new(&p, &y, k).unwrap();
             for (name, w) in weight_kinds(n, seed + 10) {
-                for cc in [false, true] {
+                // each grouping alone (its own pass) and both at once (pooled from the
+                // class-conditional sums), several bin counts in one call
+                for groupings in [&[false][..], &[true], &[true, false], &[false, true]] {
                     for thr in [0.0, 0.01, 0.5] {
-                        for b in [1usize, 10, 15] {
-                            let what = format!("n {n} k {k} {name} cc {cc} thr {thr} b {b}");
-                            let got = even_stats(&x, &w, cc, thr, b, &Checks::ALL).unwrap();
-                            same(&got, &by_triples(&x, &w, Binning::Even, cc, thr, b), &what);
+                        let bins = [1usize, 10, 15];
+                        let got = even_stats(&x, &w, groupings, thr, &bins, &Checks::ALL).unwrap();
+                        assert_eq!(got.len(), groupings.len());
+                        for (tables, &cc) in got.iter().zip(groupings) {
+                            assert_eq!(tables.len(), bins.len());
+                            for (st, &b) in tables.iter().zip(&bins) {
+                                let what = format!("n {n} k {k} {name} {groupings:?} cc {cc} thr {thr} b {b}");
+                                same(st, &by_triples(&x, &w, Binning::Even, cc, thr, b), &what);
+                            }
                         }
                     }
                 }
@@ -387,8 +447,8 @@ pub(super) mod tests {
         }
     }
 
-    /// Both passes (even bins of either grouping, adaptive bins by class): float32 input and
-    /// one thread give the primitive's tables too.
+    /// Every pass (even or adaptive bins, by class or pooled): float32 input and one thread
+    /// give the primitive's tables too.
     #[test]
     fn float32_and_any_thread_count_give_the_same_tables() {
         let (n, k) = (3000usize, 30usize);
@@ -396,12 +456,12 @@ pub(super) mod tests {
         let p32: Vec<f32> = p.iter().map(|&v| v as f32).collect();
         let x = Inputs::new(&p32, &y, k).unwrap();
         let w: Vec<f64> = (0..n).map(|i| 0.3 + (i % 7) as f64 * 0.37).collect();
-        for (binning, cc) in [(Binning::Even, false), (Binning::Even, true), (Binning::Adaptive, true)] {
+        for (binning, cc) in [(Binning::Even, false), (Binning::Even, true), (Binning::Adaptive, true), (Binning::Adaptive, false)] {
             let want = by_triples(&x, &w, binning, cc, 0.0, 15);
-            same(&stats(&x, &w, binning, cc, 0.0, 15, &Checks::ALL).unwrap(), &want, "f32");
+            same(&stats(&x, &w, binning, &[cc], 0.0, &[15], &Checks::ALL).unwrap()[0][0], &want, "f32");
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-            let one = pool.install(|| stats(&x, &w, binning, cc, 0.0, 15, &Checks::ALL).unwrap());
-            same(&one, &want, "one thread");
+            let one = pool.install(|| stats(&x, &w, binning, &[!cc, cc], 0.0, &[15], &Checks::ALL).unwrap());
+            same(&one[1][0], &want, "one thread");
         }
     }
 
@@ -417,8 +477,8 @@ pub(super) mod tests {
             for cc in [false, true] {
                 let want = by_triples(&x, &w, Binning::Even, cc, 0.001, 10);
                 for l in [Level::Portable, Level::Avx2] {
-                    let got = with_level(l, || even_stats(&x, &w, cc, 0.001, 10, &Checks::ALL).unwrap());
-                    same(&got, &want, &format!("{name} cc {cc} level {l:?}"));
+                    let got = with_level(l, || even_stats(&x, &w, &[cc], 0.001, &[10], &Checks::ALL).unwrap());
+                    same(&got[0][0], &want, &format!("{name} cc {cc} level {l:?}"));
                 }
             }
         }
@@ -429,9 +489,9 @@ pub(super) mod tests {
         let p = [0.6f64, 0.4, 0.3, 0.7];
         let y = [0i64, 1];
         let x = Inputs::new(&p, &y, 2).unwrap();
-        let msg = |r: Result<BinStats, KernelError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        for (binning, cc) in [(Binning::Even, false), (Binning::Even, true), (Binning::Adaptive, true)] {
-            let run = |x: &Inputs<f64>, w: &[f64], b: usize| stats(x, w, binning, cc, 0.0, b, &Checks::ALL);
+        let msg = |r: Result<Vec<Vec<BinStats>>, KernelError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        for (binning, cc) in [(Binning::Even, false), (Binning::Even, true), (Binning::Adaptive, true), (Binning::Adaptive, false)] {
+            let run = |x: &Inputs<f64>, w: &[f64], b: usize| stats(x, w, binning, &[cc, !cc], 0.0, &[10, b], &Checks::ALL);
             assert!(msg(run(&x, &[1.0], 10)).contains("one weight per row"));
             assert!(msg(run(&x, &[1.0, -1.0], 10)).contains("sample_weight"));
             assert!(msg(run(&x, &[1.0, f64::NAN], 10)).contains("sample_weight"));
@@ -440,8 +500,9 @@ pub(super) mod tests {
             assert!(msg(run(&Inputs::new(&bad, &y, 2).unwrap(), &[1.0, 1.0], 10)).contains("sum"));
             let yb = [0i64, 2];
             assert!(msg(run(&Inputs::new(&p, &yb, 2).unwrap(), &[1.0, 1.0], 10)).contains("label"));
-            assert!(msg(stats(&x, &[1.0, 1.0], binning, cc, 1.5, 10, &Checks::ALL)).contains("threshold"));
+            assert!(msg(stats(&x, &[1.0, 1.0], binning, &[cc], 1.5, &[10], &Checks::ALL)).contains("threshold"));
+            assert!(stats(&x, &[1.0, 1.0], binning, &[cc], 0.0, &[], &Checks::ALL).unwrap()[0].is_empty());
+            assert!(stats(&x, &[1.0, 1.0], binning, &[], 0.0, &[10], &Checks::ALL).unwrap().is_empty());
         }
-        assert!(msg(stats(&x, &[1.0, 1.0], Binning::Adaptive, false, 0.0, 10, &Checks::ALL)).contains("class-conditional only"));
     }
 }

@@ -1,32 +1,32 @@
-//! Weighted adaptive tables of the class-conditional all-probabilities grouping (ACE, TACE and
-//! their relatives with per-row weights) from a probability matrix, one class at a time.
+//! Weighted adaptive tables of the all-probabilities groupings (ACE, TACE and their pooled
+//! relatives with per-row weights) from a probability matrix, each group sorted once for every
+//! requested bin count.
 //!
-//! The table is, bit for bit, the weighted primitive's
+//! A table is, bit for bit, the weighted primitive's
 //! ([`grouped_bin_stats`](crate::kernels::weighted::grouped::grouped_bin_stats), adaptive
 //! bins) on the grouping's kept triples, each weighted by its row's weight, as
 //! [`matrix`](crate::kernels::weighted::matrix) is for even bins; but the triples of every
 //! class together (50M at (50k, 1000): 1.6 GB, with their sort keys and cells another 1 GB)
-//! were most of a weighted ACE's 7 s, a quarter of it the kernel zeroing their fresh pages.
-//! Here a block of classes is read from the matrix into each class's list of kept entries
-//! (buffers reused by the thread), and each class is then finished alone:
-//! - its rows of positive weight sorted by (score, row), the primitive's order
-//!   ([`sort_keyed_here`]), and its edges from their weights in that order
-//!   ([`sorted_edge_ranks`], the primitive's rule);
-//! - its entries binned by those edges as
-//!   [`bin_by_edges`](crate::kernels::core::edges::bin_by_edges) bins them (in score order a
-//!   bin is a run) and summed with the units of [`sums`](crate::kernels::weighted::sums),
-//!   exact in `i128`, at the primitive's scales (found as
-//!   [`matrix`](crate::kernels::weighted::matrix) finds them); entries of weight 0 add
-//!   nothing and are never an edge.
-//!
-//! Pooled groupings (one group of every entry) stay on the triples path: their one sort is the
-//! cost either way.
+//! were most of a weighted ACE's 7 s, a quarter of it the kernel zeroing their fresh pages,
+//! and the primitive sorts them again for every bin count.
+//! Class-conditional: a block of classes is read from the matrix into each class's list of
+//! kept entries (buffers reused by the thread), and each class is then finished alone.
+//! Pooled: every kept entry goes to one list (ids `row << 32 | column`, ascending as the
+//! triples are), sorted over the threads. Each group then:
+//! - has its entries of positive weight sorted by (score, id), the primitive's order
+//!   ([`sort_keyed_here`]), and its edges at each bin count from their weights in that order
+//!   ([`sorted_edge_ranks_many`], the primitive's rule);
+//! - is binned by those edges as [`bin_by_edges`](crate::kernels::core::edges::bin_by_edges)
+//!   bins it (in score order a bin is a run; one walk over the entries serves every bin
+//!   count) and summed with the units of [`sums`](crate::kernels::weighted::sums), exact in
+//!   `i128`, at the primitive's scales (found as [`matrix`](crate::kernels::weighted::matrix)
+//!   finds them); entries of weight 0 add nothing and are never an edge.
 
 use rayon::prelude::*;
 
-use super::grouped::{sort_keyed_here, sorted_edge_ranks};
+use super::grouped::{sort_keyed, sort_keyed_here, sorted_edge_ranks_many, PARALLEL_ROWS};
 use super::matrix::{at_found_scales, checked, Part};
-use crate::kernels::core::chunks::PerThread;
+use crate::kernels::core::chunks::{row_chunks, PerThread};
 use crate::kernels::core::edges::adaptive_boundaries;
 use crate::kernels::core::order::{order_key, score_of_key};
 use crate::kernels::core::spec::{Binning, Grouping};
@@ -54,8 +54,8 @@ struct RowUnits {
     count: i128,
 }
 
-/// One class's upper edges and its part of the table (its `nb` cells).
-type ClassTable = (Vec<f64>, Part);
+/// One group's upper edges and its part of the table (its `nb` cells), at one bin count.
+type GroupTable = (Vec<f64>, Part);
 
 /// Classes per block of the read: the rows' stretches of a block are read at the matrix's
 /// stride, a TLB miss per row and block, so wider blocks read faster (TACE at (50k, 1000):
@@ -81,19 +81,110 @@ fn block_width<T: Score>(x: &Inputs<T>, thr: f64) -> usize {
     ((BLOCK_BYTES as f64 / per_class) as usize).min(for_threads).clamp(8, 128) / 8 * 8
 }
 
-/// The edges and sums of classes `cols` at scales `sc`. Entries of weight 0 add nothing to
-/// any sum and are never an edge: only their number counts (for the scales).
+/// A walk over one group's entries in score order for one bin count: in score order a bin is
+/// a run ([`bin_by_edges`](crate::kernels::core::edges::bin_by_edges) of each score, by a walk
+/// over the edges).
+struct Walk<'a> {
+    edges: &'a [f64],
+    bin: usize,
+    run: [i128; 3],
+    part: Part,
+}
+
+impl<'a> Walk<'a> {
+    fn new(edges: &'a [f64], b: usize) -> Self {
+        Walk { edges, bin: 0, run: [0; 3], part: Part::zeros(b) }
+    }
+
+    /// The next entry (score `v`, at least the previous one's) adds `add` to its bin.
+    #[inline(always)]
+    fn step(&mut self, v: f64, add: &[i128; 3]) {
+        if self.bin < self.edges.len() && self.edges[self.bin] <= v {
+            self.part.cells[self.bin] = self.run;
+            self.run = [0; 3];
+            while self.bin < self.edges.len() && self.edges[self.bin] <= v {
+                self.bin += 1;
+            }
+        }
+        for (a, b) in self.run.iter_mut().zip(add) {
+            *a = a.wrapping_add(*b);
+        }
+    }
+
+    fn finish(mut self) -> Part {
+        if let Some(cell) = self.part.cells.get_mut(self.bin) {
+            *cell = self.run;
+        }
+        self.part
+    }
+}
+
+/// One group's tables at every bin count of `bins`, from its entries of positive weight as
+/// sort keys `(order_key(score), id)` (sorted here into the primitive's order, by score then
+/// id: ids ascend as the triples do); `locate(id)` is the entry's row, its index in
+/// `x.probs` and whether it is the row's true label. Its edges come from the weights in that
+/// order ([`sorted_edge_ranks_many`], the primitive's rule), for every bin count in one walk;
+/// its entries' units once for all of them. `kept` (entries above the threshold, of any weight) goes
+/// with every table.
+#[allow(clippy::too_many_arguments)]
+fn group_tables<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    rows: &[RowUnits],
+    sc: &Scales,
+    bins: &[usize],
+    keys: &mut [u128],
+    locate: impl Fn(u64) -> (usize, usize, bool),
+    kept: usize,
+    s: &mut Scratch,
+) -> Vec<GroupTable> {
+    if keys.len() < PARALLEL_ROWS {
+        sort_keyed_here(keys, &mut s.sort);
+    } else {
+        // One group of every entry (pooled): spread over the threads.
+        sort_keyed(keys, &mut s.sort);
+    }
+    s.weights.clear();
+    s.weights.extend(keys.iter().map(|&k| w[locate(k as u64).0]));
+    let edges: Vec<Vec<f64>> = sorted_edge_ranks_many(&s.weights, bins)
+        .into_iter()
+        .map(|ranks| ranks.into_iter().map(|p| x.probs[locate(keys[p] as u64).1].to_f64()).collect())
+        .collect();
+    let mut walks: Vec<Walk> = edges.iter().zip(bins).map(|(e, &b)| Walk::new(e, b)).collect();
+    for &key in keys.iter() {
+        let v = score_of_key((key >> 64) as u64);
+        let (row, _, positive) = locate(key as u64);
+        let r = rows[row];
+        let add = [r.count, weighted_units(r.ws, sc.score_units(v)), if positive { r.count } else { 0 }];
+        for walk in walks.iter_mut() {
+            walk.step(v, &add);
+        }
+    }
+    let parts: Vec<Part> = walks.into_iter().map(Walk::finish).collect();
+    edges
+        .into_iter()
+        .zip(parts)
+        .map(|(e, mut part)| {
+            part.kept = kept;
+            (e, part)
+        })
+        .collect()
+}
+
+/// The tables of classes `cols` at every bin count of `bins`, at scales `sc`. Entries of
+/// weight 0 add nothing to any sum and are never an edge: only their number counts (for the
+/// scales). The block's largest weight and score go with its first class.
 #[allow(clippy::too_many_arguments)]
 fn class_block<T: Score>(
     x: &Inputs<T>,
     w: &[f64],
     rows: &[RowUnits],
     thr: f64,
-    b: usize,
+    bins: &[usize],
     sc: &Scales,
     cols: std::ops::Range<usize>,
     s: &mut Scratch,
-) -> Result<Vec<ClassTable>, KernelError> {
+) -> Result<Vec<Vec<GroupTable>>, KernelError> {
     let width = cols.len();
     s.keys.resize_with(width.max(s.keys.len()), Vec::new);
     s.keys.iter_mut().for_each(Vec::clear);
@@ -119,91 +210,169 @@ fn class_block<T: Score>(
         }
     }
     let mut out = Vec::with_capacity(width);
+    let mut keys = std::mem::take(&mut s.keys);
     for (j, c) in cols.enumerate() {
-        // The primitive's order: rows of positive weight by (score, row).
-        let keys = &mut s.keys[j];
-        sort_keyed_here(keys, &mut s.sort);
-        let row_of = |key: u128| key as u64 as usize;
-        s.weights.clear();
-        s.weights.extend(keys.iter().map(|&k| w[row_of(k)]));
-        let edges: Vec<f64> =
-            sorted_edge_ranks(&s.weights, b).into_iter().map(|p| x.probs[row_of(keys[p]) * x.k + c].to_f64()).collect();
-        // In score order a bin is a run: bin_by_edges of each score, by a walk over the edges.
-        let mut part = Part::zeros(b);
-        let mut bin = 0usize;
-        let mut run = [0i128; 3];
-        for &key in keys.iter() {
-            let v = score_of_key((key >> 64) as u64);
-            if bin < edges.len() && edges[bin] <= v {
-                part.cells[bin] = run;
-                run = [0; 3];
-                while bin < edges.len() && edges[bin] <= v {
-                    bin += 1;
-                }
-            }
-            let r = rows[row_of(key)];
-            run[0] = run[0].wrapping_add(r.count);
-            run[1] = run[1].wrapping_add(weighted_units(r.ws, sc.score_units(v)));
-            if r.label == c as u64 {
-                run[2] = run[2].wrapping_add(r.count);
-            }
-        }
-        if let Some(cell) = part.cells.get_mut(bin) {
-            *cell = run;
-        }
-        part.kept = kept[j];
-        out.push((edges, part));
+        // A class's ids are its rows.
+        let locate = |id: u64| (id as usize, id as usize * x.k + c, rows[id as usize].label == c as u64);
+        out.push(group_tables(x, w, rows, sc, bins, &mut keys[j], locate, kept[j], s));
     }
-    // The block's facts go with its first class (they are added over all classes).
-    if let Some((_, first)) = out.first_mut() {
-        (first.max_weight, first.max_score) = (max_w, max_s);
+    s.keys = keys;
+    if let Some(first) = out.first_mut() {
+        for (_, part) in first.iter_mut() {
+            (part.max_weight, part.max_score) = (max_w, max_s);
+        }
     }
     Ok(out)
 }
 
-/// The adaptive table (`num_bins` bins per class) of the class-conditional all-probabilities
-/// grouping at threshold `thr` of `x` with row weights `w`: the weighted primitive's table of
-/// the grouping's kept triples (module doc). Validates as [`super::matrix::even_stats`] does.
-pub fn adaptive_stats<T: Score>(x: &Inputs<T>, w: &[f64], thr: f64, num_bins: usize, check: &Checks) -> Result<BinStats, KernelError> {
-    let g = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional: true, threshold: thr };
-    checked(x, w, &g, num_bins, check)?;
+/// The pooled group's tables (one group of every kept entry) at every bin count of `bins`, at
+/// scales `sc`: its entries of positive weight with ids `row << 32 | column` (ascending as the
+/// triples do; no division to find the row), placed by chunks of rows in parallel (a counting read, then each chunk fills
+/// its own stretch: the keys are allocated once) and sorted once for every bin count.
+fn pooled<T: Score>(x: &Inputs<T>, w: &[f64], rows: &[RowUnits], thr: f64, bins: &[usize], sc: &Scales) -> Result<Vec<GroupTable>, KernelError> {
+    if x.n > u32::MAX as usize || x.k > u32::MAX as usize {
+        return Err(KernelError::Shape(format!(
+            "a ({}, {}) matrix exceeds the 2^32 rows or columns of the weighted pooled adaptive \
+             kernel; compute it by chunks with calibkit.Accumulator or calibkit.dask",
+            x.n, x.k
+        )));
+    }
+    let chunks = row_chunks(x.n, x.k);
+    let serial = chunks.len() == 1; // on the calling thread (its GIL may be held, see `rust/py`)
+    // Per chunk: kept entries, those of positive weight, largest kept |score| and the largest
+    // weight of a row with a kept entry.
+    let count = |r: &std::ops::Range<usize>| {
+        let (mut kept, mut placed, mut max_w, mut max_s) = (0usize, 0usize, 0.0f64, 0.0f64);
+        for i in r.clone() {
+            let mut n = 0usize;
+            for v in x.row(i) {
+                let v = v.to_f64();
+                if v > thr {
+                    n += 1;
+                    max_s = if v.abs() > max_s { v.abs() } else { max_s };
+                }
+            }
+            kept += n;
+            if w[i] > 0.0 {
+                placed += n;
+            }
+            if n > 0 {
+                max_w = if w[i] > max_w { w[i] } else { max_w };
+            }
+        }
+        (kept, placed, max_w, max_s)
+    };
+    let counts: Vec<(usize, usize, f64, f64)> = if serial { chunks.iter().map(count).collect() } else { chunks.par_iter().map(count).collect() };
+    let (mut kept, mut max_w, mut max_s) = (0usize, 0.0f64, 0.0f64);
+    for &(n, _, mw, ms) in &counts {
+        kept += n;
+        max_w = if mw > max_w { mw } else { max_w };
+        max_s = if ms > max_s { ms } else { max_s };
+    }
+    let mut keys = vec![0u128; counts.iter().map(|c| c.1).sum()];
+    let mut stretches: Vec<(std::ops::Range<usize>, &mut [u128])> = Vec::with_capacity(chunks.len());
+    let mut rest = &mut keys[..];
+    for (r, c) in chunks.iter().zip(&counts) {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(c.1);
+        stretches.push((r.clone(), head));
+        rest = tail;
+    }
+    let fill = |(r, out): &mut (std::ops::Range<usize>, &mut [u128])| -> Result<(), KernelError> {
+        let mut p = 0usize;
+        for i in r.clone() {
+            if w[i] > 0.0 {
+                for (j, v) in x.row(i).iter().enumerate() {
+                    let v = v.to_f64();
+                    if v > thr {
+                        // More kept entries than counted: another thread changed the input.
+                        *out.get_mut(p).ok_or(KernelError::InputChanged)? = ((order_key(v) as u128) << 64) | ((i as u128) << 32) | j as u128;
+                        p += 1;
+                    }
+                }
+            }
+        }
+        if p == out.len() { Ok(()) } else { Err(KernelError::InputChanged) }
+    };
+    if serial {
+        stretches.iter_mut().try_for_each(fill)?;
+    } else {
+        stretches.par_iter_mut().try_for_each(fill)?;
+    }
+    let locate = |id: u64| {
+        let (row, col) = ((id >> 32) as usize, id & 0xffff_ffff);
+        (row, row * x.k + col as usize, rows[row].label == col)
+    };
+    let mut tables = group_tables(x, w, rows, sc, bins, &mut keys, locate, kept, &mut Scratch::default());
+    for (_, part) in tables.iter_mut() {
+        (part.max_weight, part.max_score) = (max_w, max_s);
+    }
+    Ok(tables)
+}
+
+/// The adaptive tables (`b` bins per group for each `b` of `bins`) of the all-probabilities
+/// grouping (`class_conditional`, threshold `thr`) of `x` with row weights `w`: the weighted
+/// primitive's tables of the grouping's kept triples (module doc), each group sorted once for
+/// every bin count. Validates as [`super::matrix::even_stats`] does.
+pub fn adaptive_stats<T: Score>(
+    x: &Inputs<T>,
+    w: &[f64],
+    class_conditional: bool,
+    thr: f64,
+    bins: &[usize],
+    check: &Checks,
+) -> Result<Vec<BinStats>, KernelError> {
+    let g = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional, threshold: thr };
+    checked(x, w, &g, bins, check)?;
+    if bins.is_empty() {
+        return Ok(Vec::new());
+    }
+    let groups = if class_conditional { x.k } else { 1 };
     let width = block_width(x, thr);
     let blocks: Vec<std::ops::Range<usize>> = (0..x.k).step_by(width).map(|c| c..(c + width).min(x.k)).collect();
     let scratch = PerThread::<Scratch>::new();
-    let mut edges: Vec<Vec<f64>> = Vec::new();
-    let (sc, part) = at_found_scales(x, w, |sc| {
+    // Per group, its tables at each bin count.
+    let mut tables: Vec<Vec<GroupTable>> = Vec::new();
+    let (sc, _) = at_found_scales(x, w, |sc| {
         let rows: Vec<RowUnits> = (0..x.n)
             .map(|i| {
                 let ws = w[i] * sc.weight;
                 RowUnits { ws, label: x.labels[i] as u64, count: count_units(ws) }
             })
             .collect();
-        let per_block: Vec<Vec<ClassTable>> = if blocks.len() == 1 {
+        tables = if !class_conditional {
+            vec![pooled(x, w, &rows, thr, bins, sc)?]
+        } else if blocks.len() == 1 {
             // On the calling thread (a short input: its GIL may be held, see `rust/py`).
-            vec![class_block(x, w, &rows, thr, num_bins, sc, blocks[0].clone(), &mut Scratch::default())?]
+            class_block(x, w, &rows, thr, bins, sc, blocks[0].clone(), &mut Scratch::default())?
         } else {
             // (`class_block` runs no rayon jobs: its sorts are serial.)
-            blocks
+            let per_block: Vec<Vec<Vec<GroupTable>>> = blocks
                 .par_iter()
-                .map(|cols| scratch.with(|s| class_block(x, w, &rows, thr, num_bins, sc, cols.clone(), s)))
-                .collect::<Result<_, _>>()?
+                .map(|cols| scratch.with(|s| class_block(x, w, &rows, thr, bins, sc, cols.clone(), s)))
+                .collect::<Result<_, _>>()?;
+            per_block.into_iter().flatten().collect()
         };
-        let mut total = Part::zeros(0);
-        edges.clear();
-        for (e, p) in per_block.into_iter().flatten() {
-            // Each class's cells follow the previous class's.
-            total.cells.extend_from_slice(&p.cells);
-            total.add_facts(&p);
-            edges.push(e);
+        // What the scales depend on, over every group (the same at every bin count).
+        let mut facts = Part::zeros(0);
+        for t in &tables {
+            facts.add_facts(&t[0].1);
         }
-        Ok(total)
+        Ok(facts)
     })?;
-    let mut st = sc.table(x.k, num_bins);
-    for (i, a) in part.cells.iter().enumerate() {
-        sc.write(&mut st, i, a[0], a[1], a[2]);
-    }
-    st.edges = edges.iter().flat_map(|e| adaptive_boundaries(e, num_bins, 0.0)).collect();
-    Ok(st)
+    Ok(bins
+        .iter()
+        .enumerate()
+        .map(|(bi, &b)| {
+            let mut st = sc.table(groups, b);
+            for (gi, t) in tables.iter().enumerate() {
+                for (j, a) in t[bi].1.cells.iter().enumerate() {
+                    sc.write(&mut st, gi * b + j, a[0], a[1], a[2]);
+                }
+            }
+            st.edges = tables.iter().flat_map(|t| adaptive_boundaries(&t[bi].0, b, 0.0)).collect();
+            st
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -239,14 +408,33 @@ mod tests {
             }
             let x = Inputs::new(&p, &y, k).unwrap();
             for (name, w) in weight_kinds(n, seed + 10) {
-                for thr in [0.0, 0.01, 0.5] {
-                    for b in [1usize, 2, 10, 15] {
-                        let what = format!("n {n} k {k} {name} thr {thr} b {b}");
-                        let got = adaptive_stats(&x, &w, thr, b, &Checks::ALL).unwrap();
-                        same(&got, &by_triples(&x, &w, Binning::Adaptive, true, thr, b), &what);
+                for cc in [true, false] {
+                    for thr in [0.0, 0.01, 0.5] {
+                        // every bin count from one sort of each group
+                        let bins = [1usize, 2, 10, 15];
+                        let got = adaptive_stats(&x, &w, cc, thr, &bins, &Checks::ALL).unwrap();
+                        assert_eq!(got.len(), bins.len());
+                        for (st, &b) in got.iter().zip(&bins) {
+                            let what = format!("n {n} k {k} {name} cc {cc} thr {thr} b {b}");
+                            same(st, &by_triples(&x, &w, Binning::Adaptive, cc, thr, b), &what);
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /// A pooled group large enough for the parallel sort and several chunks of rows gives the
+    /// primitive's tables (which sort it the same way).
+    #[test]
+    fn a_large_pooled_group_is_the_primitive_table() {
+        let (n, k) = (30_000usize, 12usize);
+        let (p, y) = data(n, k, 21);
+        let x = Inputs::new(&p, &y, k).unwrap();
+        let w: Vec<f64> = (0..n).map(|i| (i % 5) as f64 * 0.5).collect();
+        let got = adaptive_stats(&x, &w, false, 0.0, &[7, 30], &Checks::ALL).unwrap();
+        for (st, b) in got.iter().zip([7usize, 30]) {
+            same(st, &by_triples(&x, &w, Binning::Adaptive, false, 0.0, b), &format!("pooled b {b}"));
         }
     }
 }
