@@ -227,8 +227,9 @@ fn class_block<T: Score>(
 
 /// The pooled group's tables (one group of every kept entry) at every bin count of `bins`, at
 /// scales `sc`: its entries of positive weight with ids `row << 32 | column` (ascending as the
-/// triples do; no division to find the row), placed by chunks of rows in parallel (a counting read, then each chunk fills
-/// its own stretch: the keys are allocated once) and sorted once for every bin count.
+/// triples do; no division to find the row), placed by chunks of rows in parallel (a counting
+/// read, then each chunk fills its own stretch: the keys are allocated once) and sorted once
+/// for every bin count.
 fn pooled<T: Score>(x: &Inputs<T>, w: &[f64], rows: &[RowUnits], thr: f64, bins: &[usize], sc: &Scales) -> Result<Vec<GroupTable>, KernelError> {
     if x.n > u32::MAX as usize || x.k > u32::MAX as usize {
         return Err(KernelError::Shape(format!(
