@@ -10,26 +10,10 @@
 #![no_main]
 
 use calibkit::kernels::core::validate::Checks;
-use calibkit::kernels::gce::rows::score_rows;
-use calibkit::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
-use calibkit::kernels::weighted::matrix::stats;
+use calibkit::kernels::weighted::matrix::{stats, triples_table};
 use calibkit::kernels::{BinStats, Grouping, Inputs, KernelError, Score};
 use calibkit_fuzz::*;
 use libfuzzer_sys::fuzz_target;
-
-/// The weighted primitive on the grouping's kept triples, each with its row's weight.
-fn by_triples<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, b: usize) -> Result<BinStats, KernelError> {
-    let r = score_rows(x, g, &Checks::ALL)?;
-    let tw: Vec<f64> = r.row.iter().map(|&i| w[i as usize]).collect();
-    let rows = GroupedRows {
-        groups: Some(&r.group),
-        scores: &r.score,
-        outcomes: &r.outcome,
-        weights: Some(&tw),
-        num_groups: if g.class_conditional { x.k } else { 1 },
-    };
-    grouped_bin_stats(&rows, g.binning, b)
-}
 
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits()).collect()
@@ -49,7 +33,7 @@ fn check<T: Score>(probs: &[T], labels: &[i64], k: usize, g: &Grouping, both: bo
     // this grouping alone, or with the other one first (even: pooled from the class sums)
     let groupings: &[bool] = if both { &[!g.class_conditional, g.class_conditional] } else { &[g.class_conditional] };
     let got = stats(&x, w, g.binning, groupings, g.threshold, bins, &Checks::ALL).map(|mut t| t.pop().expect("one list per grouping"));
-    let want: Result<Vec<BinStats>, KernelError> = bins.iter().map(|&b| by_triples(&x, w, g, b)).collect();
+    let want: Result<Vec<BinStats>, KernelError> = bins.iter().map(|&b| triples_table(&x, w, g, b)).collect();
     let what = format!("{g:?} groupings={groupings:?} bins={bins:?} n={} k={k}", labels.len());
     match (&got, &want) {
         (Ok(a), Ok(e)) => {

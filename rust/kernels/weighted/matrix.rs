@@ -373,25 +373,32 @@ pub fn stats<T: Score>(
     }
 }
 
+/// What every table of this module and [`super::matrix_adaptive`] equals bit for bit, the
+/// slow way: the weighted primitive on the grouping's kept triples
+/// ([`score_rows`](crate::kernels::gce::rows::score_rows)), each weighted by its row's weight.
+/// The oracle of the tests and of the `weighted_matrix` fuzz target; not exported to Python.
+pub fn triples_table<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, num_bins: usize) -> Result<BinStats, KernelError> {
+    use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
+    let r = crate::kernels::gce::rows::score_rows(x, g, &Checks::ALL)?;
+    let tw: Vec<f64> = r.row.iter().map(|&i| w[i as usize]).collect();
+    let rows = GroupedRows {
+        groups: Some(&r.group),
+        scores: &r.score,
+        outcomes: &r.outcome,
+        weights: Some(&tw),
+        num_groups: if g.class_conditional { x.k } else { 1 },
+    };
+    grouped_bin_stats(&rows, g.binning, num_bins)
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::kernels::gce::rows::score_rows;
-    use crate::kernels::weighted::grouped::{grouped_bin_stats, GroupedRows};
 
-    /// The weighted primitive on the grouping's triples, each weighted by its row's weight.
+    /// [`triples_table`] of a valid input.
     pub(in crate::kernels::weighted) fn by_triples<T: Score>(x: &Inputs<T>, w: &[f64], binning: Binning, cc: bool, thr: f64, b: usize) -> BinStats {
         let g = Grouping { binning, max_prob: false, class_conditional: cc, threshold: thr };
-        let r = score_rows(x, &g, &Checks::ALL).unwrap();
-        let tw: Vec<f64> = r.row.iter().map(|&i| w[i as usize]).collect();
-        let rows = GroupedRows {
-            groups: Some(&r.group),
-            scores: &r.score,
-            outcomes: &r.outcome,
-            weights: Some(&tw),
-            num_groups: if cc { x.k } else { 1 },
-        };
-        grouped_bin_stats(&rows, binning, b).unwrap()
+        triples_table(x, w, &g, b).unwrap()
     }
 
     pub(in crate::kernels::weighted) fn same(a: &BinStats, b: &BinStats, what: &str) {
