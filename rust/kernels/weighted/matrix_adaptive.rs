@@ -343,10 +343,13 @@ pub fn adaptive_stats<T: Score>(
         tables = if !class_conditional {
             vec![pooled(x, w, &rows, thr, bins, sc)?]
         } else if blocks.len() == 1 {
-            // On the calling thread (a short input: its GIL may be held, see `rust/py`).
+            // On the calling thread (a short input's GIL may be held, see `rust/py`; a class
+            // reaches the pool's sort only from PARALLEL_ROWS kept entries, long after the
+            // glue has let the GIL go).
             class_block(x, w, &rows, thr, bins, sc, blocks[0].clone(), &mut Scratch::default())?
         } else {
-            // (`class_block` runs no rayon jobs: its sorts are serial.)
+            // (`class_block` sorts a class on its thread, or over the pool from PARALLEL_ROWS
+            // kept entries up, a nested rayon job: the order is the same either way.)
             let per_block: Vec<Vec<Vec<GroupTable>>> = blocks
                 .par_iter()
                 .map(|cols| scratch.with(|s| class_block(x, w, &rows, thr, bins, sc, cols.clone(), s)))
