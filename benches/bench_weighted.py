@@ -16,7 +16,9 @@ primitive), and the weighted ``evaluate`` of the whole space at five bin counts 
 unweighted one and (up to 10^7 scores) against its 160 values by single weighted calls, in one
 process on the same data, with the CPU model.
 
-There is no target: the ratios are recorded in docs/performance.md ("Weighted single calls").
+There is no target: the ratios are recorded in docs/performance.md ("Weighted single calls" and
+the sections after it, the last "Weighted `evaluate`: one matrix call per binning and
+threshold").
 
 Usage::
 

@@ -137,18 +137,18 @@ def _fits_matrix_pass(max_prob: bool, w: np.ndarray, k: int) -> bool:
         return float(np.sum(w)) * k < 1e300
 
 
-def matrix_tables(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, binning: str,
-                  class_conditional, threshold: float, num_bins) -> list:
+def matrix_tables(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, binning: str, groupings,
+                  threshold: float, num_bins) -> list:
     """The weighted tables (counts, score sums, outcome sums, edges, units) of the
-    all-probabilities groupings at ``threshold``, one list per bool of ``class_conditional``
-    (a sequence), each with one table per bin count of ``num_bins``, from validated ``(y, p)``
+    all-probabilities groupings at ``threshold``, one list per ``class_conditional`` bool of
+    ``groupings``, each with one table per bin count of ``num_bins``, from validated ``(y, p)``
     and checked row weights ``w``: each bit for bit the table of :meth:`Triples.bins` (the
     weighted primitive on the metric's triples, :func:`form_triples` with
     :meth:`Triples.weight_of`), adaptive edges starting at the threshold, from Rust passes over
     the matrix (``rust/kernels/weighted/matrix.rs``, even bins, pooled from the
     class-conditional sums when both are asked for; ``matrix_adaptive.rs``, adaptive bins, each
     group sorted once for all the bin counts)."""
-    out = _native.weighted_matrix_stats(y, p, w, binning, [bool(c) for c in class_conditional],
+    out = _native.weighted_matrix_stats(y, p, w, binning, [bool(c) for c in groupings],
                                         float(threshold), [int(b) for b in num_bins])
     if binning == "adaptive":
         for t in (t for per_grouping in out for t in per_grouping):
@@ -175,8 +175,7 @@ def weighted_bins(labels, probs, sample_weight, *, binning: str, max_prob: bool,
     w = as_sample_weight(sample_weight, int(np.shape(labels)[0]))
     if _fits_matrix_pass(max_prob, w, p.shape[1]):
         num_bins = check_gce_params(binning, "l1", threshold, num_bins)[3]
-        c, s, o, e, u = matrix_tables(y, p, w, binning=binning,
-                                      class_conditional=[class_conditional],
+        c, s, o, e, u = matrix_tables(y, p, w, binning=binning, groupings=[class_conditional],
                                       threshold=threshold, num_bins=[num_bins])[0][0]
         return CalibrationBins(c, s, o, e, p.shape[1], binning, bool(class_conditional), False,
                                float(threshold), u)
@@ -200,26 +199,26 @@ def weighted_evaluate(labels, probs, space, bins, sample_weight) -> np.ndarray:
     w = as_sample_weight(sample_weight, n)
     y, p = validate_inputs(labels, probs)
     bins = [int(b) for b in bins]
-    fits = _fits_matrix_pass(False, w, p.shape[1])
-    # The groupings each (binning, threshold) needs from the matrix, in a fixed order.
-    wanted: dict = {}
-    for spec in space:
-        if fits and not spec.max_prob:
-            cc = wanted.setdefault((spec.binning, spec.threshold), [])
-            if spec.class_conditional not in cc:
-                cc.append(spec.class_conditional)
+    # The tables over all probabilities: one call per (binning, threshold) for the groupings
+    # the space asks for there, class-conditional first, at every bin count.
     tables: dict = {}
+    if _fits_matrix_pass(False, w, p.shape[1]):
+        wanted: dict = {}
+        for spec in space:
+            if not spec.max_prob:
+                wanted.setdefault((spec.binning, spec.threshold), set()).add(spec.class_conditional)
+        for (binning, threshold), ccs in wanted.items():
+            groupings = sorted(ccs, reverse=True)
+            per = matrix_tables(y, p, w, binning=binning, groupings=groupings,
+                                threshold=threshold, num_bins=bins)
+            for cc, t in zip(groupings, per):
+                tables[(binning, cc, threshold)] = t
     cache: dict = {}
     out = np.empty((len(space), len(bins)))
     for i, spec in enumerate(space):
-        if fits and not spec.max_prob:
-            at = (spec.binning, spec.threshold)
-            if at not in tables:
-                groupings = sorted(wanted[at], reverse=True)  # class-conditional first
-                per = matrix_tables(y, p, w, binning=spec.binning, class_conditional=groupings,
-                                    threshold=spec.threshold, num_bins=bins)
-                tables[at] = dict(zip(groupings, per))
-            for j, (c, s, o, _e, _u) in enumerate(tables[at][spec.class_conditional]):
+        at = (spec.binning, spec.class_conditional, spec.threshold)
+        if not spec.max_prob and at in tables:
+            for j, (c, s, o, _e, _u) in enumerate(tables[at]):
                 out[i, j] = reduce_table(c, s, o, spec.norm, spec.class_conditional)
             continue
         key = (spec.max_prob, spec.class_conditional, spec.threshold)

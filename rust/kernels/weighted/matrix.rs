@@ -50,11 +50,7 @@ impl Part {
 
     /// Adds another part of the same cells: sums and facts.
     pub(super) fn add(&mut self, o: &Part) {
-        for (a, b) in self.cells.iter_mut().zip(&o.cells) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x = x.wrapping_add(*y);
-            }
-        }
+        add_cells(&mut self.cells, &o.cells);
         self.add_facts(o);
     }
 
@@ -73,6 +69,16 @@ impl Part {
             weight: Scales::of_weights(self.max_weight, self.kept),
             score: Scales::of_values(self.max_score),
             outcome: 1.0,
+        }
+    }
+}
+
+/// Adds the unit sums of cells `src` to those of `dst`, cell by cell (wrapping, as every sum
+/// of units is taken).
+fn add_cells(dst: &mut [[i128; 3]], src: &[[i128; 3]]) {
+    for (a, b) in dst.iter_mut().zip(src) {
+        for (x, y) in a.iter_mut().zip(b) {
+            *x = x.wrapping_add(*y);
         }
     }
 }
@@ -232,12 +238,15 @@ impl<T: Score> Pass<'_, T> {
     }
 }
 
-/// The checks of every weighted matrix pass, before it: the grouping's bin counts and table
-/// sizes, one finite weight `>= 0` per row, and the input as `check` asks.
-pub(super) fn checked<T: Score>(x: &Inputs<T>, w: &[f64], g: &Grouping, bins: &[usize], check: &Checks) -> Result<(), KernelError> {
-    for &b in bins {
-        g.check(b)?;
-        g.check_table(x.k, b)?;
+/// The checks of every weighted matrix pass, before it: each grouping's bin counts and table
+/// sizes, one finite weight `>= 0` per row, and the input as `check` asks (once, whatever the
+/// number of groupings).
+pub(super) fn checked<T: Score>(x: &Inputs<T>, w: &[f64], groupings: &[Grouping], bins: &[usize], check: &Checks) -> Result<(), KernelError> {
+    for g in groupings {
+        for &b in bins {
+            g.check(b)?;
+            g.check_table(x.k, b)?;
+        }
     }
     if w.len() != x.n {
         return Err(KernelError::Shape(format!(
@@ -301,10 +310,11 @@ pub fn even_stats<T: Score>(
     bins: &[usize],
     check: &Checks,
 ) -> Result<Vec<Vec<BinStats>>, KernelError> {
-    for &class_conditional in groupings {
-        let g = Grouping { binning: Binning::Even, max_prob: false, class_conditional, threshold: thr };
-        checked(x, w, &g, bins, if class_conditional == groupings[0] { check } else { &Checks::NONE })?;
-    }
+    let gs: Vec<Grouping> = groupings
+        .iter()
+        .map(|&class_conditional| Grouping { binning: Binning::Even, max_prob: false, class_conditional, threshold: thr })
+        .collect();
+    checked(x, w, &gs, bins, check)?;
     let both = groupings.contains(&true) && groupings.contains(&false);
     // Per bin count: the class-conditional pass's scales and sums, when it is asked for.
     let mut by_class: Vec<Option<(Scales, Part)>> = vec![None; bins.len()];
@@ -327,11 +337,7 @@ pub fn even_stats<T: Score>(
                     // The pooled cells: the class-conditional ones added over the classes.
                     let mut pooled = Part::zeros(nb);
                     for class in part.cells.chunks(nb) {
-                        for (a, c) in pooled.cells.iter_mut().zip(class) {
-                            for (x, y) in a.iter_mut().zip(c) {
-                                *x = x.wrapping_add(*y);
-                            }
-                        }
+                        add_cells(&mut pooled.cells, class);
                     }
                     even_table(sc, &pooled, 1, &e)
                 }
@@ -362,14 +368,17 @@ pub fn stats<T: Score>(
 ) -> Result<Vec<Vec<BinStats>>, KernelError> {
     match binning {
         Binning::Even => even_stats(x, w, groupings, thr, bins, check),
-        Binning::Adaptive => groupings
-            .iter()
-            .enumerate()
-            .map(|(i, &cc)| {
-                let check = if i == 0 { check } else { &Checks::NONE };
-                super::matrix_adaptive::adaptive_stats(x, w, cc, thr, bins, check)
-            })
-            .collect(),
+        Binning::Adaptive => {
+            let gs: Vec<Grouping> = groupings
+                .iter()
+                .map(|&class_conditional| Grouping { binning, max_prob: false, class_conditional, threshold: thr })
+                .collect();
+            checked(x, w, &gs, bins, check)?;
+            groupings
+                .iter()
+                .map(|&cc| super::matrix_adaptive::adaptive_stats(x, w, cc, thr, bins, &Checks::NONE))
+                .collect()
+        }
     }
 }
 
@@ -533,6 +542,9 @@ pub(super) mod tests {
             assert!(msg(stats(&x, &[1.0, 1.0], binning, &[cc], 1.5, &[10], &Checks::ALL)).contains("threshold"));
             assert!(stats(&x, &[1.0, 1.0], binning, &[cc], 0.0, &[], &Checks::ALL).unwrap()[0].is_empty());
             assert!(stats(&x, &[1.0, 1.0], binning, &[], 0.0, &[10], &Checks::ALL).unwrap().is_empty());
+            // with no grouping asked for, the weights and the input are still checked
+            assert!(msg(stats(&x, &[1.0], binning, &[], 0.0, &[10], &Checks::ALL)).contains("one weight per row"));
+            assert!(msg(stats(&Inputs::new(&bad, &y, 2).unwrap(), &[1.0, 1.0], binning, &[], 0.0, &[10], &Checks::ALL)).contains("sum"));
         }
     }
 }

@@ -124,8 +124,8 @@ impl<'a> Walk<'a> {
 /// id: ids ascend as the triples do); `locate(id)` is the entry's row, its index in
 /// `x.probs` and whether it is the row's true label. Its edges come from the weights in that
 /// order ([`sorted_edge_ranks_many`], the primitive's rule), for every bin count in one walk;
-/// its entries' units once for all of them. `kept` (entries above the threshold, of any weight) goes
-/// with every table.
+/// its entries' units once for all of them. `kept` (entries above the threshold, of any
+/// weight) goes with every table.
 #[allow(clippy::too_many_arguments)]
 fn group_tables<T: Score>(
     x: &Inputs<T>,
@@ -240,41 +240,39 @@ fn pooled<T: Score>(x: &Inputs<T>, w: &[f64], rows: &[RowUnits], thr: f64, bins:
     }
     let chunks = row_chunks(x.n, x.k);
     let serial = chunks.len() == 1; // on the calling thread (its GIL may be held, see `rust/py`)
-    // Per chunk: kept entries, those of positive weight, largest kept |score| and the largest
-    // weight of a row with a kept entry.
+    // Per chunk: the entries of positive weight it places, and its facts (kept entries,
+    // largest kept |score|, largest weight of a row with a kept entry).
     let count = |r: &std::ops::Range<usize>| {
-        let (mut kept, mut placed, mut max_w, mut max_s) = (0usize, 0usize, 0.0f64, 0.0f64);
+        let (mut placed, mut facts) = (0usize, Part::zeros(0));
         for i in r.clone() {
             let mut n = 0usize;
             for v in x.row(i) {
                 let v = v.to_f64();
                 if v > thr {
                     n += 1;
-                    max_s = if v.abs() > max_s { v.abs() } else { max_s };
+                    facts.max_score = if v.abs() > facts.max_score { v.abs() } else { facts.max_score };
                 }
             }
-            kept += n;
+            facts.kept += n;
             if w[i] > 0.0 {
                 placed += n;
             }
             if n > 0 {
-                max_w = if w[i] > max_w { w[i] } else { max_w };
+                facts.max_weight = if w[i] > facts.max_weight { w[i] } else { facts.max_weight };
             }
         }
-        (kept, placed, max_w, max_s)
+        (placed, facts)
     };
-    let counts: Vec<(usize, usize, f64, f64)> = if serial { chunks.iter().map(count).collect() } else { chunks.par_iter().map(count).collect() };
-    let (mut kept, mut max_w, mut max_s) = (0usize, 0.0f64, 0.0f64);
-    for &(n, _, mw, ms) in &counts {
-        kept += n;
-        max_w = if mw > max_w { mw } else { max_w };
-        max_s = if ms > max_s { ms } else { max_s };
+    let counts: Vec<(usize, Part)> = if serial { chunks.iter().map(count).collect() } else { chunks.par_iter().map(count).collect() };
+    let mut facts = Part::zeros(0);
+    for (_, f) in &counts {
+        facts.add_facts(f);
     }
-    let mut keys = vec![0u128; counts.iter().map(|c| c.1).sum()];
+    let mut keys = vec![0u128; counts.iter().map(|c| c.0).sum()];
     let mut stretches: Vec<(std::ops::Range<usize>, &mut [u128])> = Vec::with_capacity(chunks.len());
     let mut rest = &mut keys[..];
     for (r, c) in chunks.iter().zip(&counts) {
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(c.1);
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(c.0);
         stretches.push((r.clone(), head));
         rest = tail;
     }
@@ -303,9 +301,9 @@ fn pooled<T: Score>(x: &Inputs<T>, w: &[f64], rows: &[RowUnits], thr: f64, bins:
         let (row, col) = ((id >> 32) as usize, id & 0xffff_ffff);
         (row, row * x.k + col as usize, rows[row].label == col)
     };
-    let mut tables = group_tables(x, w, rows, sc, bins, &mut keys, locate, kept, &mut Scratch::default());
+    let mut tables = group_tables(x, w, rows, sc, bins, &mut keys, locate, facts.kept, &mut Scratch::default());
     for (_, part) in tables.iter_mut() {
-        (part.max_weight, part.max_score) = (max_w, max_s);
+        (part.max_weight, part.max_score) = (facts.max_weight, facts.max_score);
     }
     Ok(tables)
 }
@@ -323,7 +321,7 @@ pub fn adaptive_stats<T: Score>(
     check: &Checks,
 ) -> Result<Vec<BinStats>, KernelError> {
     let g = Grouping { binning: Binning::Adaptive, max_prob: false, class_conditional, threshold: thr };
-    checked(x, w, &g, bins, check)?;
+    checked(x, w, &[g], bins, check)?;
     if bins.is_empty() {
         return Ok(Vec::new());
     }
