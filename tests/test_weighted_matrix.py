@@ -110,7 +110,7 @@ def test_weighted_gce_and_evaluate_equal_the_triples_path(kind):
             assert got == want and ev.values[i, j] == want, (s, b)
 
 
-def test_weighted_sce_and_ace_take_the_matrix_passes(monkeypatch):
+def test_weighted_metrics_over_all_probabilities_take_the_matrix_passes(monkeypatch):
     """Weighted calls over all probabilities (SCE, ACE, TACE, pooled adaptive) form no
     triples; top-label ones still do."""
     rng = np.random.default_rng(0)
@@ -166,6 +166,8 @@ def test_weights_whose_total_may_overflow_take_the_triples_path(monkeypatch):
                         lambda *a, **kw: used.append(1) or pytest.fail("matrix path taken"))
     with pytest.raises(calibkit.errors.InvalidParameterError, match="exceeds the largest float64"):
         calibkit.sce(y, p, sample_weight=w)
+    with pytest.raises(calibkit.errors.InvalidParameterError, match="exceeds the largest float64"):
+        calibkit.evaluate(y, p, space=["SCE", "ACE"], num_bins=(5, 10), sample_weight=w)
     assert used == []
 
 
